@@ -1,0 +1,166 @@
+//! The checksum list `kk-bundle/SHA256SUMS`, the root of trust of a bundle.
+//!
+//! It uses the text format of coreutils' `sha256sum` (`<hex>  <path>\n`), so an unpacked
+//! bundle can be checked with `sha256sum -c kk-bundle/SHA256SUMS` on any machine. Parsing is
+//! strict: there is exactly one byte sequence for a given set of members, which makes the
+//! list's own sha256 a stable identity for the whole bundle.
+
+use std::collections::BTreeMap;
+
+use crate::digest::Sha256Digest;
+use crate::error::BundleError;
+use crate::member::{DESCRIPTION_PATH, INDEX_PATH, MemberKind, MemberPath, OCI_LAYOUT_PATH};
+
+/// The sha256 of every member but the list itself, sorted by path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChecksumList {
+    entries: BTreeMap<MemberPath, Sha256Digest>,
+}
+
+impl ChecksumList {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `digest` for `path`, replacing an earlier entry.
+    pub fn insert(&mut self, path: MemberPath, digest: Sha256Digest) {
+        self.entries.insert(path, digest);
+    }
+
+    /// The digest listed for `path`.
+    pub fn get(&self, path: &MemberPath) -> Option<&Sha256Digest> {
+        self.entries.get(path)
+    }
+
+    /// Every entry, sorted by path.
+    pub fn iter(&self) -> impl Iterator<Item = (&MemberPath, &Sha256Digest)> {
+        self.entries.iter()
+    }
+
+    /// How many members the list names.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the list names no member.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The list in its one valid spelling.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.entries.len() * 144);
+        for (path, digest) in &self.entries {
+            out.extend_from_slice(digest.hex().as_bytes());
+            out.extend_from_slice(b"  ");
+            out.extend_from_slice(path.as_str().as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// Parses a list, refusing anything but the spelling [`to_bytes`](Self::to_bytes) writes.
+    pub fn parse(bytes: &[u8]) -> Result<Self, BundleError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| list_error(0, "is not UTF-8".into()))?;
+        let Some(body) = text.strip_suffix('\n') else {
+            return Err(list_error(0, "must end with a newline".into()));
+        };
+        let mut list = Self::new();
+        let mut previous: Option<MemberPath> = None;
+        for (i, line) in body.split('\n').enumerate() {
+            let (digest, path) = parse_line(line).map_err(|reason| list_error(i + 1, reason))?;
+            if previous.as_ref().is_some_and(|p| p >= &path) {
+                return Err(list_error(i + 1, format!("`{path}` is out of order or repeated")));
+            }
+            previous = Some(path.clone());
+            list.entries.insert(path, digest);
+        }
+        for required in [DESCRIPTION_PATH, OCI_LAYOUT_PATH, INDEX_PATH] {
+            if !list.entries.contains_key(&MemberPath::fixed(required)) {
+                return Err(list_error(0, format!("does not list `{required}`")));
+            }
+        }
+        Ok(list)
+    }
+}
+
+fn parse_line(line: &str) -> Result<(Sha256Digest, MemberPath), String> {
+    let (hex, path) = line
+        .split_at_checked(64)
+        .ok_or_else(|| format!("`{line}` is not `<64 hex>  <path>`"))?;
+    let digest = Sha256Digest::from_hex(hex)
+        .ok_or_else(|| format!("`{hex}` is not 64 lowercase hex digits"))?;
+    let path = path
+        .strip_prefix("  ")
+        .ok_or_else(|| format!("expected two spaces after the digest in `{line}`"))?;
+    let member = MemberPath::parse(path).ok_or_else(|| format!("`{path}` is not a member path"))?;
+    match member.kind() {
+        MemberKind::Checksums => return Err("the list must not list itself".into()),
+        MemberKind::Blob(named) if named != digest => {
+            return Err(format!("`{path}` is listed with another digest, {digest}"));
+        }
+        _ => {}
+    }
+    Ok((digest, member))
+}
+
+fn list_error(line: usize, reason: String) -> BundleError {
+    BundleError::ChecksumList { line, reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ChecksumList {
+        let mut list = ChecksumList::new();
+        for (path, content) in [
+            (DESCRIPTION_PATH, &b"{}"[..]),
+            (OCI_LAYOUT_PATH, b"layout"),
+            (INDEX_PATH, b"index"),
+        ] {
+            list.insert(MemberPath::fixed(path), Sha256Digest::of(content));
+        }
+        let blob = Sha256Digest::of(b"blob");
+        list.insert(MemberPath::blob(&blob), blob);
+        list
+    }
+
+    #[test]
+    fn round_trips_sorted() {
+        let list = sample();
+        let bytes = list.to_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let paths: Vec<_> = text.lines().map(|l| &l[66..]).collect();
+        assert_eq!(paths[1..], ["index.json", "kk-bundle/bundle.json", "oci-layout"]);
+        assert!(paths[0].starts_with("blobs/sha256/"));
+        assert_eq!(ChecksumList::parse(&bytes).unwrap(), list);
+    }
+
+    #[test]
+    fn refuses_every_other_spelling() {
+        let good = String::from_utf8(sample().to_bytes()).unwrap();
+        let first = good.lines().next().unwrap().to_owned();
+        let blob_path = &first[66..];
+        let cases: Vec<(String, &str)> = vec![
+            (good.trim_end().to_owned(), "newline"),
+            (good.replacen("  ", " ", 1), "two spaces"),
+            (good.replacen("  ", " *", 1), "two spaces"),
+            (good.replacen('\n', "\r\n", 1), "not a member path"),
+            (format!("{good}\n"), "not `<64 hex>  <path>`"),
+            (good.to_uppercase(), "lowercase"),
+            (format!("{first}\n{good}"), "out of order"),
+            (good.replace("index.json", "zindex.json"), "not a member path"),
+            (good.replace(blob_path, &format!("blobs/sha256/{}", "b".repeat(64))), "another digest"),
+            (good.replace("oci-layout", "kk-bundle/SHA256SUMS"), "itself"),
+            (good.lines().filter(|l| !l.ends_with("oci-layout")).map(|l| format!("{l}\n")).collect(), "does not list `oci-layout`"),
+            (good.replacen(&first[..4], "\u{e9}\u{e9}", 1), "64 lowercase hex"),
+        ];
+        for (text, fragment) in cases {
+            let err = ChecksumList::parse(text.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains(fragment), "{err:?} should mention {fragment:?} for {text:?}");
+        }
+        assert!(ChecksumList::parse(&[0xff, b'\n']).unwrap_err().to_string().contains("UTF-8"));
+    }
+}

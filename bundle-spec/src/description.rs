@@ -1,0 +1,186 @@
+//! The bundle description `kk-bundle/bundle.json`: what a bundle holds and where it came from.
+
+use std::fmt;
+use std::str::FromStr;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::digest::Sha256Digest;
+use crate::lock::Lock;
+
+/// The format version this crate writes, and the major version it reads.
+pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 0 };
+
+/// A bundle format version, `MAJOR.MINOR`.
+///
+/// A reader refuses a major version it does not know: the layout or the checksum list may have
+/// changed in ways it cannot check. A newer minor version only adds optional fields and
+/// `kk-bundle/` files, all covered by the checksum list, so an older reader still verifies
+/// and unpacks it and reports that it may not understand everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FormatVersion {
+    /// Incompatible changes.
+    pub major: u32,
+    /// Additive changes.
+    pub minor: u32,
+}
+
+impl fmt::Display for FormatVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for FormatVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = || format!("`{text}` is not a format version like `1.0`");
+        let (major, minor) = text.split_once('.').ok_or_else(invalid)?;
+        let number = |s: &str| {
+            let canonical = !s.is_empty() && (s == "0" || !s.starts_with('0'));
+            canonical.then(|| s.parse::<u32>().ok()).flatten().ok_or_else(invalid)
+        };
+        Ok(Self { major: number(major)?, minor: number(minor)? })
+    }
+}
+
+impl Serialize for FormatVersion {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FormatVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The bundle description. Unknown fields are ignored when reading, so that a newer minor
+/// version stays readable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Description {
+    /// The format version the bundle follows.
+    pub format_version: FormatVersion,
+    /// The program that wrote the bundle.
+    pub builder: BuilderInfo,
+    /// When the bundle was built: `SOURCE_DATE_EPOCH` if set, else the lock's time, never the
+    /// clock at write time. Every member's mtime equals it.
+    pub created: Timestamp,
+    /// The manifest the bundle was built from, verbatim.
+    pub manifest: SourceManifest,
+    /// The resolved lock the bundle was built from.
+    pub lock: Lock,
+    /// One entry per artifact (per platform, where an artifact has several).
+    pub artifacts: Vec<Artifact>,
+}
+
+/// The name and version of the builder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuilderInfo {
+    /// Program name, e.g. `kk-bundle`.
+    pub name: String,
+    /// Program version.
+    pub version: String,
+}
+
+/// The source manifest, kept byte for byte (comments included) as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceManifest {
+    /// The file name the manifest had, for display only.
+    pub name: String,
+    /// The manifest's text.
+    pub text: String,
+}
+
+/// What kind of thing an artifact is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactKind {
+    /// A container image (manifest or index), stored as upstream served it.
+    Image,
+    /// An executable or archive of executables, as an ORAS-style file artifact.
+    Binary,
+    /// A Helm chart, with Helm's OCI media types.
+    Chart,
+    /// Any other file, as an ORAS-style file artifact.
+    File,
+}
+
+impl fmt::Display for ArtifactKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Image => "image",
+            Self::Binary => "binary",
+            Self::Chart => "chart",
+            Self::File => "file",
+        })
+    }
+}
+
+/// One artifact in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// What it is.
+    pub kind: ArtifactKind,
+    /// Its name: the repository of an image (`docker.io/library/busybox`), a binary's or a
+    /// chart's name.
+    pub name: String,
+    /// Its version: an image's tag or digest, a binary's or chart's version.
+    pub version: String,
+    /// The platform, `os/arch[/variant]`, for platform-specific content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// The value of `org.opencontainers.image.ref.name` under which `index.json` names it.
+    pub reference: String,
+    /// The digest of its manifest (or index).
+    pub digest: Sha256Digest,
+    /// The total size of the blobs it needs in this bundle, manifests included.
+    pub size: u64,
+    /// Platforms an upstream index offers that the bundle leaves out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted_platforms: Vec<String>,
+}
+
+impl Description {
+    /// The canonical JSON bytes of the description: keys sorted, no whitespace.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        canonical_json(self)
+    }
+}
+
+/// Serialises `value` with object keys sorted, so equal values give equal bytes (several OCI
+/// types keep annotations in hash maps, whose order would otherwise vary run to run).
+pub(crate) fn canonical_json<T: Serialize>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    // serde_json's `Value` keeps objects in a BTreeMap (the `preserve_order` feature is off),
+    // so a round trip through it sorts every object's keys.
+    serde_json::to_vec(&serde_json::to_value(value)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_versions() {
+        let cases: &[(&str, Option<(u32, u32)>)] = &[
+            ("1.0", Some((1, 0))),
+            ("1.12", Some((1, 12))),
+            ("2.0", Some((2, 0))),
+            ("1", None),
+            ("01.0", None),
+            ("1.0.0", None),
+            ("1.-1", None),
+            ("v1.0", None),
+            ("", None),
+        ];
+        for (text, expected) in cases {
+            let parsed = text.parse::<FormatVersion>().ok().map(|v| (v.major, v.minor));
+            assert_eq!(parsed, *expected, "{text}");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! SHA-256 digests, the only hash of format v1.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest as _, Sha256};
+
+/// A SHA-256 digest. Displayed and serialised in OCI form, `sha256:<64 lowercase hex>`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sha256Digest([u8; 32]);
+
+impl Sha256Digest {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// The digest a finished hasher computed.
+    pub(crate) fn from_hasher(hasher: Sha256) -> Self {
+        Self(hasher.finalize().into())
+    }
+
+    /// The 32 bytes of the digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The 64 lowercase hex digits, without the `sha256:` prefix.
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// Parses exactly 64 lowercase hex digits (no prefix).
+    ///
+    /// Uppercase is refused on purpose: the checksum list and blob paths must have one spelling
+    /// per digest, or two byte sequences would name the same content.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        if text.len() != 64 || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(text, &mut bytes).ok()?;
+        Some(Self(bytes))
+    }
+}
+
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.hex())
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The text was not `sha256:` followed by 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a sha256 digest; expected `sha256:` and 64 lowercase hex digits")]
+pub struct InvalidDigest(pub String);
+
+impl FromStr for Sha256Digest {
+    type Err = InvalidDigest;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        text.strip_prefix("sha256:")
+            .and_then(Self::from_hex)
+            .ok_or_else(|| InvalidDigest(text.to_owned()))
+    }
+}
+
+impl Serialize for Sha256Digest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256Digest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Hashes everything that passes through it, in either direction.
+#[derive(Debug)]
+pub(crate) struct Hashing<T> {
+    inner: T,
+    hasher: Sha256,
+    count: u64,
+}
+
+impl<T> Hashing<T> {
+    pub(crate) fn new(inner: T) -> Self {
+        Self { inner, hasher: Sha256::new(), count: 0 }
+    }
+
+    /// How many bytes passed so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub(crate) fn finish(self) -> (T, Sha256Digest, u64) {
+        (self.inner, Sha256Digest(self.hasher.finalize().into()), self.count)
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_the_oci_form() {
+        let d = Sha256Digest::of(b"");
+        let text = d.to_string();
+        assert_eq!(
+            text,
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(text.parse::<Sha256Digest>(), Ok(d));
+    }
+
+    #[test]
+    fn refuses_other_spellings() {
+        for bad in [
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855",
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85",
+            "sha512:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            "sha256:g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ] {
+            assert!(bad.parse::<Sha256Digest>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hashing_reader_counts_and_hashes() {
+        let mut r = Hashing::new(&b"abc"[..]);
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).unwrap();
+        let (_, d, n) = r.finish();
+        assert_eq!((d, n), (Sha256Digest::of(b"abc"), 3));
+    }
+}

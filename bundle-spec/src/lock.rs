@@ -1,0 +1,78 @@
+//! The lock: what a manifest resolved to, exactly.
+//!
+//! A build records every URL, checksum and digest it used, so a later build with `--locked`
+//! fetches the same bytes or fails. The lock is stored in the bundle description too, which makes
+//! a bundle reproducible from itself.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Sha256Digest;
+
+/// The lock format version this crate writes.
+pub const LOCK_VERSION: u32 = 1;
+
+/// A resolved manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lock {
+    /// The lock format version.
+    pub version: u32,
+    /// When the resolution happened; a bundle built from this lock is dated with it unless
+    /// `SOURCE_DATE_EPOCH` is set.
+    pub created: Timestamp,
+    /// Images, each pinned to the digest of its manifest or index.
+    #[serde(default)]
+    pub images: Vec<LockedImage>,
+    /// Binaries, one entry per platform.
+    #[serde(default)]
+    pub binaries: Vec<LockedFile>,
+    /// Helm charts.
+    #[serde(default)]
+    pub charts: Vec<LockedFile>,
+}
+
+/// An image reference pinned to a digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockedImage {
+    /// The fully qualified reference as written in the manifest, e.g.
+    /// `docker.io/library/busybox:1.36`.
+    pub reference: String,
+    /// The digest of the manifest or index the reference resolved to.
+    pub digest: Sha256Digest,
+    /// The media type of that manifest or index.
+    pub media_type: String,
+}
+
+/// A downloaded file pinned to its sha256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockedFile {
+    /// The binary's or chart's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The platform, for platform-specific files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// Where it was fetched from.
+    pub url: String,
+    /// Its sha256.
+    pub digest: Sha256Digest,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+impl Lock {
+    /// An empty lock dated `created`.
+    pub fn new(created: Timestamp) -> Self {
+        Self {
+            version: LOCK_VERSION,
+            created,
+            images: Vec::new(),
+            binaries: Vec::new(),
+            charts: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! `spec.kubernetes`: the cluster a bundle installs, expanded later by the builder's catalog.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::SourceLocation;
+use super::raw::RawKubernetes;
+use crate::ManifestError;
+
+/// The Kubernetes cluster to bundle: the builder's version catalog expands it into the
+/// images, binaries and charts that version needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Kubernetes {
+    /// The Kubernetes release.
+    pub version: KubernetesVersion,
+    /// The container runtime the nodes run.
+    pub container_runtime: ContainerRuntime,
+    /// The network plugin to install.
+    pub cni: Cni,
+}
+
+/// A Kubernetes release, `vMAJOR.MINOR.PATCH`. Displays with the leading `v`.
+///
+/// Pre-releases are not accepted: an airgapped cluster is a production cluster, and the
+/// catalog only describes releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub struct KubernetesVersion {
+    /// The major version.
+    pub major: u32,
+    /// The minor version.
+    pub minor: u32,
+    /// The patch version.
+    pub patch: u32,
+}
+
+impl KubernetesVersion {
+    /// Parses `vMAJOR.MINOR.PATCH`, rejecting leading zeros as Kubernetes tags never have them.
+    fn parse(text: &str) -> Option<Self> {
+        let mut numbers = text.strip_prefix('v')?.split('.').map(parse_number);
+        let version = Self {
+            major: numbers.next()??,
+            minor: numbers.next()??,
+            patch: numbers.next()??,
+        };
+        numbers.next().is_none().then_some(version)
+    }
+}
+
+fn parse_number(text: &str) -> Option<u32> {
+    let digits_only = !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+    let leading_zero = text.len() > 1 && text.starts_with('0');
+    if digits_only && !leading_zero {
+        text.parse().ok()
+    } else {
+        None
+    }
+}
+
+impl fmt::Display for KubernetesVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The container runtime of the cluster's nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerRuntime {
+    /// containerd (the default).
+    #[default]
+    Containerd,
+    /// Docker Engine, through cri-dockerd.
+    Docker,
+}
+
+impl ContainerRuntime {
+    /// The name as written in a manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Containerd => "containerd",
+            Self::Docker => "docker",
+        }
+    }
+}
+
+impl fmt::Display for ContainerRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The cluster's network plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cni {
+    /// Calico, through the Tigera operator (the default).
+    #[default]
+    Calico,
+    /// Cilium.
+    Cilium,
+    /// Flannel.
+    Flannel,
+    /// No plugin: the user installs one.
+    None,
+}
+
+impl Cni {
+    /// The name as written in a manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Calico => "calico",
+            Self::Cilium => "cilium",
+            Self::Flannel => "flannel",
+            Self::None => "none",
+        }
+    }
+}
+
+impl fmt::Display for Cni {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+pub(super) fn validate(file: &Arc<str>, raw: &RawKubernetes) -> Result<Kubernetes, ManifestError> {
+    let version =
+        KubernetesVersion::parse(&raw.version.value).ok_or_else(|| {
+            ManifestError::InvalidKubernetesVersion {
+                at: SourceLocation::of(file, &raw.version),
+                version: raw.version.value.clone(),
+            }
+        })?;
+    Ok(Kubernetes {
+        version,
+        container_runtime: raw.container_runtime,
+        cni: raw.cni,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_strictly() {
+        let parsed = KubernetesVersion::parse("v1.31.4").expect("valid");
+        assert_eq!((parsed.major, parsed.minor, parsed.patch), (1, 31, 4));
+        assert_eq!(parsed.to_string(), "v1.31.4");
+        for bad in ["1.31.4", "v1.31", "v1.31.4.1", "v1.031.4", "v1.31.x", "v1..4", "v1.31.4-rc.0"] {
+            assert_eq!(KubernetesVersion::parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The manifest exactly as written: serde types mirroring the YAML, every value that a later
+//! check may reject wrapped in [`Spanned`] so the error can point at it.
+//!
+//! Unknown keys are rejected here (`deny_unknown_fields`); everything else is checked by the
+//! validation step, which turns these types into the public ones.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_saphyr::Spanned;
+
+use super::kubernetes::{Cni, ContainerRuntime};
+
+/// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
+/// of another version is reported as such rather than as a list of unknown fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RawHeader {
+    pub(super) api_version: Option<Spanned<String>>,
+    pub(super) kind: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawManifest {
+    // Checked by the header pass; declared here so they are known fields and required.
+    #[serde(rename = "apiVersion")]
+    _api_version: IgnoredAny,
+    #[serde(rename = "kind")]
+    _kind: IgnoredAny,
+    pub(super) metadata: RawMetadata,
+    pub(super) spec: Spanned<RawSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawMetadata {
+    pub(super) name: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawSpec {
+    pub(super) platforms: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) kubernetes: Option<RawKubernetes>,
+    #[serde(default)]
+    pub(super) images: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(super) binaries: Vec<Spanned<RawBinary>>,
+    #[serde(default)]
+    pub(super) charts: Vec<Spanned<RawChart>>,
+    #[serde(default)]
+    pub(super) registries: SpannedMap<Spanned<RawRegistry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawKubernetes {
+    pub(super) version: Spanned<String>,
+    #[serde(default)]
+    pub(super) container_runtime: ContainerRuntime,
+    #[serde(default)]
+    pub(super) cni: Cni,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawBinary {
+    pub(super) name: Spanned<String>,
+    pub(super) version: Spanned<String>,
+    pub(super) url: Spanned<String>,
+    pub(super) sha256: Option<Spanned<RawSha256>>,
+    pub(super) checksum_url: Option<Spanned<String>>,
+}
+
+/// `sha256:` is either one digest or a map of architecture to digest.
+pub(super) enum RawSha256 {
+    Single(String),
+    PerArchitecture(SpannedMap<Spanned<String>>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawChart {
+    pub(super) name: Spanned<String>,
+    pub(super) version: Spanned<String>,
+    pub(super) repo: Option<Spanned<String>>,
+    pub(super) oci: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawRegistry {
+    pub(super) mirror: Option<Spanned<String>>,
+    // camelCase would spell it `plainHttp`; the schema follows the usual `plainHTTP`.
+    #[serde(default, rename = "plainHTTP")]
+    pub(super) plain_http: bool,
+    #[serde(default)]
+    pub(super) insecure_skip_verify: bool,
+    pub(super) username: Option<String>,
+    pub(super) password_env: Option<Spanned<String>>,
+    pub(super) ca_file: Option<PathBuf>,
+}
+
+/// A string-keyed mapping whose keys keep their location, in document order.
+///
+/// serde's map types drop key locations, and `Spanned` cannot be a `BTreeMap` key (it has no
+/// `Ord`); a registry host or architecture key can be invalid, so we keep the pairs ourselves.
+/// Repeated keys never reach us: serde-saphyr rejects them.
+pub(super) struct SpannedMap<V>(pub(super) Vec<(Spanned<String>, V)>);
+
+impl<V> Default for SpannedMap<V> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for SpannedMap<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(SpannedMapVisitor(PhantomData))
+    }
+}
+
+struct SpannedMapVisitor<V>(PhantomData<V>);
+
+impl<'de, V: Deserialize<'de>> Visitor<'de> for SpannedMapVisitor<V> {
+    type Value = SpannedMap<V>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a mapping")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key()? {
+            entries.push((key, map.next_value()?));
+        }
+        Ok(SpannedMap(entries))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawSha256 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Not `#[serde(untagged)]`: that buffers the value, losing the locations of the map's
+        // entries and replacing any error with "did not match any variant".
+        deserializer.deserialize_any(Sha256Visitor)
+    }
+}
+
+struct Sha256Visitor;
+
+impl<'de> Visitor<'de> for Sha256Visitor {
+    type Value = RawSha256;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("64 hex digits (quoted if all are digits) or a map of arch to them")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(RawSha256::Single(value.to_owned()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        SpannedMapVisitor(PhantomData)
+            .visit_map(map)
+            .map(RawSha256::PerArchitecture)
+    }
+}

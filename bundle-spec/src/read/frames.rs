@@ -1,0 +1,282 @@
+//! The seek table, and decoding the frames it lists one at a time with every check the format
+//! requires of a frame.
+
+use std::io::{self, Read, Seek, SeekFrom};
+
+use sha2::{Digest as _, Sha256};
+use zeekstd::SeekTable;
+
+use crate::digest::Sha256Digest;
+use crate::error::BundleError;
+use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
+
+/// The zstd frame magic number, little-endian on disk.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// One frame as the seek table places it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// Offset of the compressed frame in the bundle.
+    pub(crate) compressed_offset: u64,
+    /// Compressed size.
+    pub(crate) compressed_size: u64,
+    /// Offset of the frame's content in the tar stream.
+    pub(crate) offset: u64,
+    /// Decompressed size.
+    pub(crate) size: u64,
+}
+
+/// The frames of a bundle, read from and checked against its trailing seek table.
+#[derive(Debug, Clone)]
+pub(crate) struct FrameTable {
+    /// The data frames; the integrity frame that follows them is not among them.
+    pub(crate) frames: Vec<Frame>,
+    /// Where the integrity frame starts, i.e. the size of all data frames.
+    pub(crate) integrity_offset: u64,
+    /// Where the seek table starts in the bundle, i.e. the size of all frames.
+    pub(crate) table_offset: u64,
+    /// The seek table's bytes as a writer would produce them for these frames.
+    pub(crate) table_bytes: Vec<u8>,
+}
+
+impl FrameTable {
+    /// Reads the seek table at the end of `source`, and checks that it is exactly the table a
+    /// writer produces for its frames, that the frames fill the bundle up to it, and that no
+    /// frame exceeds the size limits.
+    pub(crate) fn read<S: Read + Seek>(source: &mut S) -> Result<Self, BundleError> {
+        let len = source.seek(SeekFrom::End(0)).map_err(BundleError::Read)?;
+        let table = SeekTable::from_seekable(source)
+            .map_err(|e| BundleError::SeekTable(format!("no valid seek table at the end ({e})")))?;
+        let table_bytes = serialize(table.clone());
+        let table_offset = len
+            .checked_sub(table_bytes.len() as u64)
+            .ok_or_else(|| BundleError::SeekTable("the seek table is larger than the file".into()))?;
+        let count = table.num_frames();
+        let integrity = count.checked_sub(1).ok_or_else(|| BundleError::SeekTable("it lists no frame".into()))?;
+        let integrity_entry = (table.frame_size_comp(integrity).map_err(seek_error)?, table.frame_size_decomp(integrity).map_err(seek_error)?);
+        if integrity_entry != (INTEGRITY_FRAME_SIZE as u64, 0) {
+            return Err(BundleError::SeekTable(format!(
+                "its last frame is {integrity_entry:?} (compressed, decompressed) bytes, not the integrity frame"
+            )));
+        }
+        let mut frames = Vec::with_capacity(count as usize);
+        let (mut compressed_offset, mut offset) = (0, 0);
+        for i in 0..integrity {
+            let compressed_size = table.frame_size_comp(i).map_err(seek_error)?;
+            let size = table.frame_size_decomp(i).map_err(seek_error)?;
+            if size == 0 || size > MAX_FRAME_SIZE as u64 {
+                return Err(BundleError::SeekTable(format!(
+                    "frame {i} holds {size} bytes; frames hold 1 to {MAX_FRAME_SIZE}"
+                )));
+            }
+            if compressed_size > zstd::zstd_safe::compress_bound(size as usize) as u64 {
+                return Err(BundleError::SeekTable(format!(
+                    "frame {i} is {compressed_size} bytes compressed, more than zstd can produce"
+                )));
+            }
+            frames.push(Frame { compressed_offset, compressed_size, offset, size });
+            compressed_offset += compressed_size;
+            offset += size;
+        }
+        let integrity_offset = compressed_offset;
+        if integrity_offset + INTEGRITY_FRAME_SIZE as u64 != table_offset {
+            return Err(BundleError::SeekTable(format!(
+                "the frames end at byte {}, but the seek table starts at byte {table_offset}",
+                integrity_offset + INTEGRITY_FRAME_SIZE as u64
+            )));
+        }
+        let mut tail = vec![0; table_bytes.len()];
+        source.seek(SeekFrom::Start(table_offset)).map_err(BundleError::Read)?;
+        source.read_exact(&mut tail).map_err(BundleError::Read)?;
+        if tail != table_bytes {
+            return Err(BundleError::SeekTable("the seek table is not in canonical form".into()));
+        }
+        Ok(Self { frames, integrity_offset, table_offset, table_bytes })
+    }
+
+    /// Reads the integrity frame and checks it against the sha256 of the data frames.
+    pub(crate) fn check_integrity<S: Read + Seek>(&self, source: &mut S, digest: Sha256Digest) -> Result<(), BundleError> {
+        let mut frame = [0u8; INTEGRITY_FRAME_SIZE];
+        source.seek(SeekFrom::Start(self.integrity_offset)).map_err(BundleError::Read)?;
+        source.read_exact(&mut frame).map_err(|e| crate::error::from_io(e, BundleError::Read))?;
+        if frame[..] != integrity_frame(digest.as_bytes())[..] {
+            return Err(BundleError::Integrity { offset: self.integrity_offset });
+        }
+        Ok(())
+    }
+
+    /// The index of the frame that starts at tar offset `offset`, if one does.
+    pub(crate) fn frame_starting_at(&self, offset: u64) -> Option<usize> {
+        self.frames.binary_search_by_key(&offset, |f| f.offset).ok()
+    }
+}
+
+fn serialize(table: SeekTable) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    table
+        .into_serializer()
+        .read_to_end(&mut bytes)
+        .expect("serialising into memory cannot fail");
+    bytes
+}
+
+fn seek_error(error: zeekstd::Error) -> BundleError {
+    BundleError::SeekTable(error.to_string())
+}
+
+/// Checks the frame header rules of the format: single segment, content size present in its
+/// shortest encoding and equal to `size`, content checksum present, no dictionary.
+fn check_frame_header(bytes: &[u8], size: u64) -> Result<(), String> {
+    if bytes.get(..4) != Some(&ZSTD_MAGIC[..]) {
+        return Err("it does not start with the zstd magic number".into());
+    }
+    let descriptor = *bytes.get(4).ok_or("it is too short")?;
+    // Bits: 7-6 content size field size, 5 single segment, 4 unused, 3 reserved,
+    // 2 content checksum, 1-0 dictionary id size.
+    let expected_flag: u8 = match size {
+        0..=255 => 0,
+        256..=65_791 => 1,
+        65_792..=0xffff_ffff => 2,
+        _ => 3,
+    };
+    let expected = (expected_flag << 6) | 0b0010_0100;
+    if descriptor != expected {
+        return Err(format!("its header descriptor is {descriptor:#04x}, not {expected:#04x}"));
+    }
+    let field = match expected_flag {
+        0 => bytes.get(5..6).map(|b| u64::from(b[0])),
+        1 => bytes.get(5..7).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])) + 256),
+        2 => bytes.get(5..9).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        _ => bytes.get(5..13).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())),
+    };
+    match field {
+        Some(value) if value == size => Ok(()),
+        Some(value) => Err(format!("its header says {value} bytes, the seek table {size}")),
+        None => Err("it is too short".into()),
+    }
+}
+
+/// Decodes frames in order and serves their content as one stream.
+pub(crate) struct FrameReader<'a, S> {
+    source: &'a mut S,
+    table: &'a FrameTable,
+    next: usize,
+    compressed: Vec<u8>,
+    content: Vec<u8>,
+    position: usize,
+    decompressor: zstd::bulk::Decompressor<'static>,
+    /// The sha256 of the compressed frames read so far, when reading started at frame 0.
+    file_hash: Option<Sha256>,
+}
+
+impl<'a, S: Read + Seek> FrameReader<'a, S> {
+    /// A reader starting at frame `first`.
+    pub(crate) fn new(source: &'a mut S, table: &'a FrameTable, first: usize) -> Result<Self, BundleError> {
+        Ok(Self {
+            source,
+            table,
+            next: first,
+            compressed: Vec::new(),
+            content: Vec::new(),
+            position: 0,
+            decompressor: zstd::bulk::Decompressor::new().map_err(BundleError::Read)?,
+            file_hash: (first == 0).then(Sha256::new),
+        })
+    }
+
+    /// The tar offset of the next byte `read` returns.
+    pub(crate) fn offset(&self) -> u64 {
+        match self.next.checked_sub(1) {
+            Some(current) => self.table.frames[current].offset + self.position as u64,
+            None => 0,
+        }
+    }
+
+    /// Whether the next byte is the first of a frame.
+    pub(crate) fn at_frame_start(&self) -> bool {
+        let current_done = self.position == self.content.len();
+        (self.position == 0 && !self.content.is_empty())
+            || (current_done && self.next < self.table.frames.len())
+    }
+
+    /// Whether every frame has been read to its end.
+    pub(crate) fn at_end(&self) -> bool {
+        self.position == self.content.len() && self.next == self.table.frames.len()
+    }
+
+    /// The sha256 of all data frames, once they were all read from the first.
+    pub(crate) fn file_digest(&self) -> Option<Sha256Digest> {
+        let done = self.next == self.table.frames.len();
+        self.file_hash.clone().filter(|_| done).map(Sha256Digest::from_hasher)
+    }
+
+    fn load_next(&mut self) -> Result<bool, BundleError> {
+        let Some(frame) = self.table.frames.get(self.next).copied() else {
+            return Ok(false);
+        };
+        let index = self.next;
+        let corrupt = |reason: String| BundleError::Frame { index, offset: frame.compressed_offset, reason };
+        self.compressed.resize(frame.compressed_size as usize, 0);
+        self.source
+            .seek(SeekFrom::Start(frame.compressed_offset))
+            .and_then(|_| self.source.read_exact(&mut self.compressed))
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::UnexpectedEof => corrupt("the bundle ends inside it".into()),
+                _ => crate::error::from_io(e, BundleError::Read),
+            })?;
+        if let Some(hash) = &mut self.file_hash {
+            hash.update(&self.compressed);
+        }
+        check_frame_header(&self.compressed, frame.size).map_err(corrupt)?;
+        let length = zstd::zstd_safe::find_frame_compressed_size(&self.compressed)
+            .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_owned()))?;
+        if length as u64 != frame.compressed_size {
+            return Err(corrupt(format!(
+                "it is {length} bytes long, the seek table says {}",
+                frame.compressed_size
+            )));
+        }
+        self.content.clear();
+        self.content.reserve_exact(frame.size as usize);
+        let n = self
+            .decompressor
+            .decompress_to_buffer(&self.compressed[..], &mut self.content)
+            .map_err(|e| corrupt(e.to_string()))?;
+        if n as u64 != frame.size {
+            return Err(corrupt(format!("it decodes to {n} bytes, not {}", frame.size)));
+        }
+        self.next += 1;
+        self.position = 0;
+        Ok(true)
+    }
+}
+
+impl<S: Read + Seek> Read for FrameReader<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.position == self.content.len() && !self.load_next().map_err(io::Error::other)? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.content.len() - self.position);
+        buf[..n].copy_from_slice(&self.content[self.position..self.position + n]);
+        self.position += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_header_rules() {
+        let mut frame = zstd::bulk::Compressor::new(3).unwrap();
+        frame.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).unwrap();
+        let bytes = frame.compress(b"hello hello hello").unwrap();
+        assert_eq!(check_frame_header(&bytes, 17), Ok(()));
+        assert!(check_frame_header(&bytes, 18).unwrap_err().contains("seek table 18"));
+        let plain = zstd::bulk::compress(b"hello hello hello", 3).unwrap();
+        assert!(check_frame_header(&plain, 17).unwrap_err().contains("descriptor"));
+        assert!(check_frame_header(&bytes[..5], 17).unwrap_err().contains("too short"));
+        assert!(check_frame_header(b"PK\x03\x04\x00", 17).unwrap_err().contains("magic"));
+    }
+}

@@ -1,0 +1,338 @@
+//! Reading a bundle: open (seek table and header), then verify, unpack or read single members.
+//!
+//! [`Bundle::open`] reads only the seek table and the first two members, so inspecting a
+//! bundle of any size costs two small frames. Everything after that streams the frames in order
+//! and checks each member as it passes (see [`walk`]); nothing is trusted before the checksum
+//! list, and the checksum list is trusted only as far as its own sha256, the identity a signature
+//! or an operator compares.
+
+mod frames;
+mod source;
+#[cfg(test)]
+mod tests;
+mod unpack;
+mod walk;
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use walk::MemberHeader;
+
+use crate::checksums::ChecksumList;
+use crate::description::{Description, FORMAT_VERSION, FormatVersion};
+use crate::digest::Sha256Digest;
+use crate::error::{BundleError, from_io};
+use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding};
+use frames::{FrameReader, FrameTable};
+use source::Source;
+use unpack::Unpacker;
+use walk::{MemberVisitor, Step, Walker};
+
+/// An opened bundle whose header has been verified.
+#[derive(Debug)]
+pub struct Bundle {
+    path: PathBuf,
+    source: Source,
+    table: FrameTable,
+    checksums: ChecksumList,
+    identity: Sha256Digest,
+    description: Description,
+    mtime: u64,
+}
+
+/// What a full pass over a bundle saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Members checked, the header included.
+    pub members: usize,
+    /// Bytes of member content checked.
+    pub bytes: u64,
+}
+
+impl Bundle {
+    /// Opens the bundle at `path` (a single file, a parts index, or a first part), reads its
+    /// seek table and verifies its header: the checksum list and the description.
+    pub fn open(path: &Path) -> Result<Self, BundleError> {
+        let mut source = Source::open(path)?;
+        let table = FrameTable::read(&mut source)?;
+        let mut walker = Walker::new(FrameReader::new(&mut source, &table, 0)?, None);
+        let mut collect = Collect::default();
+        let Step::Member(_) = walker.step(None, &mut collect)? else {
+            return Err(BundleError::Truncated { after: None });
+        };
+        let checksum_bytes = std::mem::take(&mut collect.bytes);
+        let checksums = ChecksumList::parse(&checksum_bytes)?;
+        let second = match walker.step(Some(&checksums), &mut collect)? {
+            Step::Member(member) => member.path,
+            Step::End => return Err(BundleError::Missing { member: MemberPath::fixed(DESCRIPTION_PATH) }),
+        };
+        if second.as_str() != DESCRIPTION_PATH {
+            return Err(BundleError::HeaderOrder { found: second });
+        }
+        let mtime = walker.mtime().unwrap_or_default();
+        drop(walker);
+        let description = parse_description(&collect.bytes, mtime)?;
+        Ok(Self {
+            path: path.to_owned(),
+            source,
+            table,
+            identity: Sha256Digest::of(&checksum_bytes),
+            checksums,
+            description,
+            mtime,
+        })
+    }
+
+    /// The path the bundle was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The sha256 of the checksum list: what identifies this bundle and what a signature covers.
+    pub fn identity(&self) -> Sha256Digest {
+        self.identity
+    }
+
+    /// The verified description.
+    pub fn description(&self) -> &Description {
+        &self.description
+    }
+
+    /// The verified checksum list.
+    pub fn checksums(&self) -> &ChecksumList {
+        &self.checksums
+    }
+
+    /// The bundle's size on disk.
+    pub fn size(&self) -> u64 {
+        self.table.table_offset + self.table.table_bytes.len() as u64
+    }
+
+    /// The size of the tar stream inside.
+    pub fn content_size(&self) -> u64 {
+        self.table.frames.last().map_or(0, |f| f.offset + f.size)
+    }
+
+    /// How many zstd frames the bundle has.
+    pub fn frame_count(&self) -> usize {
+        self.table.frames.len()
+    }
+
+    /// Whether the bundle was written by a newer minor version of the format, which may hold
+    /// information this reader does not show (it is verified all the same).
+    pub fn is_newer_minor(&self) -> bool {
+        self.description.format_version.minor > FORMAT_VERSION.minor
+    }
+
+    /// Reads every member and checks it against the checksum list, every part against the parts
+    /// index, and every frame against the seek table.
+    pub fn verify(&mut self) -> Result<Verified, BundleError> {
+        self.walk_all(&mut Discard)
+    }
+
+    /// Verifies the bundle while writing its members below `dir` (created if needed). Each
+    /// member appears under its name only after it verified; a failure leaves no partial file,
+    /// but the members verified before it stay.
+    pub fn unpack(&mut self, dir: &Path) -> Result<Verified, BundleError> {
+        self.walk_all(&mut Unpacker::new(dir)?)
+    }
+
+    fn walk_all<V: MemberVisitor>(&mut self, visitor: &mut V) -> Result<Verified, BundleError> {
+        let Self { source, table, checksums, identity, mtime, .. } = self;
+        let mut walker = Walker::new(FrameReader::new(source, table, 0)?, Some(*mtime));
+        let mut header = Digests { inner: visitor, first: None };
+        walker.step(None, &mut header)?;
+        if header.first != Some(*identity) {
+            return Err(BundleError::Read(std::io::Error::other("the checksum list changed while the bundle was read")));
+        }
+        let mut verified = Verified { members: 1, bytes: 0 };
+        while let Step::Member(member) = walker.step(Some(checksums), visitor)? {
+            verified.members += 1;
+            verified.bytes += member.size;
+        }
+        if let Some((missing, _)) = checksums.iter().find(|(path, _)| !walker.seen().contains(*path)) {
+            return Err(BundleError::Missing { member: missing.clone() });
+        }
+        let digest = walker.file_digest().ok_or(BundleError::EndMarker)?;
+        drop(walker);
+        self.table.check_integrity(&mut self.source, digest)?;
+        self.verify_tail()?;
+        Ok(verified)
+    }
+
+    /// Reads the seek table once more, in order after the integrity frame, so that the last
+    /// part's hash covers it.
+    fn verify_tail(&mut self) -> Result<(), BundleError> {
+        let mut tail = vec![0; self.table.table_bytes.len()];
+        self.source.seek(SeekFrom::Start(self.table.table_offset)).map_err(BundleError::Read)?;
+        self.source.read_exact(&mut tail).map_err(|e| from_io(e, BundleError::Read))?;
+        if tail != self.table.table_bytes {
+            return Err(BundleError::SeekTable("the seek table changed while the bundle was read".into()));
+        }
+        match self.source.unverified_parts().first() {
+            Some(part) => Err(BundleError::PartsIndex {
+                path: part.clone(),
+                reason: "this part was not read in full".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Lists the members by reading only their headers, jumping from frame to frame through
+    /// the seek table. Contents are not verified; [`verify`](Self::verify) does that.
+    pub fn members(&mut self) -> Result<Vec<MemberHeader>, BundleError> {
+        let mut members = Vec::with_capacity(self.checksums.len() + 1);
+        let mut offset = 0;
+        loop {
+            let index = self.table.frame_starting_at(offset).ok_or(BundleError::Truncated {
+                after: members.last().map(|m: &MemberHeader| m.path.clone()),
+            })?;
+            let block = self.first_block(index)?;
+            if block.iter().all(|b| *b == 0) {
+                return Ok(members);
+            }
+            let member = parse_header(&block, offset, self.mtime)?;
+            offset += BLOCK + member.size + padding(member.size);
+            members.push(member);
+        }
+    }
+
+    /// The first tar block of frame `index`, decoding no more of the frame than needed.
+    fn first_block(&mut self, index: usize) -> Result<[u8; BLOCK as usize], BundleError> {
+        let frame = self.table.frames[index];
+        self.source.seek(SeekFrom::Start(frame.compressed_offset)).map_err(BundleError::Read)?;
+        let limited = (&mut self.source).take(frame.compressed_size);
+        let mut decoder = zstd::stream::read::Decoder::new(limited).map_err(BundleError::Read)?;
+        let mut block = [0u8; BLOCK as usize];
+        decoder.read_exact(&mut block).map_err(|e| BundleError::Frame {
+            index,
+            offset: frame.compressed_offset,
+            reason: e.to_string(),
+        })?;
+        Ok(block)
+    }
+
+    /// Writes the content of member `path` to `out`, verifying it against the checksum list.
+    /// Only the frames that hold the member are decoded. Bytes reach `out` as they are decoded:
+    /// if this returns an error, discard what was written.
+    pub fn copy_member(&mut self, path: &str, out: &mut dyn Write) -> Result<u64, BundleError> {
+        let member = self
+            .members()?
+            .into_iter()
+            .find(|m| m.path.as_str() == path)
+            .ok_or_else(|| BundleError::NoSuchMember(path.to_owned()))?;
+        let index = self.table.frame_starting_at(member.offset).expect("members start frames");
+        let Self { source, table, checksums, mtime, .. } = self;
+        let mut walker = Walker::new(FrameReader::new(source, table, index)?, Some(*mtime));
+        let list = (path != CHECKSUMS_PATH).then_some(&*checksums);
+        walker.step(list, &mut CopyTo(out))?;
+        Ok(member.size)
+    }
+}
+
+/// Parses the description, refusing an unknown major version before anything else, since a
+/// different major version may have a different shape altogether.
+fn parse_description(bytes: &[u8], mtime: u64) -> Result<Description, BundleError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct VersionOnly {
+        format_version: FormatVersion,
+    }
+    let version: VersionOnly = serde_json::from_slice(bytes).map_err(BundleError::Description)?;
+    if version.format_version.major != FORMAT_VERSION.major {
+        return Err(BundleError::UnsupportedVersion {
+            found: version.format_version,
+            supported: FORMAT_VERSION.major,
+        });
+    }
+    let description: Description = serde_json::from_slice(bytes).map_err(BundleError::Description)?;
+    if u64::try_from(description.created.as_second()).ok() != Some(mtime) {
+        return Err(BundleError::CreatedMismatch { created: description.created, mtime });
+    }
+    Ok(description)
+}
+
+/// Parses a header block for listing; the canonical comparison is the same as in a full walk.
+fn parse_header(block: &[u8; BLOCK as usize], offset: u64, mtime: u64) -> Result<MemberHeader, BundleError> {
+    let header = tar::Header::from_byte_slice(block);
+    let name = String::from_utf8_lossy(&header.path_bytes()).into_owned();
+    let path = MemberPath::parse(&name).ok_or(BundleError::UnknownMember { member: name })?;
+    let size = header.entry_size().unwrap_or(u64::MAX);
+    if size == u64::MAX || canonical_header(&path, size, mtime).as_bytes() != block {
+        return Err(BundleError::NonCanonical { member: path, what: "header".into() });
+    }
+    Ok(MemberHeader { path, size, offset })
+}
+
+/// Collects a header member's bytes (header members are bounded by the size limits).
+#[derive(Debug, Default)]
+struct Collect {
+    bytes: Vec<u8>,
+}
+
+impl MemberVisitor for Collect {
+    type Pending = Vec<u8>;
+
+    fn receive(&mut self, _: &MemberHeader, data: &mut dyn Read) -> Result<Vec<u8>, BundleError> {
+        let mut bytes = Vec::new();
+        data.read_to_end(&mut bytes).map_err(|e| from_io(e, BundleError::Read))?;
+        Ok(bytes)
+    }
+
+    fn accept(&mut self, _: &MemberHeader, bytes: Vec<u8>, _: Sha256Digest) -> Result<(), BundleError> {
+        self.bytes = bytes;
+        Ok(())
+    }
+}
+
+/// Reads and drops.
+struct Discard;
+
+impl MemberVisitor for Discard {
+    type Pending = ();
+
+    fn receive(&mut self, _: &MemberHeader, _: &mut dyn Read) -> Result<(), BundleError> {
+        Ok(())
+    }
+
+    fn accept(&mut self, _: &MemberHeader, (): (), _: Sha256Digest) -> Result<(), BundleError> {
+        Ok(())
+    }
+}
+
+/// Passes member bytes on to a writer.
+struct CopyTo<'a>(&'a mut dyn Write);
+
+impl MemberVisitor for CopyTo<'_> {
+    type Pending = ();
+
+    fn receive(&mut self, _: &MemberHeader, data: &mut dyn Read) -> Result<(), BundleError> {
+        std::io::copy(data, self.0).map_err(|e| from_io(e, BundleError::Output))?;
+        Ok(())
+    }
+
+    fn accept(&mut self, _: &MemberHeader, (): (), _: Sha256Digest) -> Result<(), BundleError> {
+        Ok(())
+    }
+}
+
+/// Records the digest of the first member while passing everything to the inner visitor.
+struct Digests<'a, V> {
+    inner: &'a mut V,
+    first: Option<Sha256Digest>,
+}
+
+impl<V: MemberVisitor> MemberVisitor for Digests<'_, V> {
+    type Pending = V::Pending;
+
+    fn receive(&mut self, member: &MemberHeader, data: &mut dyn Read) -> Result<V::Pending, BundleError> {
+        self.inner.receive(member, data)
+    }
+
+    fn accept(&mut self, member: &MemberHeader, pending: V::Pending, digest: Sha256Digest) -> Result<(), BundleError> {
+        self.first.get_or_insert(digest);
+        self.inner.accept(member, pending, digest)
+    }
+}

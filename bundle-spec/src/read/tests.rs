@@ -1,0 +1,360 @@
+//! Rejection tests: bundles crafted member by member, each breaking one rule of SPEC.md, and
+//! the error the reader must give for it.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use super::Bundle;
+use crate::description::{BuilderInfo, Description, FORMAT_VERSION, SourceManifest};
+use crate::digest::Sha256Digest;
+use crate::error::BundleError;
+use crate::lock::Lock;
+use crate::member::{BLOCK, MemberPath, canonical_header, padding};
+use crate::write::frames::FrameEncoder;
+
+const MTIME: u64 = 1_795_000_000;
+
+/// One tar member as it will be written: any header, any data.
+struct Raw {
+    header: tar::Header,
+    data: Vec<u8>,
+}
+
+fn member(path: &str, data: &[u8]) -> Raw {
+    let path = MemberPath::parse(path).expect("test paths are valid");
+    Raw { header: canonical_header(&path, data.len() as u64, MTIME), data: data.to_vec() }
+}
+
+/// A canonical header for `path`, with its name bytes written as given (even `..` or `/x`).
+fn named(path: &str, data: &[u8], entry: tar::EntryType) -> Raw {
+    let mut raw = member("oci-layout", data);
+    let name = &mut raw.header.as_old_mut().name;
+    name.fill(0);
+    name[..path.len()].copy_from_slice(path.as_bytes());
+    raw.header.set_entry_type(entry);
+    raw.header.set_cksum();
+    raw
+}
+
+fn description(version: &str) -> Vec<u8> {
+    let created = jiff::Timestamp::from_second(MTIME as i64).expect("valid time");
+    let description = Description {
+        format_version: FORMAT_VERSION,
+        builder: BuilderInfo { name: "test".into(), version: "0".into() },
+        created,
+        manifest: SourceManifest { name: "m.yaml".into(), text: String::new() },
+        lock: Lock::new(created),
+        artifacts: vec![],
+    };
+    let mut json = serde_json::to_value(description).expect("serialisable");
+    json["formatVersion"] = version.into();
+    serde_json::to_vec(&json).expect("serialisable")
+}
+
+fn blob_path(data: &[u8]) -> String {
+    format!("blobs/sha256/{}", Sha256Digest::of(data).hex())
+}
+
+/// The members of a valid bundle, after the checksum list.
+fn valid_members() -> Vec<Raw> {
+    vec![
+        member("kk-bundle/bundle.json", &description("1.0")),
+        member("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#),
+        member("index.json", b"{}"),
+        member(&blob_path(b"hello"), b"hello"),
+    ]
+}
+
+/// The checksum list for `members` (by their header names and data).
+fn list_of(members: &[Raw]) -> Vec<u8> {
+    let mut list = crate::checksums::ChecksumList::new();
+    for raw in members {
+        let name = String::from_utf8_lossy(&raw.header.path_bytes()).into_owned();
+        list.insert(MemberPath::parse(&name).expect("listed paths are valid"), Sha256Digest::of(&raw.data));
+    }
+    list.to_bytes()
+}
+
+/// Writes the checksum list, then `members`, each starting a frame, then the end marker.
+fn craft(list: &[u8], members: &[Raw]) -> Vec<u8> {
+    craft_with(list, members, true)
+}
+
+fn craft_with(list: &[u8], members: &[Raw], end_marker: bool) -> Vec<u8> {
+    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+    let first = member("kk-bundle/SHA256SUMS", list);
+    for raw in std::iter::once(&first).chain(members) {
+        encoder.end_frame().expect("frame");
+        encoder.write_all(raw.header.as_bytes()).expect("header");
+        encoder.write_all(&raw.data).expect("data");
+        let size = raw.header.entry_size().expect("size");
+        let written = raw.data.len() as u64;
+        encoder.write_all(&vec![0; padding(written.max(size)) as usize]).expect("padding");
+    }
+    if end_marker {
+        encoder.end_frame().expect("frame");
+        encoder.write_all(&[0; 2 * BLOCK as usize]).expect("end");
+    }
+    encoder.finish().expect("finish")
+}
+
+struct Written {
+    dir: TempDir,
+    path: PathBuf,
+}
+
+fn write(bytes: &[u8]) -> Written {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("b.tar.zst");
+    fs::write(&path, bytes).expect("write");
+    Written { dir, path }
+}
+
+fn verify(bytes: &[u8]) -> Result<(), BundleError> {
+    let written = write(bytes);
+    Bundle::open(&written.path)?.verify().map(|_| ())
+}
+
+fn valid() -> Vec<u8> {
+    let members = valid_members();
+    craft(&list_of(&members), &members)
+}
+
+#[test]
+fn the_crafted_baseline_is_valid() {
+    verify(&valid()).expect("the baseline bundle verifies");
+}
+
+#[test]
+fn refuses_a_digest_mismatch() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members[3].data = b"hellO".to_vec();
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::DigestMismatch { member, .. } if member.as_str() == blob_path(b"hello")), "{err}");
+}
+
+#[test]
+fn refuses_a_member_not_in_the_list() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members.push(member(&blob_path(b"extra"), b"extra"));
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::NotListed { member } if member.as_str() == blob_path(b"extra")), "{err}");
+}
+
+#[test]
+fn refuses_a_listed_member_that_is_missing() {
+    let mut members = valid_members();
+    members.push(member(&blob_path(b"gone"), b"gone"));
+    let list = list_of(&members);
+    members.pop();
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::Missing { member } if member.as_str() == blob_path(b"gone")), "{err}");
+}
+
+#[test]
+fn refuses_a_duplicate_member() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members.push(member(&blob_path(b"hello"), b"hello"));
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::Duplicate { member } if member.as_str() == blob_path(b"hello")), "{err}");
+}
+
+#[test]
+fn refuses_dot_dot_paths() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members.push(named("blobs/../../etc/passwd", b"x", tar::EntryType::Regular));
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::UnsafePath { member } if member == "blobs/../../etc/passwd"), "{err}");
+}
+
+#[test]
+fn refuses_absolute_paths() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members.push(named("/etc/passwd", b"x", tar::EntryType::Regular));
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::UnsafePath { member } if member == "/etc/passwd"), "{err}");
+}
+
+#[test]
+fn refuses_links() {
+    for (entry, kind) in [(tar::EntryType::Symlink, "symbolic link"), (tar::EntryType::Link, "hard link")] {
+        let mut members = valid_members();
+        let list = list_of(&members);
+        let mut link = named("index.json", b"", entry);
+        link.header.set_link_name("/etc/shadow").expect("link name");
+        link.header.set_cksum();
+        members.insert(2, link);
+        let err = verify(&craft(&list, &members)).unwrap_err();
+        assert!(matches!(&err, BundleError::NotAFile { member, .. } if member == "index.json"), "{err}");
+        assert!(err.to_string().contains(kind), "{err}");
+    }
+}
+
+#[test]
+fn refuses_device_files_and_fifos() {
+    for (entry, kind) in [
+        (tar::EntryType::Char, "character device"),
+        (tar::EntryType::Block, "block device"),
+        (tar::EntryType::Fifo, "fifo"),
+    ] {
+        let mut members = valid_members();
+        let list = list_of(&members);
+        members.insert(2, named("index.json", b"", entry));
+        let err = verify(&craft(&list, &members)).unwrap_err();
+        assert!(matches!(&err, BundleError::NotAFile { member, .. } if member == "index.json"), "{err}");
+        assert!(err.to_string().contains(kind), "{err}");
+    }
+}
+
+#[test]
+fn refuses_directories() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members.insert(2, named("blobs", b"", tar::EntryType::Directory));
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::NotAFile { member, .. } if member == "blobs"), "{err}");
+}
+
+#[test]
+fn refuses_an_oversized_header_before_reading_it() {
+    let members = valid_members();
+    let mut huge = member("kk-bundle/SHA256SUMS", b"");
+    huge.header.set_size(crate::member::MAX_CHECKSUMS_SIZE + 1);
+    huge.header.set_cksum();
+    // The stream holds only the header: the reader must refuse on the size field alone.
+    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+    encoder.write_all(huge.header.as_bytes()).expect("header");
+    encoder.end_frame().expect("frame");
+    encoder.write_all(&[0; 1024]).expect("end");
+    let err = verify(&encoder.finish().expect("finish")).unwrap_err();
+    assert!(matches!(&err, BundleError::TooLarge { member, .. } if member.as_str() == "kk-bundle/SHA256SUMS"), "{err}");
+    drop(members);
+}
+
+#[test]
+fn refuses_an_unknown_major_version() {
+    let mut members = valid_members();
+    members[0] = member("kk-bundle/bundle.json", br#"{"formatVersion":"2.0","anything":"else"}"#);
+    let err = verify(&craft(&list_of(&members), &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::UnsupportedVersion { found, .. } if found.major == 2), "{err}");
+}
+
+#[test]
+fn reads_a_newer_minor_version_and_says_so() {
+    let mut members = valid_members();
+    members[0] = member("kk-bundle/bundle.json", &description("1.7"));
+    members.insert(3, member("kk-bundle/signature.json", b"{}"));
+    let written = write(&craft(&list_of(&members), &members));
+    let mut bundle = Bundle::open(&written.path).expect("opens");
+    assert!(bundle.is_newer_minor());
+    bundle.verify().expect("verifies");
+}
+
+#[test]
+fn refuses_a_truncated_file() {
+    let bytes = valid();
+    for cut in [1, 9, 40, bytes.len() / 2, bytes.len() - 1] {
+        let err = verify(&bytes[..bytes.len() - cut]).unwrap_err();
+        assert!(err.to_string().contains("truncated"), "cut {cut}: {err}");
+    }
+}
+
+#[test]
+fn refuses_a_tar_stream_without_end_marker() {
+    let members = valid_members();
+    let err = verify(&craft_with(&list_of(&members), &members, false)).unwrap_err();
+    assert!(matches!(&err, BundleError::Truncated { after: Some(m) } if m.as_str() == blob_path(b"hello")), "{err}");
+}
+
+#[test]
+fn refuses_a_non_canonical_header() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members[2].header.set_mode(0o4755);
+    members[2].header.set_cksum();
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    assert!(matches!(&err, BundleError::NonCanonical { member, .. } if member.as_str() == "index.json"), "{err}");
+}
+
+#[test]
+fn refuses_a_member_that_does_not_start_a_frame() {
+    let members = valid_members();
+    let list = list_of(&members);
+    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+    for raw in std::iter::once(&member("kk-bundle/SHA256SUMS", &list)).chain(&members) {
+        // No frame boundary before oci-layout.
+        if !raw.header.path_bytes().starts_with(b"oci-layout") {
+            encoder.end_frame().expect("frame");
+        }
+        encoder.write_all(raw.header.as_bytes()).expect("header");
+        encoder.write_all(&raw.data).expect("data");
+        encoder.write_all(&vec![0; padding(raw.data.len() as u64) as usize]).expect("pad");
+    }
+    encoder.end_frame().expect("frame");
+    encoder.write_all(&[0; 1024]).expect("end");
+    let err = verify(&encoder.finish().expect("finish")).unwrap_err();
+    assert!(matches!(&err, BundleError::NonCanonical { member, what } if member.as_str() == "oci-layout" && what.contains("frame")), "{err}");
+}
+
+#[test]
+fn refuses_something_that_is_not_a_bundle() {
+    let members = valid_members();
+    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+    for raw in &members {
+        encoder.end_frame().expect("frame");
+        encoder.write_all(raw.header.as_bytes()).expect("header");
+        encoder.write_all(&raw.data).expect("data");
+        encoder.write_all(&vec![0; padding(raw.data.len() as u64) as usize]).expect("pad");
+    }
+    let err = verify(&encoder.finish().expect("finish")).unwrap_err();
+    assert!(matches!(&err, BundleError::NotABundle { first } if first == "kk-bundle/bundle.json"), "{err}");
+    let err = verify(b"just some text that is long enough to have an end").unwrap_err();
+    assert!(matches!(err, BundleError::SeekTable(_)), "{err}");
+}
+
+#[test]
+fn unpack_never_writes_through_a_planted_link() {
+    let written = write(&valid());
+    let outside = written.dir.path().join("outside");
+    let dest = written.dir.path().join("dest");
+    fs::create_dir_all(&outside).expect("dir");
+    fs::create_dir_all(&dest).expect("dir");
+    std::os::unix::fs::symlink(&outside, dest.join("blobs")).expect("symlink");
+    let err = Bundle::open(&written.path).expect("opens").unpack(&dest).unwrap_err();
+    assert!(matches!(&err, BundleError::UnsafeDestination { path } if path.ends_with("blobs")), "{err}");
+    assert_eq!(fs::read_dir(&outside).expect("dir").count(), 0);
+}
+
+#[test]
+fn unpack_leaves_no_partial_or_unverified_file() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members[3].data = b"hellO".to_vec();
+    let written = write(&craft(&list, &members));
+    let dest = written.dir.path().join("dest");
+    let err = Bundle::open(&written.path).expect("opens").unpack(&dest).unwrap_err();
+    assert!(matches!(err, BundleError::DigestMismatch { .. }), "{err}");
+    let blobs = dest.join("blobs/sha256");
+    assert_eq!(fs::read_dir(&blobs).expect("dir").count(), 0, "no temporary or unverified blob is left");
+    assert!(dest.join("index.json").exists(), "members verified before the failure stay");
+}
+
+#[test]
+fn unpack_round_trips_members() {
+    let written = write(&valid());
+    let dest = written.dir.path().join("dest");
+    let verified = Bundle::open(&written.path).expect("opens").unpack(&dest).expect("unpacks");
+    assert_eq!(verified.members, 5);
+    assert_eq!(fs::read(dest.join(blob_path(b"hello"))).expect("blob"), b"hello");
+    let mode = fs::metadata(dest.join("index.json")).expect("meta");
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o644);
+    assert!(!Path::new(&dest.join("kk-bundle/SHA256SUMS")).read_link().is_ok());
+}

@@ -1,0 +1,205 @@
+//! Walking the tar stream member by member, checking every header against the canonical one
+//! and every member's content against the checksum list.
+//!
+//! What happens to a member's bytes is up to a [`MemberVisitor`]: it receives them while they
+//! are hashed, and only when the digest matched is the visit accepted. An unpack visitor writes
+//! a temporary file in `receive` and renames it in `accept`, so nothing unverified is ever
+//! visible under a member's name.
+
+use std::collections::HashSet;
+use std::io::{self, Read, Seek};
+
+use crate::checksums::ChecksumList;
+use crate::digest::{Hashing, Sha256Digest};
+use crate::error::{BundleError, from_io};
+use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, canonical_header, padding};
+use crate::read::frames::FrameReader;
+
+/// A member about to be visited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberHeader {
+    /// Its path.
+    pub path: MemberPath,
+    /// Its size.
+    pub size: u64,
+    /// The offset of its header in the tar stream.
+    pub offset: u64,
+}
+
+/// What to do with members' bytes.
+pub(crate) trait MemberVisitor {
+    /// The result of receiving a member, held until its digest is checked.
+    type Pending;
+
+    /// Consumes `data` (exactly the member's bytes; reading stops at its end).
+    fn receive(&mut self, member: &MemberHeader, data: &mut dyn Read) -> Result<Self::Pending, BundleError>;
+
+    /// The member's digest matched the checksum list.
+    fn accept(&mut self, member: &MemberHeader, pending: Self::Pending, digest: Sha256Digest) -> Result<(), BundleError>;
+}
+
+/// The outcome of one step of the walk.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// A member was visited and verified.
+    Member(MemberHeader),
+    /// The end-of-archive marker was reached and checked.
+    End,
+}
+
+/// Walks the members of a tar stream held in frames.
+pub(crate) struct Walker<'a, S> {
+    frames: FrameReader<'a, S>,
+    mtime: Option<u64>,
+    seen: HashSet<MemberPath>,
+    last: Option<MemberPath>,
+}
+
+impl<'a, S: Read + Seek> Walker<'a, S> {
+    pub(crate) fn new(frames: FrameReader<'a, S>, mtime: Option<u64>) -> Self {
+        Self { frames, mtime, seen: HashSet::new(), last: None }
+    }
+
+    /// Visits the next member. `list` is `None` only for the very first member, the checksum
+    /// list itself, whose digest is the identity rather than something to check.
+    pub(crate) fn step<V: MemberVisitor>(
+        &mut self,
+        list: Option<&ChecksumList>,
+        visitor: &mut V,
+    ) -> Result<Step, BundleError> {
+        let offset = self.frames.offset();
+        let at_start = self.frames.at_frame_start();
+        let mut block = [0u8; BLOCK as usize];
+        let read = read_full(&mut self.frames, &mut block)?;
+        if read < block.len() {
+            return Err(BundleError::Truncated { after: self.last.clone() });
+        }
+        if block.iter().all(|b| *b == 0) {
+            return self.end_marker(at_start).map(|()| Step::End);
+        }
+        let member = self.header(&block, offset, at_start, list)?;
+        let expected = list.map(|l| *l.get(&member.path).expect("checked in header"));
+        let mut data = Hashing::new(Read::take(&mut self.frames, member.size));
+        let pending = visitor.receive(&member, &mut data)?;
+        io::copy(&mut data, &mut io::sink()).map_err(|e| from_io(e, BundleError::Read))?;
+        let (_, digest, size) = data.finish();
+        if size != member.size {
+            return Err(BundleError::Truncated { after: Some(member.path) });
+        }
+        self.check_padding(&member)?;
+        if let Some(expected) = expected
+            && expected != digest
+        {
+            return Err(BundleError::DigestMismatch { member: member.path, expected, actual: digest });
+        }
+        visitor.accept(&member, pending, digest)?;
+        self.last = Some(member.path.clone());
+        Ok(Step::Member(member))
+    }
+
+    /// Checks a header block: entry type, path, listing, size limit, canonical bytes.
+    fn header(
+        &mut self,
+        block: &[u8; BLOCK as usize],
+        offset: u64,
+        at_start: bool,
+        list: Option<&ChecksumList>,
+    ) -> Result<MemberHeader, BundleError> {
+        let header = tar::Header::from_byte_slice(block);
+        let name = String::from_utf8_lossy(&header.path_bytes()).into_owned();
+        check_entry_type(header.entry_type(), &name)?;
+        if name.starts_with('/') || name.split('/').any(|c| c == "..") {
+            return Err(BundleError::UnsafePath { member: name });
+        }
+        if list.is_none() && name != CHECKSUMS_PATH {
+            return Err(BundleError::NotABundle { first: name });
+        }
+        let path = MemberPath::parse(&name).ok_or_else(|| BundleError::UnknownMember { member: name.clone() })?;
+        if list.is_some_and(|list| list.get(&path).is_none()) {
+            return Err(BundleError::NotListed { member: path });
+        }
+        if !self.seen.insert(path.clone()) {
+            return Err(BundleError::Duplicate { member: path });
+        }
+        let size = header.entry_size().map_err(|_| BundleError::NonCanonical { member: path.clone(), what: "size field".into() })?;
+        if let Some(limit) = path.size_limit().filter(|limit| size > *limit) {
+            return Err(BundleError::TooLarge { member: path, size, limit });
+        }
+        let mtime = header.mtime().map_err(|_| BundleError::NonCanonical { member: path.clone(), what: "mtime field".into() })?;
+        if *self.mtime.get_or_insert(mtime) != mtime {
+            return Err(BundleError::NonCanonical { member: path, what: format!("mtime {mtime}") });
+        }
+        if canonical_header(&path, size, mtime).as_bytes() != block {
+            return Err(BundleError::NonCanonical { member: path, what: "header".into() });
+        }
+        if !at_start {
+            return Err(BundleError::NonCanonical { member: path, what: "frame boundary (the member does not start a frame)".into() });
+        }
+        Ok(MemberHeader { path, size, offset })
+    }
+
+    fn check_padding(&mut self, member: &MemberHeader) -> Result<(), BundleError> {
+        let mut pad = [0u8; BLOCK as usize];
+        let pad = &mut pad[..padding(member.size) as usize];
+        if read_full(&mut self.frames, pad)? != pad.len() {
+            return Err(BundleError::Truncated { after: Some(member.path.clone()) });
+        }
+        if pad.iter().any(|b| *b != 0) {
+            return Err(BundleError::NonCanonical { member: member.path.clone(), what: "padding".into() });
+        }
+        Ok(())
+    }
+
+    /// The end-of-archive marker: two zero blocks that form the last frame, then nothing.
+    fn end_marker(&mut self, at_start: bool) -> Result<(), BundleError> {
+        let mut second = [0u8; BLOCK as usize];
+        let complete = read_full(&mut self.frames, &mut second)? == second.len();
+        if !at_start || !complete || second.iter().any(|b| *b != 0) || !self.frames.at_end() {
+            return Err(BundleError::EndMarker);
+        }
+        Ok(())
+    }
+
+    /// The mtime every member has, once the first header was read.
+    pub(crate) fn mtime(&self) -> Option<u64> {
+        self.mtime
+    }
+
+    /// The sha256 of every data frame, once the walk read them all from the first.
+    pub(crate) fn file_digest(&self) -> Option<Sha256Digest> {
+        self.frames.file_digest()
+    }
+
+    /// Every member this walk has seen.
+    pub(crate) fn seen(&self) -> &HashSet<MemberPath> {
+        &self.seen
+    }
+}
+
+fn check_entry_type(entry: tar::EntryType, name: &str) -> Result<(), BundleError> {
+    let kind = match entry {
+        tar::EntryType::Regular => return Ok(()),
+        tar::EntryType::Symlink => "a symbolic link",
+        tar::EntryType::Link => "a hard link",
+        tar::EntryType::Char => "a character device",
+        tar::EntryType::Block => "a block device",
+        tar::EntryType::Fifo => "a fifo",
+        tar::EntryType::Directory => "a directory",
+        _ => "an entry type format v1 does not use",
+    };
+    Err(BundleError::NotAFile { member: name.to_owned(), kind: kind.into() })
+}
+
+/// Reads until `buf` is full or the stream ends; returns how much was read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> Result<usize, BundleError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(from_io(e, BundleError::Read)),
+        }
+    }
+    Ok(filled)
+}

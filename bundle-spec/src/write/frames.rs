@@ -1,0 +1,146 @@
+//! Compression into independent zstd frames, logged in a seek table.
+//!
+//! Each frame is compressed whole from a buffer of at most [`MAX_FRAME_SIZE`] bytes, with its
+//! content size and an XXH64 content checksum in the frame header, and a window at least as
+//! large as the frame so the frame is "single segment". Those three properties are part of the
+//! format: the reader refuses frames without them, which leaves no byte in a frame header that
+//! could change without changing what the frame decodes to.
+//!
+//! zstd's entropy-coded blocks still have bits a decoder may ignore, so a last, skippable
+//! *integrity frame* holds the sha256 of every compressed byte before it: a flipped bit that
+//! zstd would decode to the very same content is still a changed file.
+
+use std::io::{self, Write};
+
+use sha2::{Digest as _, Sha256};
+use zeekstd::SeekTable;
+use zstd::zstd_safe::CParameter;
+
+use crate::error::BundleError;
+
+/// Magic number of the integrity frame, a zstd skippable frame (range `0x184D2A5?`) other than
+/// the seek table's `0x184D2A5E`.
+pub(crate) const INTEGRITY_MAGIC: u32 = 0x184D_2A5B;
+/// The integrity frame's payload starts with these four bytes.
+pub(crate) const INTEGRITY_TAG: &[u8; 4] = b"KKFD";
+/// Size of the integrity frame: magic, size field, tag, sha256.
+pub(crate) const INTEGRITY_FRAME_SIZE: usize = 4 + 4 + 4 + 32;
+
+/// The largest frame, in decompressed bytes. Bounds the memory a reader needs per frame.
+pub const MAX_FRAME_SIZE: usize = 32 << 20;
+
+/// Frames whose sample shrinks less than this (in percent) are stored at level 1: they hold
+/// already-compressed data (gzip layers, tarballs) where a higher level only costs time.
+const INCOMPRESSIBLE_PERCENT: usize = 95;
+/// How much of a frame is sampled to decide whether it is worth compressing hard.
+const SAMPLE_SIZE: usize = 256 << 10;
+/// zstd job size in multithreaded mode: small enough that both cores work on one frame.
+const JOB_SIZE: i32 = 4 << 20;
+
+/// Buffers bytes into frames and writes each frame compressed to `out`.
+pub(crate) struct FrameEncoder<W: Write> {
+    out: W,
+    frame: Vec<u8>,
+    compressed: Vec<u8>,
+    table: SeekTable,
+    level: i32,
+    workers: u32,
+    file_hash: Sha256,
+}
+
+impl<W: Write> FrameEncoder<W> {
+    pub(crate) fn new(out: W, level: i32, workers: u32) -> Self {
+        Self {
+            out,
+            frame: Vec::new(),
+            compressed: Vec::new(),
+            table: SeekTable::new(),
+            level,
+            workers: workers.max(1),
+            file_hash: Sha256::new(),
+        }
+    }
+
+    /// Ends the current frame, so the next byte starts a new one.
+    pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
+        if self.frame.is_empty() {
+            return Ok(());
+        }
+        let level = self.level_for_frame()?;
+        let mut compressor = zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?;
+        // Multithreaded mode is always on, even with one worker: zstd's output then depends only
+        // on the parameters, never on the worker count, so every machine writes the same bytes.
+        let window_log = self.frame.len().next_power_of_two().trailing_zeros().max(10);
+        for parameter in [
+            CParameter::NbWorkers(self.workers),
+            CParameter::JobSize(JOB_SIZE as u32),
+            CParameter::ChecksumFlag(true),
+            CParameter::ContentSizeFlag(true),
+            CParameter::WindowLog(window_log),
+        ] {
+            compressor.set_parameter(parameter).map_err(BundleError::Compress)?;
+        }
+        self.compressed.clear();
+        self.compressed.reserve(zstd::zstd_safe::compress_bound(self.frame.len()));
+        compressor
+            .compress_to_buffer(&self.frame[..], &mut self.compressed)
+            .map_err(BundleError::Compress)?;
+        self.out.write_all(&self.compressed).map_err(BundleError::Output)?;
+        self.file_hash.update(&self.compressed);
+        self.table
+            .log_frame(self.compressed.len() as u32, self.frame.len() as u32)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
+        self.frame.clear();
+        Ok(())
+    }
+
+    /// Level 1 for a frame whose sample does not compress, the configured level otherwise.
+    fn level_for_frame(&self) -> Result<i32, BundleError> {
+        if self.frame.len() < 4096 {
+            return Ok(self.level);
+        }
+        let sample = &self.frame[..self.frame.len().min(SAMPLE_SIZE)];
+        let probe = zstd::bulk::compress(sample, 1).map_err(BundleError::Compress)?;
+        let incompressible = probe.len() * 100 >= sample.len() * INCOMPRESSIBLE_PERCENT;
+        Ok(if incompressible { 1 } else { self.level })
+    }
+
+    /// Appends the integrity frame and the seek table, and returns the output.
+    pub(crate) fn finish(mut self) -> Result<W, BundleError> {
+        self.end_frame()?;
+        let frame = integrity_frame(self.file_hash.finalize().as_slice());
+        self.out.write_all(&frame).map_err(BundleError::Output)?;
+        self.table
+            .log_frame(INTEGRITY_FRAME_SIZE as u32, 0)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
+        let mut serializer = self.table.into_serializer();
+        io::copy(&mut serializer, &mut self.out).map_err(BundleError::Output)?;
+        Ok(self.out)
+    }
+}
+
+/// The skippable frame holding the sha256 of every byte before it.
+pub(crate) fn integrity_frame(digest: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(INTEGRITY_FRAME_SIZE);
+    frame.extend_from_slice(&INTEGRITY_MAGIC.to_le_bytes());
+    frame.extend_from_slice(&((INTEGRITY_FRAME_SIZE - 8) as u32).to_le_bytes());
+    frame.extend_from_slice(INTEGRITY_TAG);
+    frame.extend_from_slice(digest);
+    frame
+}
+
+impl<W: Write> Write for FrameEncoder<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let room = MAX_FRAME_SIZE - self.frame.len();
+        let n = buf.len().min(room);
+        self.frame.extend_from_slice(&buf[..n]);
+        if self.frame.len() == MAX_FRAME_SIZE {
+            self.end_frame().map_err(io::Error::other)?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds kk-install as one statically linked file: target/dist/kk-install.
+# Prefers musl (x86_64-unknown-linux-musl + musl-gcc for the C in zstd-sys); falls back to a static glibc
+# build (crt-static) when the musl target or musl-gcc is missing.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf 'dist: %s\n' "$*" >&2; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+  for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do
+    if [ -x "$dir/cargo" ]; then PATH="$dir:$PATH"; export PATH; break; fi
+  done
+fi
+
+MUSL_TARGET=x86_64-unknown-linux-musl
+GNU_TARGET=x86_64-unknown-linux-gnu
+
+musl_ready() {
+  command -v musl-gcc >/dev/null 2>&1 || return 1
+  # Without rustup the toolchain's own target list cannot be asked; trust the sysroot instead.
+  local sysroot
+  sysroot=$(rustc --print sysroot)
+  [ -d "$sysroot/lib/rustlib/$MUSL_TARGET/lib" ]
+}
+
+if musl_ready; then
+  target=$MUSL_TARGET
+  how="musl ($MUSL_TARGET, C code built with musl-gcc)"
+  export CC_x86_64_unknown_linux_musl=musl-gcc
+  cargo_env=()
+else
+  target=$GNU_TARGET
+  how="static glibc ($GNU_TARGET, -C target-feature=+crt-static; musl target or musl-gcc missing)"
+  # Only for this target: --target keeps RUSTFLAGS away from build scripts and proc macros.
+  cargo_env=(env "RUSTFLAGS=${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static")
+fi
+
+log "building kk-install: $how, release profile"
+rm -f target/dist/kk-install
+"${cargo_env[@]}" cargo build --release --locked -p kk-install --target "$target"
+
+mkdir -p target/dist
+cp "target/$target/release/kk-install" target/dist/kk-install
+
+# A static binary has no program interpreter and no NEEDED shared libraries.
+if command -v readelf >/dev/null 2>&1; then
+  if readelf -l target/dist/kk-install | grep -q 'INTERP' || readelf -d target/dist/kk-install | grep -q '(NEEDED)'; then
+    log "error: target/dist/kk-install is not statically linked:"
+    readelf -d target/dist/kk-install | grep '(NEEDED)' >&2 || true
+    exit 1
+  fi
+else
+  log "warning: readelf not found (binutils); static linking not verified"
+fi
+
+bytes=$(stat -c %s target/dist/kk-install)
+mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
+log "target/dist/kk-install: $bytes bytes ($mib MiB), built as $how"

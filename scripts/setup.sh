@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs what the tests need: Debian packages (without starting their services), the musl Rust target
+# for the static installer, and cargo-nextest. Idempotent: when everything is present it only checks.
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Under `sudo`, root's PATH usually lacks the invoking user's rustup toolchain.
+if ! command -v cargo >/dev/null 2>&1; then
+  for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do
+    if [ -x "$dir/cargo" ]; then PATH="$dir:$PATH"; export PATH; break; fi
+  done
+fi
+
+# Debian packages the tests use for real (see shared/LAB-NOTES.md):
+#   zstd, tar                 read bundles the way an operator would (zstd -d | tar x)
+#   musl-tools                musl-gcc: the C parts of the static kk-install (scripts/dist.sh)
+#   binutils                  readelf: proves the static kk-install has no dynamic dependencies
+#   docker-registry, skopeo, umoci, busybox-static   upstream registry, OCI clients, tiny real images
+#   containerd, runc          the runtime the installer installs and pulls through our registry with
+#   etcd-server, etcd-client  the etcd the installer installs
+#   openssh-server            sshd on lab nodes
+#   fio                       the etcd disk latency check
+#   iproute2                  network namespaces for lab nodes
+PACKAGES=(
+  zstd tar musl-tools binutils
+  docker-registry skopeo umoci busybox-static
+  containerd runc
+  etcd-server etcd-client
+  openssh-server fio iproute2
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  [ "$status" = installed ] || missing+=("$pkg")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  log "all ${#PACKAGES[@]} Debian packages present"
+else
+  [ "$(id -u)" -eq 0 ] || die "missing packages: ${missing[*]}; run as root (sudo bash scripts/setup.sh)"
+  log "installing missing packages: ${missing[*]}"
+  # Package scripts must not start system services (docker-registry would listen on :5000, etcd on :2379,
+  # sshd on :22): invoke-rc.d asks policy-rc.d, and exit 101 means "action forbidden". A policy-rc.d we
+  # create is removed again afterwards; an existing one is left as it is.
+  created_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\n# created by kk scripts/setup.sh while installing packages\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 0755 /usr/sbin/policy-rc.d
+    created_policy=yes
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    log "created /usr/sbin/policy-rc.d (exit 101) so no service is started"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q "${missing[@]}"
+  if [ -n "$created_policy" ]; then
+    rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
+  fi
+  for pkg in "${missing[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = installed ] || die "package $pkg is still not installed"
+  done
+  log "installed: ${missing[*]}"
+fi
+
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (rustup) first"
+
+# The static kk-install prefers musl (scripts/dist.sh falls back to a static glibc build without it).
+MUSL_TARGET=x86_64-unknown-linux-musl
+if ! command -v rustup >/dev/null 2>&1; then
+  log "warning: rustup not found; cannot add $MUSL_TARGET (dist.sh will build a static glibc binary)"
+elif rustup target list --installed 2>/dev/null | grep -qx "$MUSL_TARGET"; then
+  log "rust target $MUSL_TARGET present"
+elif rustup target add "$MUSL_TARGET"; then
+  log "added rust target $MUSL_TARGET"
+else
+  log "warning: could not add rust target $MUSL_TARGET (dist.sh will build a static glibc binary)"
+fi
+
+if cargo nextest --version >/dev/null 2>&1; then
+  log "cargo-nextest present"
+else
+  log "installing cargo-nextest (cargo install --locked cargo-nextest)"
+  cargo install --locked cargo-nextest
+  cargo nextest --version >/dev/null 2>&1 || die "cargo-nextest still not usable after installing it"
+fi
+
+log "ok"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need, then format check, clippy, and every test of
+# the workspace (nextest, profile `ci` from .config/nextest.toml) plus the doctests.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "setup (scripts/setup.sh)"
+bash scripts/setup.sh
+
+# Under `sudo`, root's PATH usually lacks the invoking user's rustup toolchain (setup.sh found it the same way).
+if ! command -v cargo >/dev/null 2>&1; then
+  for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do
+    if [ -x "$dir/cargo" ]; then PATH="$dir:$PATH"; export PATH; break; fi
+  done
+fi
+
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --workspace --all-targets --locked -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo nextest run --workspace --locked --profile ci"
+cargo nextest run --workspace --locked --profile ci
+
+step "cargo test --workspace --doc --locked"
+cargo test --workspace --doc --locked
+
+step "all checks passed"

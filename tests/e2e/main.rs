@@ -1,0 +1,9 @@
+//! End-to-end tests: they drive the built `kk-bundle` and `kk-install` binaries and the repository's
+//! scripts the way the README tells an operator to.
+//!
+//! Test names matter to `.config/nextest.toml`: tests under a `lab::` or `dist::` module share machine
+//! resources (lab nodes, ports, most of the CPU) and run one at a time in the `serial-lab` group.
+
+mod cli;
+mod dist;
+mod support;
