@@ -71,7 +71,10 @@ impl ChecksumList {
         for (i, line) in body.split('\n').enumerate() {
             let (digest, path) = parse_line(line).map_err(|reason| list_error(i + 1, reason))?;
             if previous.as_ref().is_some_and(|p| p >= &path) {
-                return Err(list_error(i + 1, format!("`{path}` is out of order or repeated")));
+                return Err(list_error(
+                    i + 1,
+                    format!("`{path}` is out of order or repeated"),
+                ));
             }
             previous = Some(path.clone());
             list.entries.insert(path, digest);
@@ -133,7 +136,10 @@ mod tests {
         let bytes = list.to_bytes();
         let text = String::from_utf8(bytes.clone()).unwrap();
         let paths: Vec<_> = text.lines().map(|l| &l[66..]).collect();
-        assert_eq!(paths[1..], ["index.json", "kk-bundle/bundle.json", "oci-layout"]);
+        assert_eq!(
+            paths[1..],
+            ["index.json", "kk-bundle/bundle.json", "oci-layout"]
+        );
         assert!(paths[0].starts_with("blobs/sha256/"));
         assert_eq!(ChecksumList::parse(&bytes).unwrap(), list);
     }
@@ -151,16 +157,41 @@ mod tests {
             (format!("{good}\n"), "not `<64 hex>  <path>`"),
             (good.to_uppercase(), "lowercase"),
             (format!("{first}\n{good}"), "out of order"),
-            (good.replace("index.json", "zindex.json"), "not a member path"),
-            (good.replace(blob_path, &format!("blobs/sha256/{}", "b".repeat(64))), "another digest"),
+            (
+                good.replace("index.json", "zindex.json"),
+                "not a member path",
+            ),
+            (
+                good.replace(blob_path, &format!("blobs/sha256/{}", "b".repeat(64))),
+                "another digest",
+            ),
             (good.replace("oci-layout", "kk-bundle/SHA256SUMS"), "itself"),
-            (good.lines().filter(|l| !l.ends_with("oci-layout")).map(|l| format!("{l}\n")).collect(), "does not list `oci-layout`"),
-            (good.replacen(&first[..4], "\u{e9}\u{e9}", 1), "64 lowercase hex"),
+            (
+                good.lines()
+                    .filter(|l| !l.ends_with("oci-layout"))
+                    .flat_map(|l| [l, "\n"])
+                    .collect(),
+                "does not list `oci-layout`",
+            ),
+            (
+                good.replacen(&first[..4], "\u{e9}\u{e9}", 1),
+                "64 lowercase hex",
+            ),
         ];
         for (text, fragment) in cases {
-            let err = ChecksumList::parse(text.as_bytes()).unwrap_err().to_string();
-            assert!(err.contains(fragment), "{err:?} should mention {fragment:?} for {text:?}");
+            let err = ChecksumList::parse(text.as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(fragment),
+                "{err:?} should mention {fragment:?} for {text:?}"
+            );
         }
-        assert!(ChecksumList::parse(&[0xff, b'\n']).unwrap_err().to_string().contains("UTF-8"));
+        assert!(
+            ChecksumList::parse(&[0xff, b'\n'])
+                .unwrap_err()
+                .to_string()
+                .contains("UTF-8")
+        );
     }
 }

@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::digest::Sha256Digest;
+use crate::error::BundleError;
 use crate::lock::Lock;
 
 /// The format version this crate writes, and the major version it reads.
@@ -40,9 +41,15 @@ impl FromStr for FormatVersion {
         let (major, minor) = text.split_once('.').ok_or_else(invalid)?;
         let number = |s: &str| {
             let canonical = !s.is_empty() && (s == "0" || !s.starts_with('0'));
-            canonical.then(|| s.parse::<u32>().ok()).flatten().ok_or_else(invalid)
+            canonical
+                .then(|| s.parse::<u32>().ok())
+                .flatten()
+                .ok_or_else(invalid)
         };
-        Ok(Self { major: number(major)?, minor: number(minor)? })
+        Ok(Self {
+            major: number(major)?,
+            minor: number(minor)?,
+        })
     }
 }
 
@@ -54,7 +61,9 @@ impl Serialize for FormatVersion {
 
 impl<'de> Deserialize<'de> for FormatVersion {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -146,6 +155,27 @@ pub struct Artifact {
     pub omitted_platforms: Vec<String>,
 }
 
+/// The time a bundle is dated with: `SOURCE_DATE_EPOCH` (whole seconds since 1970) when the
+/// variable is set, otherwise the time its lock was resolved — never the clock at write time, so
+/// that one lock always gives one byte sequence.
+pub fn creation_time(lock: &Lock) -> Result<Timestamp, BundleError> {
+    creation_time_from(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(), lock)
+}
+
+fn creation_time_from(
+    source_date_epoch: Option<&str>,
+    lock: &Lock,
+) -> Result<Timestamp, BundleError> {
+    let Some(text) = source_date_epoch else {
+        return Ok(Timestamp::from_second(lock.created.as_second()).unwrap_or(lock.created));
+    };
+    text.parse::<i64>()
+        .ok()
+        .filter(|seconds| *seconds >= 0)
+        .and_then(|seconds| Timestamp::from_second(seconds).ok())
+        .ok_or_else(|| BundleError::SourceDateEpoch(text.to_owned()))
+}
+
 impl Description {
     /// The canonical JSON bytes of the description: keys sorted, no whitespace.
     pub fn to_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
@@ -166,6 +196,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn creation_time_prefers_source_date_epoch_then_the_lock() {
+        let lock = Lock::new("2026-01-02T03:04:05.678Z".parse().unwrap());
+        let cases: &[(Option<&str>, Result<&str, ()>)] = &[
+            (None, Ok("2026-01-02T03:04:05Z")),
+            (Some("0"), Ok("1970-01-01T00:00:00Z")),
+            (Some("1795000000"), Ok("2026-11-18T11:06:40Z")),
+            (Some("-1"), Err(())),
+            (Some("1.5"), Err(())),
+            (Some(""), Err(())),
+            (Some("tomorrow"), Err(())),
+        ];
+        for (env, expected) in cases {
+            let got = creation_time_from(*env, &lock)
+                .map(|t| t.to_string())
+                .map_err(|_| ());
+            assert_eq!(
+                got.as_deref(),
+                expected.as_deref().map_err(|()| &()),
+                "{env:?}"
+            );
+        }
+    }
+
+    #[test]
     fn format_versions() {
         let cases: &[(&str, Option<(u32, u32)>)] = &[
             ("1.0", Some((1, 0))),
@@ -179,7 +233,10 @@ mod tests {
             ("", None),
         ];
         for (text, expected) in cases {
-            let parsed = text.parse::<FormatVersion>().ok().map(|v| (v.major, v.minor));
+            let parsed = text
+                .parse::<FormatVersion>()
+                .ok()
+                .map(|v| (v.major, v.minor));
             assert_eq!(parsed, *expected, "{text}");
         }
     }

@@ -96,7 +96,11 @@ pub(crate) struct Hashing<T> {
 
 impl<T> Hashing<T> {
     pub(crate) fn new(inner: T) -> Self {
-        Self { inner, hasher: Sha256::new(), count: 0 }
+        Self {
+            inner,
+            hasher: Sha256::new(),
+            count: 0,
+        }
     }
 
     /// How many bytes passed so far.
@@ -105,7 +109,11 @@ impl<T> Hashing<T> {
     }
 
     pub(crate) fn finish(self) -> (T, Sha256Digest, u64) {
-        (self.inner, Sha256Digest(self.hasher.finalize().into()), self.count)
+        (
+            self.inner,
+            Sha256Digest(self.hasher.finalize().into()),
+            self.count,
+        )
     }
 }
 

@@ -77,7 +77,10 @@ pub enum ManifestError {
         key: String,
     },
     /// `apiVersion` is not one this crate understands.
-    #[error("{at}: unsupported apiVersion `{found}`; hint: use `{}`", crate::manifest::API_VERSION)]
+    #[error(
+        "{at}: unsupported apiVersion `{found}`; hint: use `{}`",
+        crate::manifest::API_VERSION
+    )]
     UnsupportedApiVersion {
         /// Where the value is.
         at: crate::manifest::SourceLocation,
@@ -85,7 +88,10 @@ pub enum ManifestError {
         found: String,
     },
     /// `kind` is not `BundleManifest`.
-    #[error("{at}: unsupported kind `{found}`; hint: use `{}`", crate::manifest::KIND)]
+    #[error(
+        "{at}: unsupported kind `{found}`; hint: use `{}`",
+        crate::manifest::KIND
+    )]
     UnsupportedKind {
         /// Where the value is.
         at: crate::manifest::SourceLocation,
@@ -106,7 +112,9 @@ pub enum ManifestError {
         name: String,
     },
     /// A binary or chart version is empty or has characters unsafe in URLs and file names.
-    #[error("{at}: invalid {what} version `{version}`; hint: use letters, digits, `.`, `-`, `+` and `_`")]
+    #[error(
+        "{at}: invalid {what} version `{version}`; hint: use letters, digits, `.`, `-`, `+` and `_`"
+    )]
     InvalidVersion {
         /// Where the version is.
         at: crate::manifest::SourceLocation,
@@ -145,7 +153,9 @@ pub enum ManifestError {
         first: crate::manifest::SourceLocation,
     },
     /// `spec.kubernetes.version` is not `vMAJOR.MINOR.PATCH`.
-    #[error("{at}: invalid kubernetes version `{version}`; hint: write `vMAJOR.MINOR.PATCH`, e.g. `v1.31.4`")]
+    #[error(
+        "{at}: invalid kubernetes version `{version}`; hint: write `vMAJOR.MINOR.PATCH`, e.g. `v1.31.4`"
+    )]
     InvalidKubernetesVersion {
         /// Where the version is.
         at: crate::manifest::SourceLocation,
@@ -175,7 +185,9 @@ pub enum ManifestError {
         reference: String,
     },
     /// An image digest has uppercase hex digits, which registries do not accept.
-    #[error("{at}: image `{reference}` has an uppercase digest; hint: write the digest in lowercase")]
+    #[error(
+        "{at}: image `{reference}` has an uppercase digest; hint: write the digest in lowercase"
+    )]
     UppercaseImageDigest {
         /// Where the reference is.
         at: crate::manifest::SourceLocation,
@@ -195,7 +207,9 @@ pub enum ManifestError {
         first: crate::manifest::SourceLocation,
     },
     /// A `url`, `checksumUrl` or chart `repo` is not an absolute http(s) URL.
-    #[error("{at}: invalid url `{url}`: {problem}; hint: write an absolute `https://` or `http://` url")]
+    #[error(
+        "{at}: invalid url `{url}`: {problem}; hint: write an absolute `https://` or `http://` url"
+    )]
     InvalidUrl {
         /// Where the URL is.
         at: crate::manifest::SourceLocation,
@@ -326,7 +340,9 @@ pub enum ManifestError {
         chart: String,
     },
     /// A chart's `oci` is not `oci://registry/repository`.
-    #[error("{at}: invalid oci chart reference `{value}`: {problem}; hint: e.g. `oci://ghcr.io/org/charts/name`")]
+    #[error(
+        "{at}: invalid oci chart reference `{value}`: {problem}; hint: e.g. `oci://ghcr.io/org/charts/name`"
+    )]
     InvalidOciChart {
         /// Where the value is.
         at: crate::manifest::SourceLocation,
@@ -346,7 +362,9 @@ pub enum ManifestError {
         first: crate::manifest::SourceLocation,
     },
     /// A registry key or `mirror` is not `host[:port]`.
-    #[error("{at}: invalid registry host `{host}`; hint: write `host[:port]` in lowercase, e.g. `registry.example.com:5000`")]
+    #[error(
+        "{at}: invalid registry host `{host}`; hint: write `host[:port]` in lowercase, e.g. `registry.example.com:5000`"
+    )]
     InvalidRegistryHost {
         /// Where the value is.
         at: crate::manifest::SourceLocation,
@@ -354,7 +372,9 @@ pub enum ManifestError {
         host: String,
     },
     /// A registry sets only one of `username` and `passwordEnv`.
-    #[error("{at}: registry `{registry}` sets only one of `username` and `passwordEnv`; hint: set both, or neither")]
+    #[error(
+        "{at}: registry `{registry}` sets only one of `username` and `passwordEnv`; hint: set both, or neither"
+    )]
     IncompleteCredentials {
         /// Where the registry's settings are.
         at: crate::manifest::SourceLocation,
@@ -362,7 +382,9 @@ pub enum ManifestError {
         registry: String,
     },
     /// `passwordEnv` is not a usable environment variable name.
-    #[error("{at}: invalid environment variable name `{name}`; hint: use letters, digits and `_`, not starting with a digit")]
+    #[error(
+        "{at}: invalid environment variable name `{name}`; hint: use letters, digits and `_`, not starting with a digit"
+    )]
     InvalidEnvName {
         /// Where the name is.
         at: crate::manifest::SourceLocation,
@@ -381,7 +403,9 @@ pub enum ManifestError {
         registry: String,
     },
     /// The manifest asks for nothing.
-    #[error("{at}: the manifest lists nothing to bundle; hint: add `kubernetes`, `images`, `binaries` or `charts`")]
+    #[error(
+        "{at}: the manifest lists nothing to bundle; hint: add `kubernetes`, `images`, `binaries` or `charts`"
+    )]
     NothingToBundle {
         /// Where `spec` is.
         at: crate::manifest::SourceLocation,
@@ -393,7 +417,9 @@ pub enum ManifestError {
 #[non_exhaustive]
 pub enum PlatformError {
     /// Not two or three `/`-separated, non-empty parts.
-    #[error("platform `{value}` is not `os/arch[/variant]`; hint: e.g. `linux/amd64`, `linux/arm/v7`")]
+    #[error(
+        "platform `{value}` is not `os/arch[/variant]`; hint: e.g. `linux/amd64`, `linux/arm/v7`"
+    )]
     Malformed {
         /// The text given.
         value: String,
@@ -468,8 +494,15 @@ pub enum BundleError {
     #[error("cannot serialise a header file")]
     Json(#[source] serde_json::Error),
     /// The description's time cannot be a tar mtime.
-    #[error("the bundle's creation time `{0}` is before 1970; set SOURCE_DATE_EPOCH or fix the lock")]
+    #[error(
+        "the bundle's creation time `{0}` is before 1970; set SOURCE_DATE_EPOCH or fix the lock"
+    )]
     CreatedBeforeEpoch(jiff::Timestamp),
+    /// `SOURCE_DATE_EPOCH` is not a number of seconds.
+    #[error(
+        "SOURCE_DATE_EPOCH=`{0}` is not a whole number of seconds since 1970; unset it or fix it"
+    )]
+    SourceDateEpoch(String),
     /// A blob file given to the writer could not be read.
     #[error("cannot read blob file `{}`", path.display())]
     BlobRead {
@@ -560,7 +593,9 @@ pub enum BundleError {
         reason: String,
     },
     /// The file's bytes differ from those the integrity frame vouches for.
-    #[error("the integrity frame at byte {offset} does not match the bundle's bytes: the file was changed or damaged after it was written")]
+    #[error(
+        "the integrity frame at byte {offset} does not match the bundle's bytes: the file was changed or damaged after it was written"
+    )]
     Integrity {
         /// The integrity frame's offset.
         offset: u64,
@@ -580,10 +615,14 @@ pub enum BundleError {
         after: Option<MemberPath>,
     },
     /// The end-of-archive marker is wrong, or something follows it.
-    #[error("the end of the tar stream is malformed: expected two zero blocks forming the last zstd frame")]
+    #[error(
+        "the end of the tar stream is malformed: expected two zero blocks forming the last zstd frame"
+    )]
     EndMarker,
     /// The first member is not the checksum list.
-    #[error("the first member is `{first}`, not `kk-bundle/SHA256SUMS`: this is not a kk bundle of format 1")]
+    #[error(
+        "the first member is `{first}`, not `kk-bundle/SHA256SUMS`: this is not a kk bundle of format 1"
+    )]
     NotABundle {
         /// The first member's name.
         first: String,
@@ -664,7 +703,9 @@ pub enum BundleError {
     #[error("the description `kk-bundle/bundle.json` is invalid")]
     Description(#[source] serde_json::Error),
     /// The format's major version is not one this reader knows.
-    #[error("the bundle has format version `{found}`; this reader reads format {supported}.x; hint: use a kk-install at least as new as the kk-bundle that built it")]
+    #[error(
+        "the bundle has format version `{found}`; this reader reads format {supported}.x; hint: use a kk-install at least as new as the kk-bundle that built it"
+    )]
     UnsupportedVersion {
         /// The bundle's version.
         found: FormatVersion,
@@ -672,7 +713,9 @@ pub enum BundleError {
         supported: u32,
     },
     /// The description's creation time is not the members' mtime.
-    #[error("the description says the bundle was created at `{created}`, but its members are dated {mtime}")]
+    #[error(
+        "the description says the bundle was created at `{created}`, but its members are dated {mtime}"
+    )]
     CreatedMismatch {
         /// The description's time.
         created: jiff::Timestamp,
@@ -692,12 +735,21 @@ pub enum BundleError {
 
 /// Takes a [`BundleError`] back out of an `io::Error` that carried it through a `Read` or
 /// `Write` implementation, or wraps a plain I/O error with `wrap`.
-pub(crate) fn from_io(error: io::Error, wrap: impl FnOnce(io::Error) -> BundleError) -> BundleError {
-    if !error.get_ref().is_some_and(|e| e.is::<BundleError>()) {
+pub(crate) fn from_io(
+    error: io::Error,
+    wrap: impl FnOnce(io::Error) -> BundleError,
+) -> BundleError {
+    let carries_ours = error
+        .get_ref()
+        .is_some_and(<dyn std::error::Error + Send + Sync>::is::<BundleError>);
+    if !carries_ours {
         return wrap(error);
     }
     let kind = error.kind();
-    match error.into_inner().map(|e| e.downcast::<BundleError>()) {
+    match error
+        .into_inner()
+        .map(<dyn std::error::Error + Send + Sync>::downcast::<BundleError>)
+    {
         Some(Ok(inner)) => *inner,
         Some(Err(other)) => wrap(io::Error::new(kind, other)),
         None => wrap(io::Error::from(kind)),

@@ -70,11 +70,17 @@ pub fn artifact_reference(
         reason: what.to_owned(),
     };
     if !is_path_component(name) {
-        return Err(invalid("lowercase letters and digits separated by `.`, `_` or `-`", name));
+        return Err(invalid(
+            "lowercase letters and digits separated by `.`, `_` or `-`",
+            name,
+        ));
     }
     let tag = version.replace('+', "_");
     if !is_tag(&tag) {
-        return Err(invalid("a version of at most 128 letters, digits, `.`, `_`, `-`, `+`", version));
+        return Err(invalid(
+            "a version of at most 128 letters, digits, `.`, `_`, `-`, `+`",
+            version,
+        ));
     }
     let dir = match namespace {
         ArtifactNamespace::Binaries => "binaries",
@@ -86,27 +92,17 @@ pub fn artifact_reference(
 
 /// A repository path component of the OCI distribution spec: `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`.
 fn is_path_component(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    if bytes.first().is_none_or(|b| !alnum(b)) || bytes.last().is_none_or(|b| !alnum(b)) {
-        return false;
-    }
-    let mut separator = String::new();
-    for b in bytes {
-        if alnum(b) {
-            if !(separator.is_empty() || matches!(separator.as_str(), "." | "_" | "__"))
-                && !separator.bytes().all(|s| s == b'-')
-            {
-                return false;
-            }
-            separator.clear();
-        } else if matches!(b, b'.' | b'_' | b'-') {
-            separator.push(char::from(*b));
-        } else {
-            return false;
-        }
-    }
-    true
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    // Runs of alphanumerics alternate with runs of separators, starting and ending with the former.
+    let runs: Vec<&[u8]> = name
+        .as_bytes()
+        .chunk_by(|a, b| alnum(*a) == alnum(*b))
+        .collect();
+    runs.len() % 2 == 1
+        && runs.iter().enumerate().all(|(i, run)| match i % 2 {
+            0 => alnum(run[0]),
+            _ => matches!(*run, b"." | b"_" | b"__") || run.iter().all(|b| *b == b'-'),
+        })
 }
 
 /// A tag of the OCI distribution spec: `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
@@ -114,7 +110,9 @@ fn is_tag(tag: &str) -> bool {
     let bytes = tag.as_bytes();
     (1..=128).contains(&bytes.len())
         && (bytes[0].is_ascii_alphanumeric() || bytes[0] == b'_')
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// `index.json` in its canonical spelling (keys sorted, no whitespace).
@@ -124,7 +122,11 @@ pub fn index_bytes(index: &ImageIndex) -> Result<Vec<u8>, BundleError> {
 
 /// The reference name `index.json` gives `descriptor`, if any.
 pub fn ref_name(descriptor: &Descriptor) -> Option<&str> {
-    descriptor.annotations().as_ref()?.get(REF_NAME_ANNOTATION).map(String::as_str)
+    descriptor
+        .annotations()
+        .as_ref()?
+        .get(REF_NAME_ANNOTATION)
+        .map(String::as_str)
 }
 
 /// Whether `media_type` is an image index (OCI or Docker manifest list).
@@ -141,8 +143,16 @@ mod tests {
     fn artifact_references() {
         let cases: &[(&str, &str, Result<&str, ()>)] = &[
             ("etcd", "v3.5.16", Ok("kk.internal/binaries/etcd:v3.5.16")),
-            ("k3s", "v1.31.4+k3s1", Ok("kk.internal/binaries/k3s:v1.31.4_k3s1")),
-            ("cni-plugins", "1.6.0", Ok("kk.internal/binaries/cni-plugins:1.6.0")),
+            (
+                "k3s",
+                "v1.31.4+k3s1",
+                Ok("kk.internal/binaries/k3s:v1.31.4_k3s1"),
+            ),
+            (
+                "cni-plugins",
+                "1.6.0",
+                Ok("kk.internal/binaries/cni-plugins:1.6.0"),
+            ),
             ("a__b", "1", Ok("kk.internal/binaries/a__b:1")),
             ("Etcd", "v1", Err(())),
             ("-etcd", "v1", Err(())),
@@ -156,7 +166,11 @@ mod tests {
         ];
         for (name, version, expected) in cases {
             let got = artifact_reference(ArtifactNamespace::Binaries, name, version);
-            assert_eq!(got.as_deref().map_err(|_| ()), *expected, "{name}:{version}");
+            assert_eq!(
+                got.as_deref().map_err(|_| ()),
+                *expected,
+                "{name}:{version}"
+            );
         }
         assert_eq!(
             artifact_reference(ArtifactNamespace::Charts, "podinfo", "6.7.0").unwrap(),

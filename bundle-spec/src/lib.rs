@@ -1,6 +1,42 @@
-//! The kk bundle format.
+//! The kk bundle format: what `kk-bundle` writes and `kk-install` reads.
 //!
-//! (crate documentation is written once the modules settle)
+//! `SPEC.md` beside this crate is the normative description of format v1; this crate is its
+//! reference implementation, and both binaries of the project depend on it (it depends on
+//! neither).
+//!
+//! # How the types fit
+//!
+//! A [`manifest::Manifest`] is what a user asks for. The builder resolves it into a [`Lock`]
+//! (exact URLs, digests) and fetches blobs; it then describes the result in a [`Description`]
+//! (format version, builder, creation time, the manifest's text, the lock, one [`Artifact`] per
+//! artifact and platform) and hands that, an OCI image index and the blob files to
+//! [`write_bundle`] as [`BundleContents`].
+//!
+//! The writer produces one tar, inside one seekable zstd stream: first the checksum list
+//! ([`ChecksumList`], `kk-bundle/SHA256SUMS`), then the description, then an OCI image layout
+//! (`oci-layout`, `index.json`, `blobs/sha256/…`). [`member`] holds the member grammar and the
+//! canonical tar header; [`parts`] the splitting into FAT32-sized parts.
+//!
+//! A reader starts with [`Bundle::open`], which reads only the seek table and the two header
+//! members. [`Bundle::verify`], [`Bundle::unpack`] and [`Bundle::copy_member`] then stream
+//! frames and check every member against the checksum list as it passes.
+//!
+//! # Why it is built this way
+//!
+//! - **The checksum list is the root of trust.** It comes first so a reader can check each member
+//!   the moment it arrives, without buffering or a second pass. Its spelling is unique, so its
+//!   sha256 ([`Bundle::identity`]) identifies the content; a signature will cover exactly that.
+//! - **Canonical bytes everywhere.** Tar headers, the list, the frame headers and the seek table
+//!   each have one valid form, and the reader compares bytes instead of interpreting fields.
+//!   Together with the integrity frame this makes every changed byte of a bundle an error, which
+//!   the tests check exhaustively on a small bundle.
+//! - **Determinism.** Nothing the writer emits depends on the clock, the machine or the thread
+//!   count: the creation time comes from `SOURCE_DATE_EPOCH` or the lock
+//!   ([`description::creation_time`]), members are sorted, and zstd runs in its multithreaded
+//!   mode whose output does not depend on the number of workers.
+//! - **Standard tools keep working.** The stream is plain zstd (the seek table and integrity
+//!   frame are skippable frames) holding a plain ustar archive holding a plain OCI layout:
+//!   `zstd -d | tar -x` and then skopeo, oras or helm need nothing from kk.
 
 pub mod checksums;
 pub mod description;

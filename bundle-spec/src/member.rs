@@ -88,7 +88,9 @@ impl MemberPath {
         let name = path.strip_prefix("kk-bundle/")?;
         let valid = (1..=64).contains(&name.len())
             && name.as_bytes()[0].is_ascii_alphanumeric()
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         valid.then_some(MemberKind::HeaderFile)
     }
 
@@ -177,7 +179,18 @@ mod tests {
         assert_eq!(bytes[156], b'0');
         assert_eq!(&bytes[257..265], b"ustar\x0000");
         assert_eq!(h.mtime().unwrap(), 1_700_000_000);
-        assert_eq!(h.cksum().unwrap(), h.as_bytes().iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u32::from(*b) }).sum::<u32>());
+        assert_eq!(
+            h.cksum().unwrap(),
+            h.as_bytes()
+                .iter()
+                .enumerate()
+                .map(|(i, b)| if (148..156).contains(&i) {
+                    32
+                } else {
+                    u32::from(*b)
+                })
+                .sum::<u32>()
+        );
     }
 
     #[test]

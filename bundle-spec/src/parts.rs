@@ -53,12 +53,18 @@ pub struct PartEntry {
 
 impl PartEntry {
     pub(crate) fn new(path: &Path, size: u64, sha256: Sha256Digest) -> Self {
-        Self { name: file_name(path), size, sha256 }
+        Self {
+            name: file_name(path),
+            size,
+            sha256,
+        }
     }
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// `<bundle>.partNNN`.
@@ -102,10 +108,16 @@ impl PartsIndex {
     }
 
     pub(crate) fn write(&self, path: &Path) -> Result<(), BundleError> {
-        let write_error = |source| BundleError::Write { path: path.to_owned(), source };
+        let write_error = |source| BundleError::Write {
+            path: path.to_owned(),
+            source,
+        };
         let mut bytes = canonical_json(self).map_err(BundleError::Json)?;
         bytes.push(b'\n');
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let temp = tempfile::NamedTempFile::new_in(dir).map_err(write_error)?;
         fs::write(temp.path(), &bytes).map_err(write_error)?;
         temp.persist(path).map_err(|e| write_error(e.error))?;
@@ -115,12 +127,23 @@ impl PartsIndex {
     /// Reads and checks an index: its format and version, part names that stay in its
     /// directory, sizes that add up.
     pub fn read(path: &Path) -> Result<Self, BundleError> {
-        let invalid = |reason: String| BundleError::PartsIndex { path: path.to_owned(), reason };
-        let meta = fs::metadata(path).map_err(|e| BundleError::Open { path: path.to_owned(), source: e })?;
+        let invalid = |reason: String| BundleError::PartsIndex {
+            path: path.to_owned(),
+            reason,
+        };
+        let meta = fs::metadata(path).map_err(|e| BundleError::Open {
+            path: path.to_owned(),
+            source: e,
+        })?;
         if meta.len() > MAX_PARTS_INDEX_SIZE {
-            return Err(invalid(format!("it is larger than {MAX_PARTS_INDEX_SIZE} bytes")));
+            return Err(invalid(format!(
+                "it is larger than {MAX_PARTS_INDEX_SIZE} bytes"
+            )));
         }
-        let bytes = fs::read(path).map_err(|e| BundleError::Open { path: path.to_owned(), source: e })?;
+        let bytes = fs::read(path).map_err(|e| BundleError::Open {
+            path: path.to_owned(),
+            source: e,
+        })?;
         let index: Self = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
         if index.format != PARTS_FORMAT || index.version != PARTS_VERSION {
             return Err(invalid(format!(
@@ -136,12 +159,18 @@ impl PartsIndex {
                 && !part.name.starts_with('.')
                 && !part.name.contains(['/', '\\', '\0']);
             if !plain {
-                return Err(invalid(format!("part name `{}` is not a plain file name", part.name)));
+                return Err(invalid(format!(
+                    "part name `{}` is not a plain file name",
+                    part.name
+                )));
             }
         }
         let total: u64 = index.parts.iter().map(|p| p.size).sum();
         if total != index.size {
-            return Err(invalid(format!("its parts add up to {total} bytes, not {}", index.size)));
+            return Err(invalid(format!(
+                "its parts add up to {total} bytes, not {}",
+                index.size
+            )));
         }
         Ok(index)
     }
@@ -160,14 +189,26 @@ mod tests {
     #[test]
     fn names() {
         let b = Path::new("/media/usb/cluster.tar.zst");
-        assert_eq!(part_path(b, 1), Path::new("/media/usb/cluster.tar.zst.part001"));
-        assert_eq!(part_path(b, 12), Path::new("/media/usb/cluster.tar.zst.part012"));
-        assert_eq!(parts_index_path(b), Path::new("/media/usb/cluster.tar.zst.split.json"));
+        assert_eq!(
+            part_path(b, 1),
+            Path::new("/media/usb/cluster.tar.zst.part001")
+        );
+        assert_eq!(
+            part_path(b, 12),
+            Path::new("/media/usb/cluster.tar.zst.part012")
+        );
+        assert_eq!(
+            parts_index_path(b),
+            Path::new("/media/usb/cluster.tar.zst.split.json")
+        );
         assert_eq!(
             find_parts_index(Path::new("/x/c.tar.zst.part001")).unwrap(),
             Path::new("/x/c.tar.zst.split.json")
         );
-        assert_eq!(find_parts_index(Path::new("/x/c.tar.zst.split.json")).unwrap(), Path::new("/x/c.tar.zst.split.json"));
+        assert_eq!(
+            find_parts_index(Path::new("/x/c.tar.zst.split.json")).unwrap(),
+            Path::new("/x/c.tar.zst.split.json")
+        );
         assert_eq!(find_parts_index(Path::new("/nonexistent/c.tar.zst")), None);
     }
 }

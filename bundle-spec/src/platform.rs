@@ -45,20 +45,8 @@ const KNOWN_OS: &[&str] = &[
 
 /// Go's `GOARCH` values, the names OCI image indexes use.
 const KNOWN_ARCHITECTURES: &[&str] = &[
-    "386",
-    "amd64",
-    "arm",
-    "arm64",
-    "loong64",
-    "mips",
-    "mips64",
-    "mips64le",
-    "mipsle",
-    "ppc64",
-    "ppc64le",
-    "riscv64",
-    "s390x",
-    "wasm",
+    "386", "amd64", "arm", "arm64", "loong64", "mips", "mips64", "mips64le", "mipsle", "ppc64",
+    "ppc64le", "riscv64", "s390x", "wasm",
 ];
 
 /// A target platform in normal form: operating system, CPU architecture and optional variant.
@@ -220,7 +208,11 @@ fn check_architecture(architecture: &str) -> Result<(), PlatformError> {
 /// containerd's `normalizeOS`.
 fn normalize_os(os: &str) -> String {
     let os = os.to_ascii_lowercase();
-    if os == "macos" { "darwin".to_owned() } else { os }
+    if os == "macos" {
+        "darwin".to_owned()
+    } else {
+        os
+    }
 }
 
 /// containerd's `normalizeArch`: aliases to Go names, and the variant each implies.
@@ -327,8 +319,14 @@ mod tests {
             ("/amd64", "is not `os/arch[/variant]`"),
             ("linux/arm/v7/", "is not `os/arch[/variant]`"),
             ("linux/arm/v7/x", "is not `os/arch[/variant]`"),
-            ("linx/amd64", "unknown operating system `linx`; did you mean `linux`?"),
-            ("linux/amd46", "unknown architecture `amd46`; did you mean `amd64`?"),
+            (
+                "linx/amd64",
+                "unknown operating system `linx`; did you mean `linux`?",
+            ),
+            (
+                "linux/amd46",
+                "unknown architecture `amd46`; did you mean `amd64`?",
+            ),
             ("linux/zz80", "unknown architecture `zz80`; hint:"),
             ("linux/arm/v 7", "invalid cpu variant `v 7`"),
         ];

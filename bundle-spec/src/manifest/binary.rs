@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_saphyr::Spanned;
 
 use super::raw::{RawBinary, RawSha256, SpannedMap};
-use super::validate::{Seen, dns_name, plain_version};
+use super::validate::{Seen, dns_name, plain_version, required};
 use super::{SourceLocation, UrlTemplate};
 use crate::ManifestError;
 use crate::platform::{Platform, parse_architecture};
@@ -85,9 +85,11 @@ fn validate(
     platforms: &[Platform],
 ) -> Result<Binary, ManifestError> {
     let location = SourceLocation::of(file, raw);
-    let name = dns_name(file, &raw.value.name, "binary name")?;
-    let version = plain_version(file, &raw.value.version, "binary")?;
-    let url = UrlTemplate::parse(file, &raw.value.url)?;
+    let name = required(&raw.value.name, "name", &location)?;
+    let name = dns_name(file, name, "binary name")?;
+    let version = required(&raw.value.version, "version", &location)?;
+    let version = plain_version(file, version, "binary")?;
+    let url = UrlTemplate::parse(file, required(&raw.value.url, "url", &location)?)?;
     let checksum = match (&raw.value.sha256, &raw.value.checksum_url) {
         (Some(_), Some(_)) => Err(ManifestError::ConflictingChecksums {
             at: location.clone(),
@@ -178,10 +180,7 @@ impl Context<'_> {
             })?;
             check_sha256(&digest.value, &SourceLocation::of(self.file, digest))?;
             // Distinct keys can still collide once aliases are normalised (`x86_64`, `amd64`).
-            if digests
-                .insert(architecture, digest.value.clone())
-                .is_some()
-            {
+            if digests.insert(architecture, digest.value.clone()).is_some() {
                 return Err(ManifestError::DuplicateKey {
                     at: key_at,
                     key: key.value.clone(),

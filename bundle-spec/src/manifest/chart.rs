@@ -9,7 +9,7 @@ use super::SourceLocation;
 use super::image::has_tag_or_digest;
 use super::raw::RawChart;
 use super::url::{check_http_url, is_host_port};
-use super::validate::{Seen, dns_name, plain_version};
+use super::validate::{Seen, dns_name, plain_version, required};
 use crate::ManifestError;
 
 /// A Helm chart from `spec.charts`.
@@ -57,8 +57,13 @@ pub(super) fn validate_all(
 
 fn validate(file: &Arc<str>, raw: &Spanned<RawChart>) -> Result<Chart, ManifestError> {
     let location = SourceLocation::of(file, raw);
-    let name = dns_name(file, &raw.value.name, "chart name")?;
-    let version = plain_version(file, &raw.value.version, "chart")?;
+    let name = dns_name(
+        file,
+        required(&raw.value.name, "name", &location)?,
+        "chart name",
+    )?;
+    let version = required(&raw.value.version, "version", &location)?;
+    let version = plain_version(file, version, "chart")?;
     let source = match (&raw.value.repo, &raw.value.oci) {
         (Some(_), Some(_)) => Err(ManifestError::ConflictingChartSources {
             at: location.clone(),
@@ -116,7 +121,7 @@ fn oci_problem(value: &str) -> Option<&'static str> {
         return Some("it is not a valid repository reference");
     }
     if has_tag_or_digest(reference) {
-        return Some("it has a tag or digest; the chart version goes in `version`");
+        return Some("it has a tag or digest (the chart version goes in `version`)");
     }
     None
 }

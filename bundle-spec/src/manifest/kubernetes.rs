@@ -4,9 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde_saphyr::Spanned;
 
 use super::SourceLocation;
 use super::raw::RawKubernetes;
+use super::validate::required;
 use crate::ManifestError;
 
 /// The Kubernetes cluster to bundle: the builder's version catalog expands it into the
@@ -126,18 +128,25 @@ impl fmt::Display for Cni {
     }
 }
 
-pub(super) fn validate(file: &Arc<str>, raw: &RawKubernetes) -> Result<Kubernetes, ManifestError> {
-    let version =
-        KubernetesVersion::parse(&raw.version.value).ok_or_else(|| {
-            ManifestError::InvalidKubernetesVersion {
-                at: SourceLocation::of(file, &raw.version),
-                version: raw.version.value.clone(),
-            }
-        })?;
+pub(super) fn validate(
+    file: &Arc<str>,
+    raw: &Spanned<RawKubernetes>,
+) -> Result<Kubernetes, ManifestError> {
+    let version = required(
+        &raw.value.version,
+        "version",
+        &SourceLocation::of(file, raw),
+    )?;
+    let parsed = KubernetesVersion::parse(&version.value).ok_or_else(|| {
+        ManifestError::InvalidKubernetesVersion {
+            at: SourceLocation::of(file, version),
+            version: version.value.clone(),
+        }
+    })?;
     Ok(Kubernetes {
-        version,
-        container_runtime: raw.container_runtime,
-        cni: raw.cni,
+        version: parsed,
+        container_runtime: raw.value.container_runtime,
+        cni: raw.value.cni,
     })
 }
 
@@ -150,7 +159,15 @@ mod tests {
         let parsed = KubernetesVersion::parse("v1.31.4").expect("valid");
         assert_eq!((parsed.major, parsed.minor, parsed.patch), (1, 31, 4));
         assert_eq!(parsed.to_string(), "v1.31.4");
-        for bad in ["1.31.4", "v1.31", "v1.31.4.1", "v1.031.4", "v1.31.x", "v1..4", "v1.31.4-rc.0"] {
+        for bad in [
+            "1.31.4",
+            "v1.31",
+            "v1.31.4.1",
+            "v1.031.4",
+            "v1.31.x",
+            "v1..4",
+            "v1.31.4-rc.0",
+        ] {
             assert_eq!(KubernetesVersion::parse(bad), None, "{bad}");
         }
     }

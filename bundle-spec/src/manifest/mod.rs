@@ -70,7 +70,9 @@ pub use template::{PLACEHOLDERS, UrlTemplate};
 
 use crate::ManifestError;
 use crate::platform::Platform;
-use raw::{RawHeader, RawManifest};
+use raw::RawHeader;
+use serde_saphyr::Spanned;
+use validate::required;
 
 /// The only `apiVersion` this crate reads.
 pub const API_VERSION: &str = "bundle.kk.io/v1alpha1";
@@ -127,9 +129,8 @@ impl Manifest {
     /// locations in errors.
     pub fn from_str_named(text: &str, name: &str) -> Result<Self, ManifestError> {
         let file: Arc<str> = Arc::from(name);
-        check_header(&parse::<RawHeader>(text, &file)?, &file)?;
-        let raw = parse::<RawManifest>(text, &file)?;
-        let (metadata, spec) = validate::manifest(&file, raw)?;
+        check_header(&parse(text, &file)?, &file)?;
+        let (metadata, spec) = validate::manifest(&file, &parse(text, &file)?)?;
         Ok(Self {
             source: text.to_owned(),
             source_name: name.to_owned(),
@@ -172,20 +173,20 @@ fn parse<'de, T: serde::Deserialize<'de>>(
         .map_err(|error| location::from_yaml_error(&error, file))
 }
 
-fn check_header(header: &RawHeader, file: &Arc<str>) -> Result<(), ManifestError> {
-    let unexpected = |field: &Option<serde_saphyr::Spanned<String>>, expected: &str| {
-        field.clone().filter(|found| found.value != expected)
-    };
-    if let Some(found) = unexpected(&header.api_version, API_VERSION) {
+fn check_header(header: &Spanned<RawHeader>, file: &Arc<str>) -> Result<(), ManifestError> {
+    let root = SourceLocation::of(file, header);
+    let api_version = required(&header.value.api_version, "apiVersion", &root)?;
+    if api_version.value != API_VERSION {
         return Err(ManifestError::UnsupportedApiVersion {
-            at: SourceLocation::of(file, &found),
-            found: found.value,
+            at: SourceLocation::of(file, api_version),
+            found: api_version.value.clone(),
         });
     }
-    if let Some(found) = unexpected(&header.kind, KIND) {
+    let kind = required(&header.value.kind, "kind", &root)?;
+    if kind.value != KIND {
         return Err(ManifestError::UnsupportedKind {
-            at: SourceLocation::of(file, &found),
-            found: found.value,
+            at: SourceLocation::of(file, kind),
+            found: kind.value.clone(),
         });
     }
     Ok(())

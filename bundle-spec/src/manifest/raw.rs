@@ -16,6 +16,9 @@ use super::kubernetes::{Cni, ContainerRuntime};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.
+///
+/// Required fields are `Option`s throughout, checked by validation: serde's own missing-field
+/// error points at the mapping's last key, we point at its first.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct RawHeader {
@@ -26,26 +29,26 @@ pub(super) struct RawHeader {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawManifest {
-    // Checked by the header pass; declared here so they are known fields and required.
+    // Checked by the header pass; declared here so they are known fields.
     #[serde(rename = "apiVersion")]
-    _api_version: IgnoredAny,
+    _api_version: Option<IgnoredAny>,
     #[serde(rename = "kind")]
-    _kind: IgnoredAny,
-    pub(super) metadata: RawMetadata,
-    pub(super) spec: Spanned<RawSpec>,
+    _kind: Option<IgnoredAny>,
+    pub(super) metadata: Option<Spanned<RawMetadata>>,
+    pub(super) spec: Option<Spanned<RawSpec>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawMetadata {
-    pub(super) name: Spanned<String>,
+    pub(super) name: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawSpec {
     pub(super) platforms: Option<Spanned<Vec<Spanned<String>>>>,
-    pub(super) kubernetes: Option<RawKubernetes>,
+    pub(super) kubernetes: Option<Spanned<RawKubernetes>>,
     #[serde(default)]
     pub(super) images: Vec<Spanned<String>>,
     #[serde(default)]
@@ -59,7 +62,7 @@ pub(super) struct RawSpec {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawKubernetes {
-    pub(super) version: Spanned<String>,
+    pub(super) version: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) container_runtime: ContainerRuntime,
     #[serde(default)]
@@ -69,9 +72,9 @@ pub(super) struct RawKubernetes {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawBinary {
-    pub(super) name: Spanned<String>,
-    pub(super) version: Spanned<String>,
-    pub(super) url: Spanned<String>,
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) version: Option<Spanned<String>>,
+    pub(super) url: Option<Spanned<String>>,
     pub(super) sha256: Option<Spanned<RawSha256>>,
     pub(super) checksum_url: Option<Spanned<String>>,
 }
@@ -85,8 +88,8 @@ pub(super) enum RawSha256 {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawChart {
-    pub(super) name: Spanned<String>,
-    pub(super) version: Spanned<String>,
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) version: Option<Spanned<String>>,
     pub(super) repo: Option<Spanned<String>>,
     pub(super) oci: Option<Spanned<String>>,
 }

@@ -88,12 +88,18 @@ mod tests {
         assert_eq!(closest("imagez", fields), Some("images"));
         assert_eq!(closest("Registry", fields), Some("registries"));
         assert_eq!(closest("foo", fields), None);
-        assert_eq!(closest("plainHttp", &["plainHTTP", "caFile"]), Some("plainHTTP"));
+        assert_eq!(
+            closest("plainHttp", &["plainHTTP", "caFile"]),
+            Some("plainHTTP")
+        );
     }
 
     #[test]
     fn hint_renders_suggestion_or_fallback() {
-        assert_eq!(Hint::new(Some("a"), &["a", "b"]).to_string(), "; did you mean `a`?");
+        assert_eq!(
+            Hint::new(Some("a"), &["a", "b"]).to_string(),
+            "; did you mean `a`?"
+        );
         assert_eq!(
             Hint::new(None, &["a", "b"]).to_string(),
             "; hint: expected one of `a`, `b`"

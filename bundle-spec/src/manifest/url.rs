@@ -12,9 +12,9 @@ pub(super) fn check_http_url(url: &str) -> Result<(), &'static str> {
         .ok_or("it does not start with `https://` or `http://`")?;
     if let Some(bad) = url.chars().find(|c| !is_url_char(*c)) {
         return Err(if bad.is_ascii() {
-            "it contains a space, control or unsafe character; percent-encode it"
+            "it contains a space, control or unsafe character (percent-encode it)"
         } else {
-            "it contains a non-ASCII character; percent-encode it"
+            "it contains a non-ASCII character (percent-encode it)"
         });
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -120,10 +120,24 @@ mod tests {
 
     #[test]
     fn host_port_forms() {
-        for good in ["docker.io", "127.0.0.1:5000", "[::1]:5000", "[fe80::1]", "localhost"] {
+        for good in [
+            "docker.io",
+            "127.0.0.1:5000",
+            "[::1]:5000",
+            "[fe80::1]",
+            "localhost",
+        ] {
             assert!(is_host_port(good), "{good}");
         }
-        for bad in ["", "Docker.io", "docker.io:", "docker.io:x", "a/b", "[::1", "a_b.io"] {
+        for bad in [
+            "",
+            "Docker.io",
+            "docker.io:",
+            "docker.io:x",
+            "a/b",
+            "[::1",
+            "a_b.io",
+        ] {
             assert!(!is_host_port(bad), "{bad}");
         }
     }

@@ -34,19 +34,39 @@ impl<K: Hash + Eq> Seen<K> {
     }
 }
 
-pub(super) fn manifest(
-    file: &Arc<str>,
-    raw: RawManifest,
-) -> Result<(Metadata, Spec), ManifestError> {
-    let metadata = Metadata {
-        name: dns_name(file, &raw.metadata.name, "manifest name")?,
-    };
-    Ok((metadata, spec(file, raw.spec)?))
+/// `value`, or a [`ManifestError::MissingField`] pointing at the mapping (`parent`) lacking it.
+pub(super) fn required<'a, T>(
+    value: &'a Option<T>,
+    field: &'static str,
+    parent: &SourceLocation,
+) -> Result<&'a T, ManifestError> {
+    value.as_ref().ok_or_else(|| ManifestError::MissingField {
+        at: parent.clone(),
+        field,
+    })
 }
 
-fn spec(file: &Arc<str>, raw: Spanned<RawSpec>) -> Result<Spec, ManifestError> {
-    let at = SourceLocation::of(file, &raw);
-    let raw = raw.value;
+pub(super) fn manifest(
+    file: &Arc<str>,
+    raw: &Spanned<RawManifest>,
+) -> Result<(Metadata, Spec), ManifestError> {
+    let root = SourceLocation::of(file, raw);
+    let metadata = required(&raw.value.metadata, "metadata", &root)?;
+    let name = required(
+        &metadata.value.name,
+        "name",
+        &SourceLocation::of(file, metadata),
+    )?;
+    let metadata = Metadata {
+        name: dns_name(file, name, "manifest name")?,
+    };
+    let spec = spec(file, required(&raw.value.spec, "spec", &root)?)?;
+    Ok((metadata, spec))
+}
+
+fn spec(file: &Arc<str>, raw: &Spanned<RawSpec>) -> Result<Spec, ManifestError> {
+    let at = SourceLocation::of(file, raw);
+    let raw = &raw.value;
     let platforms = platforms(file, raw.platforms.as_ref())?;
     let spec = Spec {
         kubernetes: raw
@@ -96,13 +116,14 @@ fn platforms(
                         value: entry.value.clone(),
                         source,
                     })?;
-            seen.insert(platform.clone(), &at)
-                .map_err(|first| ManifestError::DuplicatePlatform {
+            seen.insert(platform.clone(), &at).map_err(|first| {
+                ManifestError::DuplicatePlatform {
                     at,
                     value: entry.value.clone(),
                     platform: platform.to_string(),
                     first,
-                })?;
+                }
+            })?;
             Ok(platform)
         })
         .collect()

@@ -47,13 +47,22 @@ impl FrameTable {
         let len = source.seek(SeekFrom::End(0)).map_err(BundleError::Read)?;
         let table = SeekTable::from_seekable(source)
             .map_err(|e| BundleError::SeekTable(format!("no valid seek table at the end ({e})")))?;
-        let table_bytes = serialize(table.clone());
-        let table_offset = len
-            .checked_sub(table_bytes.len() as u64)
-            .ok_or_else(|| BundleError::SeekTable("the seek table is larger than the file".into()))?;
+        let table_bytes = serialize(&table);
+        let table_offset = len.checked_sub(table_bytes.len() as u64).ok_or_else(|| {
+            BundleError::SeekTable("the seek table is larger than the file".into())
+        })?;
         let count = table.num_frames();
-        let integrity = count.checked_sub(1).ok_or_else(|| BundleError::SeekTable("it lists no frame".into()))?;
-        let integrity_entry = (table.frame_size_comp(integrity).map_err(seek_error)?, table.frame_size_decomp(integrity).map_err(seek_error)?);
+        let integrity = count
+            .checked_sub(1)
+            .ok_or_else(|| BundleError::SeekTable("it lists no frame".into()))?;
+        let integrity_entry = (
+            table
+                .frame_size_comp(integrity)
+                .map_err(|e| seek_error(&e))?,
+            table
+                .frame_size_decomp(integrity)
+                .map_err(|e| seek_error(&e))?,
+        );
         if integrity_entry != (INTEGRITY_FRAME_SIZE as u64, 0) {
             return Err(BundleError::SeekTable(format!(
                 "its last frame is {integrity_entry:?} (compressed, decompressed) bytes, not the integrity frame"
@@ -62,8 +71,8 @@ impl FrameTable {
         let mut frames = Vec::with_capacity(count as usize);
         let (mut compressed_offset, mut offset) = (0, 0);
         for i in 0..integrity {
-            let compressed_size = table.frame_size_comp(i).map_err(seek_error)?;
-            let size = table.frame_size_decomp(i).map_err(seek_error)?;
+            let compressed_size = table.frame_size_comp(i).map_err(|e| seek_error(&e))?;
+            let size = table.frame_size_decomp(i).map_err(|e| seek_error(&e))?;
             if size == 0 || size > MAX_FRAME_SIZE as u64 {
                 return Err(BundleError::SeekTable(format!(
                     "frame {i} holds {size} bytes; frames hold 1 to {MAX_FRAME_SIZE}"
@@ -74,7 +83,12 @@ impl FrameTable {
                     "frame {i} is {compressed_size} bytes compressed, more than zstd can produce"
                 )));
             }
-            frames.push(Frame { compressed_offset, compressed_size, offset, size });
+            frames.push(Frame {
+                compressed_offset,
+                compressed_size,
+                offset,
+                size,
+            });
             compressed_offset += compressed_size;
             offset += size;
         }
@@ -86,21 +100,40 @@ impl FrameTable {
             )));
         }
         let mut tail = vec![0; table_bytes.len()];
-        source.seek(SeekFrom::Start(table_offset)).map_err(BundleError::Read)?;
+        source
+            .seek(SeekFrom::Start(table_offset))
+            .map_err(BundleError::Read)?;
         source.read_exact(&mut tail).map_err(BundleError::Read)?;
         if tail != table_bytes {
-            return Err(BundleError::SeekTable("the seek table is not in canonical form".into()));
+            return Err(BundleError::SeekTable(
+                "the seek table is not in canonical form".into(),
+            ));
         }
-        Ok(Self { frames, integrity_offset, table_offset, table_bytes })
+        Ok(Self {
+            frames,
+            integrity_offset,
+            table_offset,
+            table_bytes,
+        })
     }
 
     /// Reads the integrity frame and checks it against the sha256 of the data frames.
-    pub(crate) fn check_integrity<S: Read + Seek>(&self, source: &mut S, digest: Sha256Digest) -> Result<(), BundleError> {
+    pub(crate) fn check_integrity<S: Read + Seek>(
+        &self,
+        source: &mut S,
+        digest: Sha256Digest,
+    ) -> Result<(), BundleError> {
         let mut frame = [0u8; INTEGRITY_FRAME_SIZE];
-        source.seek(SeekFrom::Start(self.integrity_offset)).map_err(BundleError::Read)?;
-        source.read_exact(&mut frame).map_err(|e| crate::error::from_io(e, BundleError::Read))?;
+        source
+            .seek(SeekFrom::Start(self.integrity_offset))
+            .map_err(BundleError::Read)?;
+        source
+            .read_exact(&mut frame)
+            .map_err(|e| crate::error::from_io(e, BundleError::Read))?;
         if frame[..] != integrity_frame(digest.as_bytes())[..] {
-            return Err(BundleError::Integrity { offset: self.integrity_offset });
+            return Err(BundleError::Integrity {
+                offset: self.integrity_offset,
+            });
         }
         Ok(())
     }
@@ -111,16 +144,17 @@ impl FrameTable {
     }
 }
 
-fn serialize(table: SeekTable) -> Vec<u8> {
+fn serialize(table: &SeekTable) -> Vec<u8> {
     let mut bytes = Vec::new();
     table
+        .clone()
         .into_serializer()
         .read_to_end(&mut bytes)
         .expect("serialising into memory cannot fail");
     bytes
 }
 
-fn seek_error(error: zeekstd::Error) -> BundleError {
+fn seek_error(error: &zeekstd::Error) -> BundleError {
     BundleError::SeekTable(error.to_string())
 }
 
@@ -141,17 +175,27 @@ fn check_frame_header(bytes: &[u8], size: u64) -> Result<(), String> {
     };
     let expected = (expected_flag << 6) | 0b0010_0100;
     if descriptor != expected {
-        return Err(format!("its header descriptor is {descriptor:#04x}, not {expected:#04x}"));
+        return Err(format!(
+            "its header descriptor is {descriptor:#04x}, not {expected:#04x}"
+        ));
     }
     let field = match expected_flag {
         0 => bytes.get(5..6).map(|b| u64::from(b[0])),
-        1 => bytes.get(5..7).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])) + 256),
-        2 => bytes.get(5..9).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-        _ => bytes.get(5..13).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())),
+        1 => bytes
+            .get(5..7)
+            .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])) + 256),
+        2 => bytes
+            .get(5..9)
+            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        _ => bytes
+            .get(5..13)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())),
     };
     match field {
         Some(value) if value == size => Ok(()),
-        Some(value) => Err(format!("its header says {value} bytes, the seek table {size}")),
+        Some(value) => Err(format!(
+            "its header says {value} bytes, the seek table {size}"
+        )),
         None => Err("it is too short".into()),
     }
 }
@@ -171,7 +215,11 @@ pub(crate) struct FrameReader<'a, S> {
 
 impl<'a, S: Read + Seek> FrameReader<'a, S> {
     /// A reader starting at frame `first`.
-    pub(crate) fn new(source: &'a mut S, table: &'a FrameTable, first: usize) -> Result<Self, BundleError> {
+    pub(crate) fn new(
+        source: &'a mut S,
+        table: &'a FrameTable,
+        first: usize,
+    ) -> Result<Self, BundleError> {
         Ok(Self {
             source,
             table,
@@ -207,7 +255,10 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
     /// The sha256 of all data frames, once they were all read from the first.
     pub(crate) fn file_digest(&self) -> Option<Sha256Digest> {
         let done = self.next == self.table.frames.len();
-        self.file_hash.clone().filter(|_| done).map(Sha256Digest::from_hasher)
+        self.file_hash
+            .clone()
+            .filter(|_| done)
+            .map(Sha256Digest::from_hasher)
     }
 
     fn load_next(&mut self) -> Result<bool, BundleError> {
@@ -215,7 +266,11 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             return Ok(false);
         };
         let index = self.next;
-        let corrupt = |reason: String| BundleError::Frame { index, offset: frame.compressed_offset, reason };
+        let corrupt = |reason: String| BundleError::Frame {
+            index,
+            offset: frame.compressed_offset,
+            reason,
+        };
         self.compressed.resize(frame.compressed_size as usize, 0);
         self.source
             .seek(SeekFrom::Start(frame.compressed_offset))
@@ -243,7 +298,10 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             .decompress_to_buffer(&self.compressed[..], &mut self.content)
             .map_err(|e| corrupt(e.to_string()))?;
         if n as u64 != frame.size {
-            return Err(corrupt(format!("it decodes to {n} bytes, not {}", frame.size)));
+            return Err(corrupt(format!(
+                "it decodes to {n} bytes, not {}",
+                frame.size
+            )));
         }
         self.next += 1;
         self.position = 0;
@@ -270,13 +328,31 @@ mod tests {
     #[test]
     fn frame_header_rules() {
         let mut frame = zstd::bulk::Compressor::new(3).unwrap();
-        frame.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).unwrap();
+        frame
+            .set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
+            .unwrap();
         let bytes = frame.compress(b"hello hello hello").unwrap();
         assert_eq!(check_frame_header(&bytes, 17), Ok(()));
-        assert!(check_frame_header(&bytes, 18).unwrap_err().contains("seek table 18"));
+        assert!(
+            check_frame_header(&bytes, 18)
+                .unwrap_err()
+                .contains("seek table 18")
+        );
         let plain = zstd::bulk::compress(b"hello hello hello", 3).unwrap();
-        assert!(check_frame_header(&plain, 17).unwrap_err().contains("descriptor"));
-        assert!(check_frame_header(&bytes[..5], 17).unwrap_err().contains("too short"));
-        assert!(check_frame_header(b"PK\x03\x04\x00", 17).unwrap_err().contains("magic"));
+        assert!(
+            check_frame_header(&plain, 17)
+                .unwrap_err()
+                .contains("descriptor")
+        );
+        assert!(
+            check_frame_header(&bytes[..5], 17)
+                .unwrap_err()
+                .contains("too short")
+        );
+        assert!(
+            check_frame_header(b"PK\x03\x04\x00", 17)
+                .unwrap_err()
+                .contains("magic")
+        );
     }
 }

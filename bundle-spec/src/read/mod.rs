@@ -24,7 +24,9 @@ use crate::checksums::ChecksumList;
 use crate::description::{Description, FORMAT_VERSION, FormatVersion};
 use crate::digest::Sha256Digest;
 use crate::error::{BundleError, from_io};
-use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding};
+use crate::member::{
+    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding,
+};
 use frames::{FrameReader, FrameTable};
 use source::Source;
 use unpack::Unpacker;
@@ -66,7 +68,11 @@ impl Bundle {
         let checksums = ChecksumList::parse(&checksum_bytes)?;
         let second = match walker.step(Some(&checksums), &mut collect)? {
             Step::Member(member) => member.path,
-            Step::End => return Err(BundleError::Missing { member: MemberPath::fixed(DESCRIPTION_PATH) }),
+            Step::End => {
+                return Err(BundleError::Missing {
+                    member: MemberPath::fixed(DESCRIPTION_PATH),
+                });
+            }
         };
         if second.as_str() != DESCRIPTION_PATH {
             return Err(BundleError::HeaderOrder { found: second });
@@ -140,20 +146,40 @@ impl Bundle {
     }
 
     fn walk_all<V: MemberVisitor>(&mut self, visitor: &mut V) -> Result<Verified, BundleError> {
-        let Self { source, table, checksums, identity, mtime, .. } = self;
+        let Self {
+            source,
+            table,
+            checksums,
+            identity,
+            mtime,
+            ..
+        } = self;
         let mut walker = Walker::new(FrameReader::new(source, table, 0)?, Some(*mtime));
-        let mut header = Digests { inner: visitor, first: None };
+        let mut header = Digests {
+            inner: visitor,
+            first: None,
+        };
         walker.step(None, &mut header)?;
         if header.first != Some(*identity) {
-            return Err(BundleError::Read(std::io::Error::other("the checksum list changed while the bundle was read")));
+            return Err(BundleError::Read(std::io::Error::other(
+                "the checksum list changed while the bundle was read",
+            )));
         }
-        let mut verified = Verified { members: 1, bytes: 0 };
+        let mut verified = Verified {
+            members: 1,
+            bytes: 0,
+        };
         while let Step::Member(member) = walker.step(Some(checksums), visitor)? {
             verified.members += 1;
             verified.bytes += member.size;
         }
-        if let Some((missing, _)) = checksums.iter().find(|(path, _)| !walker.seen().contains(*path)) {
-            return Err(BundleError::Missing { member: missing.clone() });
+        if let Some((missing, _)) = checksums
+            .iter()
+            .find(|(path, _)| !walker.seen().contains(*path))
+        {
+            return Err(BundleError::Missing {
+                member: missing.clone(),
+            });
         }
         let digest = walker.file_digest().ok_or(BundleError::EndMarker)?;
         drop(walker);
@@ -166,10 +192,16 @@ impl Bundle {
     /// part's hash covers it.
     fn verify_tail(&mut self) -> Result<(), BundleError> {
         let mut tail = vec![0; self.table.table_bytes.len()];
-        self.source.seek(SeekFrom::Start(self.table.table_offset)).map_err(BundleError::Read)?;
-        self.source.read_exact(&mut tail).map_err(|e| from_io(e, BundleError::Read))?;
+        self.source
+            .seek(SeekFrom::Start(self.table.table_offset))
+            .map_err(BundleError::Read)?;
+        self.source
+            .read_exact(&mut tail)
+            .map_err(|e| from_io(e, BundleError::Read))?;
         if tail != self.table.table_bytes {
-            return Err(BundleError::SeekTable("the seek table changed while the bundle was read".into()));
+            return Err(BundleError::SeekTable(
+                "the seek table changed while the bundle was read".into(),
+            ));
         }
         match self.source.unverified_parts().first() {
             Some(part) => Err(BundleError::PartsIndex {
@@ -186,9 +218,12 @@ impl Bundle {
         let mut members = Vec::with_capacity(self.checksums.len() + 1);
         let mut offset = 0;
         loop {
-            let index = self.table.frame_starting_at(offset).ok_or(BundleError::Truncated {
-                after: members.last().map(|m: &MemberHeader| m.path.clone()),
-            })?;
+            let index = self
+                .table
+                .frame_starting_at(offset)
+                .ok_or(BundleError::Truncated {
+                    after: members.last().map(|m: &MemberHeader| m.path.clone()),
+                })?;
             let block = self.first_block(index)?;
             if block.iter().all(|b| *b == 0) {
                 return Ok(members);
@@ -202,15 +237,19 @@ impl Bundle {
     /// The first tar block of frame `index`, decoding no more of the frame than needed.
     fn first_block(&mut self, index: usize) -> Result<[u8; BLOCK as usize], BundleError> {
         let frame = self.table.frames[index];
-        self.source.seek(SeekFrom::Start(frame.compressed_offset)).map_err(BundleError::Read)?;
+        self.source
+            .seek(SeekFrom::Start(frame.compressed_offset))
+            .map_err(BundleError::Read)?;
         let limited = (&mut self.source).take(frame.compressed_size);
         let mut decoder = zstd::stream::read::Decoder::new(limited).map_err(BundleError::Read)?;
         let mut block = [0u8; BLOCK as usize];
-        decoder.read_exact(&mut block).map_err(|e| BundleError::Frame {
-            index,
-            offset: frame.compressed_offset,
-            reason: e.to_string(),
-        })?;
+        decoder
+            .read_exact(&mut block)
+            .map_err(|e| BundleError::Frame {
+                index,
+                offset: frame.compressed_offset,
+                reason: e.to_string(),
+            })?;
         Ok(block)
     }
 
@@ -223,8 +262,19 @@ impl Bundle {
             .into_iter()
             .find(|m| m.path.as_str() == path)
             .ok_or_else(|| BundleError::NoSuchMember(path.to_owned()))?;
-        let index = self.table.frame_starting_at(member.offset).expect("members start frames");
-        let Self { source, table, checksums, mtime, .. } = self;
+        let index = self.table.frame_starting_at(member.offset).ok_or_else(|| {
+            BundleError::NonCanonical {
+                member: member.path.clone(),
+                what: "frame boundary (the member does not start a frame)".into(),
+            }
+        })?;
+        let Self {
+            source,
+            table,
+            checksums,
+            mtime,
+            ..
+        } = self;
         let mut walker = Walker::new(FrameReader::new(source, table, index)?, Some(*mtime));
         let list = (path != CHECKSUMS_PATH).then_some(&*checksums);
         walker.step(list, &mut CopyTo(out))?;
@@ -247,21 +297,32 @@ fn parse_description(bytes: &[u8], mtime: u64) -> Result<Description, BundleErro
             supported: FORMAT_VERSION.major,
         });
     }
-    let description: Description = serde_json::from_slice(bytes).map_err(BundleError::Description)?;
+    let description: Description =
+        serde_json::from_slice(bytes).map_err(BundleError::Description)?;
     if u64::try_from(description.created.as_second()).ok() != Some(mtime) {
-        return Err(BundleError::CreatedMismatch { created: description.created, mtime });
+        return Err(BundleError::CreatedMismatch {
+            created: description.created,
+            mtime,
+        });
     }
     Ok(description)
 }
 
 /// Parses a header block for listing; the canonical comparison is the same as in a full walk.
-fn parse_header(block: &[u8; BLOCK as usize], offset: u64, mtime: u64) -> Result<MemberHeader, BundleError> {
+fn parse_header(
+    block: &[u8; BLOCK as usize],
+    offset: u64,
+    mtime: u64,
+) -> Result<MemberHeader, BundleError> {
     let header = tar::Header::from_byte_slice(block);
     let name = String::from_utf8_lossy(&header.path_bytes()).into_owned();
     let path = MemberPath::parse(&name).ok_or(BundleError::UnknownMember { member: name })?;
     let size = header.entry_size().unwrap_or(u64::MAX);
     if size == u64::MAX || canonical_header(&path, size, mtime).as_bytes() != block {
-        return Err(BundleError::NonCanonical { member: path, what: "header".into() });
+        return Err(BundleError::NonCanonical {
+            member: path,
+            what: "header".into(),
+        });
     }
     Ok(MemberHeader { path, size, offset })
 }
@@ -277,11 +338,17 @@ impl MemberVisitor for Collect {
 
     fn receive(&mut self, _: &MemberHeader, data: &mut dyn Read) -> Result<Vec<u8>, BundleError> {
         let mut bytes = Vec::new();
-        data.read_to_end(&mut bytes).map_err(|e| from_io(e, BundleError::Read))?;
+        data.read_to_end(&mut bytes)
+            .map_err(|e| from_io(e, BundleError::Read))?;
         Ok(bytes)
     }
 
-    fn accept(&mut self, _: &MemberHeader, bytes: Vec<u8>, _: Sha256Digest) -> Result<(), BundleError> {
+    fn accept(
+        &mut self,
+        _: &MemberHeader,
+        bytes: Vec<u8>,
+        _: Sha256Digest,
+    ) -> Result<(), BundleError> {
         self.bytes = bytes;
         Ok(())
     }
@@ -327,11 +394,20 @@ struct Digests<'a, V> {
 impl<V: MemberVisitor> MemberVisitor for Digests<'_, V> {
     type Pending = V::Pending;
 
-    fn receive(&mut self, member: &MemberHeader, data: &mut dyn Read) -> Result<V::Pending, BundleError> {
+    fn receive(
+        &mut self,
+        member: &MemberHeader,
+        data: &mut dyn Read,
+    ) -> Result<V::Pending, BundleError> {
         self.inner.receive(member, data)
     }
 
-    fn accept(&mut self, member: &MemberHeader, pending: V::Pending, digest: Sha256Digest) -> Result<(), BundleError> {
+    fn accept(
+        &mut self,
+        member: &MemberHeader,
+        pending: V::Pending,
+        digest: Sha256Digest,
+    ) -> Result<(), BundleError> {
         self.first.get_or_insert(digest);
         self.inner.accept(member, pending, digest)
     }

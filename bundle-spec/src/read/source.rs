@@ -27,7 +27,7 @@ pub(crate) enum Source {
 /// The parts of a split bundle as one stream.
 #[derive(Debug)]
 pub(crate) struct Parts {
-    parts: Vec<Part>,
+    files: Vec<Part>,
     position: u64,
     len: u64,
 }
@@ -50,7 +50,10 @@ impl Source {
             Some(index) => Parts::open(&index).map(Self::Parts),
             None => File::open(path)
                 .map(Self::File)
-                .map_err(|source| BundleError::Open { path: path.to_owned(), source }),
+                .map_err(|source| BundleError::Open {
+                    path: path.to_owned(),
+                    source,
+                }),
         }
     }
 
@@ -59,7 +62,7 @@ impl Source {
         match self {
             Self::File(_) => Vec::new(),
             Self::Parts(parts) => parts
-                .parts
+                .files
                 .iter()
                 .filter(|p| p.hashed != p.size)
                 .map(|p| p.path.clone())
@@ -76,14 +79,24 @@ impl Parts {
         for (entry, path) in index.parts.iter().zip(index.part_paths(index_path)) {
             let file = File::open(&path).map_err(|source| match source.kind() {
                 io::ErrorKind::NotFound => BundleError::PartMissing { path: path.clone() },
-                _ => BundleError::Open { path: path.clone(), source },
+                _ => BundleError::Open {
+                    path: path.clone(),
+                    source,
+                },
             })?;
             let actual = file
                 .metadata()
-                .map_err(|source| BundleError::Open { path: path.clone(), source })?
+                .map_err(|source| BundleError::Open {
+                    path: path.clone(),
+                    source,
+                })?
                 .len();
             if actual != entry.size {
-                return Err(BundleError::PartSize { path, expected: entry.size, actual });
+                return Err(BundleError::PartSize {
+                    path,
+                    expected: entry.size,
+                    actual,
+                });
             }
             parts.push(Part {
                 path,
@@ -96,12 +109,16 @@ impl Parts {
             });
             start += entry.size;
         }
-        Ok(Self { parts, position: 0, len: start })
+        Ok(Self {
+            files: parts,
+            position: 0,
+            len: start,
+        })
     }
 
     fn current(&mut self) -> Option<&mut Part> {
         let position = self.position;
-        self.parts.iter_mut().find(|p| position < p.start + p.size)
+        self.files.iter_mut().find(|p| position < p.start + p.size)
     }
 }
 
@@ -135,9 +152,13 @@ impl Part {
 impl Read for Parts {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let position = self.position;
-        let Some(part) = self.current() else { return Ok(0) };
+        let Some(part) = self.current() else {
+            return Ok(0);
+        };
         let offset = position - part.start;
-        let want = buf.len().min(usize::try_from(part.size - offset).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(part.size - offset).unwrap_or(usize::MAX));
         part.file.seek(SeekFrom::Start(offset))?;
         let n = part.file.read(&mut buf[..want])?;
         if n == 0 {

@@ -21,8 +21,13 @@ pub(crate) struct Unpacker {
 
 impl Unpacker {
     pub(crate) fn new(root: &Path) -> Result<Self, BundleError> {
-        fs::create_dir_all(root).map_err(|source| BundleError::Write { path: root.to_owned(), source })?;
-        Ok(Self { root: root.to_owned() })
+        fs::create_dir_all(root).map_err(|source| BundleError::Write {
+            path: root.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            root: root.to_owned(),
+        })
     }
 
     /// Creates the directories below the root that `relative` needs, refusing to go through
@@ -33,14 +38,19 @@ impl Unpacker {
         let parent = relative.parent().unwrap_or(Path::new(""));
         for component in parent.components() {
             let Component::Normal(name) = component else {
-                return Err(BundleError::UnsafeDestination { path: dir.join(relative) });
+                return Err(BundleError::UnsafeDestination {
+                    path: dir.join(relative),
+                });
             };
             dir.push(name);
             match fs::symlink_metadata(&dir) {
                 Ok(meta) if meta.is_dir() => {}
                 Ok(_) => return Err(BundleError::UnsafeDestination { path: dir }),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    fs::create_dir(&dir).map_err(|source| BundleError::Write { path: dir.clone(), source })?;
+                    fs::create_dir(&dir).map_err(|source| BundleError::Write {
+                        path: dir.clone(),
+                        source,
+                    })?;
                 }
                 Err(source) => return Err(BundleError::Write { path: dir, source }),
             }
@@ -52,9 +62,16 @@ impl Unpacker {
 impl MemberVisitor for Unpacker {
     type Pending = NamedTempFile;
 
-    fn receive(&mut self, member: &MemberHeader, data: &mut dyn Read) -> Result<NamedTempFile, BundleError> {
+    fn receive(
+        &mut self,
+        member: &MemberHeader,
+        data: &mut dyn Read,
+    ) -> Result<NamedTempFile, BundleError> {
         let dir = self.directory_for(Path::new(member.path.as_str()))?;
-        let write_error = |source| BundleError::Write { path: dir.join(member.path.as_str()), source };
+        let write_error = |source| BundleError::Write {
+            path: dir.join(member.path.as_str()),
+            source,
+        };
         let mut temp = tempfile::Builder::new()
             .prefix(".kk-unpack-")
             .tempfile_in(&dir)
@@ -72,17 +89,26 @@ impl MemberVisitor for Unpacker {
         Ok(temp)
     }
 
-    fn accept(&mut self, member: &MemberHeader, pending: NamedTempFile, _: Sha256Digest) -> Result<(), BundleError> {
+    fn accept(
+        &mut self,
+        member: &MemberHeader,
+        pending: NamedTempFile,
+        _: Sha256Digest,
+    ) -> Result<(), BundleError> {
         let target = self.root.join(member.path.as_str());
         // Temporary files are created 0600; members are published 0644, as in the tar.
         let mode = fs::Permissions::from_mode(MEMBER_MODE);
         pending
             .as_file()
             .set_permissions(mode)
-            .map_err(|source| BundleError::Write { path: target.clone(), source })?;
-        pending
-            .persist(&target)
-            .map_err(|e| BundleError::Write { path: target.clone(), source: e.error })?;
+            .map_err(|source| BundleError::Write {
+                path: target.clone(),
+                source,
+            })?;
+        pending.persist(&target).map_err(|e| BundleError::Write {
+            path: target.clone(),
+            source: e.error,
+        })?;
         Ok(())
     }
 }

@@ -32,10 +32,19 @@ pub(crate) trait MemberVisitor {
     type Pending;
 
     /// Consumes `data` (exactly the member's bytes; reading stops at its end).
-    fn receive(&mut self, member: &MemberHeader, data: &mut dyn Read) -> Result<Self::Pending, BundleError>;
+    fn receive(
+        &mut self,
+        member: &MemberHeader,
+        data: &mut dyn Read,
+    ) -> Result<Self::Pending, BundleError>;
 
     /// The member's digest matched the checksum list.
-    fn accept(&mut self, member: &MemberHeader, pending: Self::Pending, digest: Sha256Digest) -> Result<(), BundleError>;
+    fn accept(
+        &mut self,
+        member: &MemberHeader,
+        pending: Self::Pending,
+        digest: Sha256Digest,
+    ) -> Result<(), BundleError>;
 }
 
 /// The outcome of one step of the walk.
@@ -57,7 +66,12 @@ pub(crate) struct Walker<'a, S> {
 
 impl<'a, S: Read + Seek> Walker<'a, S> {
     pub(crate) fn new(frames: FrameReader<'a, S>, mtime: Option<u64>) -> Self {
-        Self { frames, mtime, seen: HashSet::new(), last: None }
+        Self {
+            frames,
+            mtime,
+            seen: HashSet::new(),
+            last: None,
+        }
     }
 
     /// Visits the next member. `list` is `None` only for the very first member, the checksum
@@ -72,7 +86,9 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         let mut block = [0u8; BLOCK as usize];
         let read = read_full(&mut self.frames, &mut block)?;
         if read < block.len() {
-            return Err(BundleError::Truncated { after: self.last.clone() });
+            return Err(BundleError::Truncated {
+                after: self.last.clone(),
+            });
         }
         if block.iter().all(|b| *b == 0) {
             return self.end_marker(at_start).map(|()| Step::End);
@@ -84,13 +100,19 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         io::copy(&mut data, &mut io::sink()).map_err(|e| from_io(e, BundleError::Read))?;
         let (_, digest, size) = data.finish();
         if size != member.size {
-            return Err(BundleError::Truncated { after: Some(member.path) });
+            return Err(BundleError::Truncated {
+                after: Some(member.path),
+            });
         }
         self.check_padding(&member)?;
         if let Some(expected) = expected
             && expected != digest
         {
-            return Err(BundleError::DigestMismatch { member: member.path, expected, actual: digest });
+            return Err(BundleError::DigestMismatch {
+                member: member.path,
+                expected,
+                actual: digest,
+            });
         }
         visitor.accept(&member, pending, digest)?;
         self.last = Some(member.path.clone());
@@ -114,26 +136,47 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         if list.is_none() && name != CHECKSUMS_PATH {
             return Err(BundleError::NotABundle { first: name });
         }
-        let path = MemberPath::parse(&name).ok_or_else(|| BundleError::UnknownMember { member: name.clone() })?;
+        let path = MemberPath::parse(&name).ok_or_else(|| BundleError::UnknownMember {
+            member: name.clone(),
+        })?;
         if list.is_some_and(|list| list.get(&path).is_none()) {
             return Err(BundleError::NotListed { member: path });
         }
         if !self.seen.insert(path.clone()) {
             return Err(BundleError::Duplicate { member: path });
         }
-        let size = header.entry_size().map_err(|_| BundleError::NonCanonical { member: path.clone(), what: "size field".into() })?;
+        let size = header.entry_size().map_err(|_| BundleError::NonCanonical {
+            member: path.clone(),
+            what: "size field".into(),
+        })?;
         if let Some(limit) = path.size_limit().filter(|limit| size > *limit) {
-            return Err(BundleError::TooLarge { member: path, size, limit });
+            return Err(BundleError::TooLarge {
+                member: path,
+                size,
+                limit,
+            });
         }
-        let mtime = header.mtime().map_err(|_| BundleError::NonCanonical { member: path.clone(), what: "mtime field".into() })?;
+        let mtime = header.mtime().map_err(|_| BundleError::NonCanonical {
+            member: path.clone(),
+            what: "mtime field".into(),
+        })?;
         if *self.mtime.get_or_insert(mtime) != mtime {
-            return Err(BundleError::NonCanonical { member: path, what: format!("mtime {mtime}") });
+            return Err(BundleError::NonCanonical {
+                member: path,
+                what: format!("mtime {mtime}"),
+            });
         }
         if canonical_header(&path, size, mtime).as_bytes() != block {
-            return Err(BundleError::NonCanonical { member: path, what: "header".into() });
+            return Err(BundleError::NonCanonical {
+                member: path,
+                what: "header".into(),
+            });
         }
         if !at_start {
-            return Err(BundleError::NonCanonical { member: path, what: "frame boundary (the member does not start a frame)".into() });
+            return Err(BundleError::NonCanonical {
+                member: path,
+                what: "frame boundary (the member does not start a frame)".into(),
+            });
         }
         Ok(MemberHeader { path, size, offset })
     }
@@ -142,10 +185,15 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         let mut pad = [0u8; BLOCK as usize];
         let pad = &mut pad[..padding(member.size) as usize];
         if read_full(&mut self.frames, pad)? != pad.len() {
-            return Err(BundleError::Truncated { after: Some(member.path.clone()) });
+            return Err(BundleError::Truncated {
+                after: Some(member.path.clone()),
+            });
         }
         if pad.iter().any(|b| *b != 0) {
-            return Err(BundleError::NonCanonical { member: member.path.clone(), what: "padding".into() });
+            return Err(BundleError::NonCanonical {
+                member: member.path.clone(),
+                what: "padding".into(),
+            });
         }
         Ok(())
     }
@@ -187,7 +235,10 @@ fn check_entry_type(entry: tar::EntryType, name: &str) -> Result<(), BundleError
         tar::EntryType::Directory => "a directory",
         _ => "an entry type format v1 does not use",
     };
-    Err(BundleError::NotAFile { member: name.to_owned(), kind: kind.into() })
+    Err(BundleError::NotAFile {
+        member: name.to_owned(),
+        kind: kind.into(),
+    })
 }
 
 /// Reads until `buf` is full or the stream ends; returns how much was read.

@@ -70,7 +70,12 @@ impl<W: Write> FrameEncoder<W> {
         let mut compressor = zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?;
         // Multithreaded mode is always on, even with one worker: zstd's output then depends only
         // on the parameters, never on the worker count, so every machine writes the same bytes.
-        let window_log = self.frame.len().next_power_of_two().trailing_zeros().max(10);
+        let window_log = self
+            .frame
+            .len()
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(10);
         for parameter in [
             CParameter::NbWorkers(self.workers),
             CParameter::JobSize(JOB_SIZE as u32),
@@ -78,14 +83,19 @@ impl<W: Write> FrameEncoder<W> {
             CParameter::ContentSizeFlag(true),
             CParameter::WindowLog(window_log),
         ] {
-            compressor.set_parameter(parameter).map_err(BundleError::Compress)?;
+            compressor
+                .set_parameter(parameter)
+                .map_err(BundleError::Compress)?;
         }
         self.compressed.clear();
-        self.compressed.reserve(zstd::zstd_safe::compress_bound(self.frame.len()));
+        self.compressed
+            .reserve(zstd::zstd_safe::compress_bound(self.frame.len()));
         compressor
             .compress_to_buffer(&self.frame[..], &mut self.compressed)
             .map_err(BundleError::Compress)?;
-        self.out.write_all(&self.compressed).map_err(BundleError::Output)?;
+        self.out
+            .write_all(&self.compressed)
+            .map_err(BundleError::Output)?;
         self.file_hash.update(&self.compressed);
         self.table
             .log_frame(self.compressed.len() as u32, self.frame.len() as u32)

@@ -69,7 +69,11 @@ pub struct WriteOptions {
 impl Default for WriteOptions {
     fn default() -> Self {
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-        Self { level: DEFAULT_LEVEL, workers, split_size: None }
+        Self {
+            level: DEFAULT_LEVEL,
+            workers,
+            split_size: None,
+        }
     }
 }
 
@@ -96,11 +100,14 @@ pub fn write_bundle(
     let description = contents.description.to_bytes().map_err(BundleError::Json)?;
     let index = index_bytes(&contents.index)?;
     let mut blobs = contents.blobs.clone();
-    blobs.sort_by(|a, b| a.digest.cmp(&b.digest));
+    blobs.sort_by_key(|b| b.digest);
     blobs.dedup_by(|a, b| a.digest == b.digest);
 
-    let small: [(&'static str, &[u8]); 3] =
-        [(DESCRIPTION_PATH, &description), (OCI_LAYOUT_PATH, OCI_LAYOUT), (INDEX_PATH, &index)];
+    let small: [(&'static str, &[u8]); 3] = [
+        (DESCRIPTION_PATH, &description),
+        (OCI_LAYOUT_PATH, OCI_LAYOUT),
+        (INDEX_PATH, &index),
+    ];
     let mut list = ChecksumList::new();
     for (path, bytes) in small {
         list.insert(MemberPath::fixed(path), Sha256Digest::of(bytes));
@@ -111,7 +118,10 @@ pub fn write_bundle(
     let checksums = list.to_bytes();
 
     let output = Output::new(target, options.split_size)?;
-    let mut tar = TarFrames { frames: FrameEncoder::new(output, options.level, options.workers), mtime };
+    let mut tar = TarFrames {
+        frames: FrameEncoder::new(output, options.level, options.workers),
+        mtime,
+    };
     tar.member_bytes(&MemberPath::fixed(CHECKSUMS_PATH), &checksums)?;
     for (path, bytes) in small {
         tar.member_bytes(&MemberPath::fixed(path), bytes)?;
@@ -141,7 +151,9 @@ impl TarFrames {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), BundleError> {
-        self.frames.write_all(bytes).map_err(|e| from_io(e, BundleError::Output))
+        self.frames
+            .write_all(bytes)
+            .map_err(|e| from_io(e, BundleError::Output))
     }
 
     fn pad(&mut self, size: u64) -> Result<(), BundleError> {
@@ -156,7 +168,10 @@ impl TarFrames {
     }
 
     fn member_blob(&mut self, blob: &BlobFile) -> Result<(), BundleError> {
-        let read_error = |source| BundleError::BlobRead { path: blob.path.clone(), source };
+        let read_error = |source| BundleError::BlobRead {
+            path: blob.path.clone(),
+            source,
+        };
         let file = File::open(&blob.path).map_err(read_error)?;
         self.start(&MemberPath::blob(&blob.digest), blob.size)?;
         let mut reader = Hashing::new(BufReader::with_capacity(1 << 20, file).take(blob.size + 1));

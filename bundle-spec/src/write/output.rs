@@ -9,7 +9,7 @@ use tempfile::NamedTempFile;
 
 use crate::digest::{Hashing, Sha256Digest};
 use crate::error::BundleError;
-use crate::parts::{PartEntry, PartsIndex, parts_index_path, part_path};
+use crate::parts::{PartEntry, PartsIndex, part_path, parts_index_path};
 
 /// The largest part a FAT32 file system can hold is 4 GiB - 1 byte.
 pub const MAX_PART_SIZE: u64 = (4 << 30) - 1;
@@ -43,7 +43,10 @@ impl Output {
         if let Some(size) = split
             && !(1..=MAX_PART_SIZE).contains(&size)
         {
-            return Err(BundleError::PartSizeInvalid { size, max: MAX_PART_SIZE });
+            return Err(BundleError::PartSizeInvalid {
+                size,
+                max: MAX_PART_SIZE,
+            });
         }
         Ok(Self {
             target: target.to_owned(),
@@ -65,7 +68,10 @@ impl Output {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            let temp = tempfile::Builder::new().prefix(".kk-bundle-").suffix(".tmp").tempfile_in(dir)?;
+            let temp = tempfile::Builder::new()
+                .prefix(".kk-bundle-")
+                .suffix(".tmp")
+                .tempfile_in(dir)?;
             self.current = Some(Hashing::new(BufWriter::with_capacity(1 << 20, temp)));
         }
         Ok(self.current.as_mut().expect("opened above"))
@@ -74,7 +80,9 @@ impl Output {
     fn close_part(&mut self) -> io::Result<()> {
         if let Some(part) = self.current.take() {
             let (writer, digest, size) = part.finish();
-            let temp = writer.into_inner().map_err(io::IntoInnerError::into_error)?;
+            let temp = writer
+                .into_inner()
+                .map_err(io::IntoInnerError::into_error)?;
             temp.as_file().sync_all()?;
             self.finished.push((temp, digest, size));
         }
@@ -95,19 +103,29 @@ impl Output {
                 path: self.target.clone(),
                 source: e.error,
             })?;
-            return Ok(OutputFiles { paths: vec![self.target], size, sha256 });
+            return Ok(OutputFiles {
+                paths: vec![self.target],
+                size,
+                sha256,
+            });
         }
         let mut paths = vec![parts_index_path(&self.target)];
         let mut index = PartsIndex::new(&self.target, size, sha256);
         for (number, (temp, digest, part_size)) in self.finished.into_iter().enumerate() {
             let path = part_path(&self.target, number + 1);
-            temp.persist(&path)
-                .map_err(|e| BundleError::Write { path: path.clone(), source: e.error })?;
+            temp.persist(&path).map_err(|e| BundleError::Write {
+                path: path.clone(),
+                source: e.error,
+            })?;
             index.parts.push(PartEntry::new(&path, part_size, digest));
             paths.push(path);
         }
         index.write(&paths[0])?;
-        Ok(OutputFiles { paths, size, sha256 })
+        Ok(OutputFiles {
+            paths,
+            size,
+            sha256,
+        })
     }
 }
 
