@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kk-install as one statically linked file: target/dist/kk-install.
+# Builds kk-install as one statically linked file: target/dist/kk-install (in cargo's target directory).
 # Prefers musl (x86_64-unknown-linux-musl + musl-gcc for the C in zstd-sys); falls back to a static glibc
 # build (crt-static) when the musl target or musl-gcc is missing.
 set -euo pipefail
@@ -37,24 +37,30 @@ else
   cargo_env=(env "RUSTFLAGS=${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static")
 fi
 
+# cargo's target directory (CARGO_TARGET_DIR or build.target-dir may move it away from ./target).
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+[ -n "$target_dir" ] || { log "error: cannot find cargo's target directory"; exit 1; }
+out="$target_dir/dist/kk-install"
+shown=${out#"$PWD/"}
+
 log "building kk-install: $how, release profile"
-rm -f target/dist/kk-install
+rm -f "$out"
 "${cargo_env[@]}" cargo build --release --locked -p kk-install --target "$target"
 
-mkdir -p target/dist
-cp "target/$target/release/kk-install" target/dist/kk-install
+mkdir -p "$target_dir/dist"
+cp "$target_dir/$target/release/kk-install" "$out"
 
 # A static binary has no program interpreter and no NEEDED shared libraries.
 if command -v readelf >/dev/null 2>&1; then
-  if readelf -l target/dist/kk-install | grep -q 'INTERP' || readelf -d target/dist/kk-install | grep -q '(NEEDED)'; then
-    log "error: target/dist/kk-install is not statically linked:"
-    readelf -d target/dist/kk-install | grep '(NEEDED)' >&2 || true
+  if readelf -l "$out" | grep -q 'INTERP' || readelf -d "$out" | grep -q '(NEEDED)'; then
+    log "error: $shown is not statically linked:"
+    readelf -d "$out" | grep '(NEEDED)' >&2 || true
     exit 1
   fi
 else
   log "warning: readelf not found (binutils); static linking not verified"
 fi
 
-bytes=$(stat -c %s target/dist/kk-install)
+bytes=$(stat -c %s "$out")
 mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
-log "target/dist/kk-install: $bytes bytes ($mib MiB), built as $how"
+log "$shown: $bytes bytes ($mib MiB), built as $how"

@@ -8,7 +8,7 @@ use clap::Parser;
 /// binaries, Helm charts), fetches it, and writes a single verifiable bundle that `kk-install` reads in the
 /// airgap.
 #[derive(Debug, Parser)]
-#[command(name = "kk-bundle", version, about, arg_required_else_help = true)]
+#[command(name = "kk-bundle", version, arg_required_else_help = true)]
 pub(crate) struct Cli {}
 
 #[cfg(test)]

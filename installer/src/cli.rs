@@ -7,7 +7,7 @@ use clap::Parser;
 /// kk-install runs on the disconnected side, with nothing but the bundle file (or its parts): it opens and
 /// verifies the bundle, checks the nodes, and installs the cluster from the bundle's content.
 #[derive(Debug, Parser)]
-#[command(name = "kk-install", version, about, arg_required_else_help = true)]
+#[command(name = "kk-install", version, arg_required_else_help = true)]
 pub(crate) struct Cli {}
 
 #[cfg(test)]

@@ -28,22 +28,25 @@ fn version_is_name_and_workspace_version() {
 #[test]
 fn help_shows_usage_about_and_options() {
     for name in BINARIES {
-        let mut cmd = Command::new(binary(name));
-        cmd.arg("--help");
-        let (stdout, out) = run_ok(&mut cmd);
-        let context = describe(&cmd, &out);
-        assert!(
-            stdout.contains(&format!("Usage: {name}")),
-            "no usage line:\n{context}"
-        );
-        for word in about_words(name) {
+        // `--help` is the long form, `-h` the summary; both say what the tool is.
+        for flag in ["--help", "-h"] {
+            let mut cmd = Command::new(binary(name));
+            cmd.arg(flag);
+            let (stdout, out) = run_ok(&mut cmd);
+            let context = describe(&cmd, &out);
             assert!(
-                stdout.contains(word),
-                "about text lacks {word:?}:\n{context}"
+                stdout.contains(&format!("Usage: {name}")),
+                "no usage line:\n{context}"
             );
-        }
-        for option in ["-h, --help", "-V, --version"] {
-            assert!(stdout.contains(option), "{option} not listed:\n{context}");
+            for word in about_words(name) {
+                assert!(
+                    stdout.contains(word),
+                    "about text lacks {word:?}:\n{context}"
+                );
+            }
+            for option in ["-h, --help", "-V, --version"] {
+                assert!(stdout.contains(option), "{option} not listed:\n{context}");
+            }
         }
     }
 }

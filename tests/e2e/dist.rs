@@ -4,7 +4,7 @@ use std::fs;
 use std::process::Command;
 use std::time::SystemTime;
 
-use crate::support::{VERSION, describe, run_ok, workspace_root};
+use crate::support::{VERSION, describe, run_ok, target_dir, workspace_root};
 
 #[test]
 fn dist_builds_a_static_kk_install_that_runs_anywhere() {
@@ -16,12 +16,12 @@ fn dist_builds_a_static_kk_install_that_runs_anywhere() {
     let (_, out) = run_ok(&mut cmd);
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(
-        log.contains("target/dist/kk-install: ") && log.contains(" MiB), built as "),
+        log.contains("dist/kk-install: ") && log.contains(" MiB), built as "),
         "dist.sh must report the size and how it built:\n{}",
         describe(&cmd, &out)
     );
 
-    let dist = root.join("target/dist/kk-install");
+    let dist = target_dir().join("dist/kk-install");
     let meta = fs::metadata(&dist).unwrap_or_else(|err| panic!("{}: {err}", dist.display()));
     assert!(
         meta.is_file() && meta.len() > 0,

@@ -18,6 +18,11 @@ pub(crate) fn workspace_root() -> &'static Path {
         .expect("tests/ has a parent directory")
 }
 
+/// cargo's target directory, the one this test executable was built in.
+pub(crate) fn target_dir() -> PathBuf {
+    build_dir().target_dir
+}
+
 /// Where cargo put this test executable's build: `<target-dir>[/<triple>]/<profile>`.
 #[derive(Debug)]
 struct BuildDir {

@@ -85,11 +85,11 @@ fn validate(
     platforms: &[Platform],
 ) -> Result<Binary, ManifestError> {
     let location = SourceLocation::of(file, raw);
-    let name = required(&raw.value.name, "name", &location)?;
+    let name = required(raw.value.name.as_ref(), "name", &location)?;
     let name = dns_name(file, name, "binary name")?;
-    let version = required(&raw.value.version, "version", &location)?;
+    let version = required(raw.value.version.as_ref(), "version", &location)?;
     let version = plain_version(file, version, "binary")?;
-    let url = UrlTemplate::parse(file, required(&raw.value.url, "url", &location)?)?;
+    let url = UrlTemplate::parse(file, required(raw.value.url.as_ref(), "url", &location)?)?;
     let checksum = match (&raw.value.sha256, &raw.value.checksum_url) {
         (Some(_), Some(_)) => Err(ManifestError::ConflictingChecksums {
             at: location.clone(),

@@ -59,10 +59,10 @@ fn validate(file: &Arc<str>, raw: &Spanned<RawChart>) -> Result<Chart, ManifestE
     let location = SourceLocation::of(file, raw);
     let name = dns_name(
         file,
-        required(&raw.value.name, "name", &location)?,
+        required(raw.value.name.as_ref(), "name", &location)?,
         "chart name",
     )?;
-    let version = required(&raw.value.version, "version", &location)?;
+    let version = required(raw.value.version.as_ref(), "version", &location)?;
     let version = plain_version(file, version, "chart")?;
     let source = match (&raw.value.repo, &raw.value.oci) {
         (Some(_), Some(_)) => Err(ManifestError::ConflictingChartSources {

@@ -133,7 +133,7 @@ pub(super) fn validate(
     raw: &Spanned<RawKubernetes>,
 ) -> Result<Kubernetes, ManifestError> {
     let version = required(
-        &raw.value.version,
+        raw.value.version.as_ref(),
         "version",
         &SourceLocation::of(file, raw),
     )?;

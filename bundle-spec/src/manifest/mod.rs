@@ -10,7 +10,7 @@
 //!
 //! A [`Manifest`] keeps its source text verbatim (bundles store it byte for byte, comments
 //! included), its [`Metadata`] and its [`Spec`]. The spec holds the normalised
-//! [`Platform`](crate::platform::Platform)s, an optional [`Kubernetes`] section (expanded later
+//! [`Platform`]s, an optional [`Kubernetes`] section (expanded later
 //! by the builder's version catalog, not here), and lists of [`ImageRef`], [`Binary`] (with a
 //! [`UrlTemplate`] and a [`BinaryChecksum`]) and [`Chart`] (with a [`ChartSource`]), plus a map
 //! of [`RegistryConfig`]. Images, binaries and charts carry the [`SourceLocation`] of their entry
@@ -26,9 +26,12 @@
 //! lenient pass reads only `apiVersion` and `kind`, so that a manifest of another version is
 //! reported as such rather than as a list of unknown fields.
 //!
+//! Required fields are `Option`s in `raw` and checked during validation, because serde's
+//! missing-field error points at the mapping's last key while ours points at its first.
+//!
 //! serde-saphyr reports unknown fields with the list of expected ones; we add the closest
 //! (Jaro-Winkler) as "did you mean". It also rejects duplicate keys, and we parse booleans
-//! strictly (`true`/`false` only), so a `plainHTTP: no` cannot silently mean something else.
+//! strictly (`true`/`false` only), so `plainHTTP: yes` is an error rather than a guess.
 //!
 //! Choices worth knowing:
 //! - Image references are parsed by `oci_spec::distribution::Reference` (docker.io
@@ -53,6 +56,8 @@ mod template;
 mod url;
 mod validate;
 
+#[cfg(test)]
+mod error_table;
 #[cfg(test)]
 mod tests;
 
@@ -175,14 +180,14 @@ fn parse<'de, T: serde::Deserialize<'de>>(
 
 fn check_header(header: &Spanned<RawHeader>, file: &Arc<str>) -> Result<(), ManifestError> {
     let root = SourceLocation::of(file, header);
-    let api_version = required(&header.value.api_version, "apiVersion", &root)?;
+    let api_version = required(header.value.api_version.as_ref(), "apiVersion", &root)?;
     if api_version.value != API_VERSION {
         return Err(ManifestError::UnsupportedApiVersion {
             at: SourceLocation::of(file, api_version),
             found: api_version.value.clone(),
         });
     }
-    let kind = required(&header.value.kind, "kind", &root)?;
+    let kind = required(header.value.kind.as_ref(), "kind", &root)?;
     if kind.value != KIND {
         return Err(ManifestError::UnsupportedKind {
             at: SourceLocation::of(file, kind),

@@ -2,7 +2,9 @@
 //! check may reject wrapped in [`Spanned`] so the error can point at it.
 //!
 //! Unknown keys are rejected here (`deny_unknown_fields`); everything else is checked by the
-//! validation step, which turns these types into the public ones.
+//! validation step, which turns these types into the public ones. Required fields are
+//! `Option`s here for that reason: serde's own missing-field error points at the mapping's
+//! last key, validation points at its first.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -16,9 +18,6 @@ use super::kubernetes::{Cni, ContainerRuntime};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.
-///
-/// Required fields are `Option`s throughout, checked by validation: serde's own missing-field
-/// error points at the mapping's last key, we point at its first.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct RawHeader {

@@ -36,11 +36,11 @@ impl<K: Hash + Eq> Seen<K> {
 
 /// `value`, or a [`ManifestError::MissingField`] pointing at the mapping (`parent`) lacking it.
 pub(super) fn required<'a, T>(
-    value: &'a Option<T>,
+    value: Option<&'a T>,
     field: &'static str,
     parent: &SourceLocation,
 ) -> Result<&'a T, ManifestError> {
-    value.as_ref().ok_or_else(|| ManifestError::MissingField {
+    value.ok_or_else(|| ManifestError::MissingField {
         at: parent.clone(),
         field,
     })
@@ -51,16 +51,16 @@ pub(super) fn manifest(
     raw: &Spanned<RawManifest>,
 ) -> Result<(Metadata, Spec), ManifestError> {
     let root = SourceLocation::of(file, raw);
-    let metadata = required(&raw.value.metadata, "metadata", &root)?;
+    let metadata = required(raw.value.metadata.as_ref(), "metadata", &root)?;
     let name = required(
-        &metadata.value.name,
+        metadata.value.name.as_ref(),
         "name",
         &SourceLocation::of(file, metadata),
     )?;
     let metadata = Metadata {
         name: dns_name(file, name, "manifest name")?,
     };
-    let spec = spec(file, required(&raw.value.spec, "spec", &root)?)?;
+    let spec = spec(file, required(raw.value.spec.as_ref(), "spec", &root)?)?;
     Ok((metadata, spec))
 }
 

@@ -2,7 +2,7 @@
 //!
 //! [`Bundle::open`] reads only the seek table and the first two members, so inspecting a
 //! bundle of any size costs two small frames. Everything after that streams the frames in order
-//! and checks each member as it passes (see [`walk`]); nothing is trusted before the checksum
+//! and checks each member as it passes (see the `walk` module); nothing is trusted before the checksum
 //! list, and the checksum list is trusted only as far as its own sha256, the identity a signature
 //! or an operator compares.
 
