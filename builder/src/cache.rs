@@ -1,0 +1,1 @@
+//! The content-addressed blob cache (filled in by its owner).

@@ -1,0 +1,1 @@
+//! The version catalog (filled in by its owner).

@@ -1,0 +1,1 @@
+//! Fetching over HTTP (filled in by its owner).

@@ -1,0 +1,20 @@
+//! `kk-bundle`: builds offline kk bundles from a manifest.
+//!
+//! The data flows resolve → lock → fetch → write:
+//!
+//! - [`catalog`] expands `spec.kubernetes` into the binaries, images and charts a kubeadm
+//!   cluster of that version needs;
+//! - [`resolve`] turns every manifest entry into exact, verifiable sources (image digests, file
+//!   URLs with sha256s) — the content of the lock;
+//! - [`fetch`] downloads them through the content-addressed [`cache`], in parallel, with
+//!   retries and resumption;
+//! - [`assemble`] lays the fetched blobs out as one OCI layout and hands it to
+//!   `bundle_spec::write_bundle`.
+
+pub mod cache;
+pub mod catalog;
+pub mod error;
+pub mod fetch;
+pub mod resolve;
+
+pub use error::BuildError;

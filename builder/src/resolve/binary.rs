@@ -1,0 +1,1 @@
+//! Binaries: URL templates and checksum files (filled in by its owner).

@@ -1,0 +1,1 @@
+//! Helm charts from HTTP repositories (filled in by its owner).

@@ -1,0 +1,1 @@
+//! Images through the OCI distribution API.
