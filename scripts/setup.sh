@@ -23,13 +23,21 @@ fi
 #   openssh-server            sshd on lab nodes
 #   fio                       the etcd disk latency check
 #   iproute2                  network namespaces for lab nodes
+#   curl, python3             the upstream lab (scripts/lab/): readiness checks, its file server
+#   unzip                     helm comes from an npm package's zip (scripts/lab/tools.sh)
+#   gettext-base              envsubst: renders manifests/lab.yaml (scripts/lab/render.sh)
+#   bc, hyperfine             timings in the lab scripts, and benchmarks
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
   containerd runc
   etcd-server etcd-client
   openssh-server fio iproute2
+  curl python3 unzip gettext-base bc hyperfine
 )
+# npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
+# Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

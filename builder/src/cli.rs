@@ -1,6 +1,9 @@
 //! Command line of `kk-bundle`.
 
-use clap::Parser;
+use std::path::PathBuf;
+
+use bundle_spec::platform::Platform;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Builds one offline bundle file from a Kubernetes-style manifest.
 ///
@@ -9,7 +12,92 @@ use clap::Parser;
 /// airgap.
 #[derive(Debug, Parser)]
 #[command(name = "kk-bundle", version, arg_required_else_help = true)]
-pub(crate) struct Cli {}
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Resolves, fetches and writes everything a manifest names into one bundle.
+    Build(BuildArgs),
+    /// Shows what a bundle holds, from its header (no full decompression).
+    Inspect(InspectArgs),
+    /// Prints what a Kubernetes version expands to.
+    Catalog(CatalogArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BuildArgs {
+    /// The bundle manifest (YAML).
+    pub(crate) manifest: PathBuf,
+    /// Where to write the bundle.
+    #[arg(short, long, default_value = "cluster.tar.zst")]
+    pub(crate) output: PathBuf,
+    /// The content-addressed download cache [default: the user's cache dir, `kk-bundle/`].
+    #[arg(long)]
+    pub(crate) cache: Option<PathBuf>,
+    /// How many downloads run at once.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) jobs: usize,
+    /// Rebuild exactly from the lock file; fail if upstream drifted.
+    #[arg(long)]
+    pub(crate) locked: bool,
+    /// The lock file [default: `<manifest stem>.lock.yaml` beside the manifest].
+    #[arg(long)]
+    pub(crate) lock: Option<PathBuf>,
+    /// Split the bundle into parts of at most this size (e.g. `3.9GiB`; FAT32 holds < 4 GiB).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) split_size: Option<u64>,
+    /// Bundle this platform instead of the manifest's (repeatable), e.g. `linux/arm64`.
+    #[arg(long = "platform")]
+    pub(crate) platforms: Vec<Platform>,
+    /// Warn instead of failing when an image lacks a requested platform.
+    #[arg(long)]
+    pub(crate) allow_missing_platforms: bool,
+    /// zstd level for data that compresses (already-compressed data is stored at level 1).
+    #[arg(long, default_value_t = bundle_spec::write::DEFAULT_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+    pub(crate) level: i32,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The bundle: a file, a `.split.json` parts index, or a first part.
+    pub(crate) bundle: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CatalogArgs {
+    /// A Kubernetes version, e.g. `v1.31.4`.
+    pub(crate) version: String,
+    /// The container runtime.
+    #[arg(long, default_value = "containerd")]
+    pub(crate) runtime: String,
+    /// The CNI.
+    #[arg(long, default_value = "calico")]
+    pub(crate) cni: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+/// How to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Output {
+    /// For people.
+    Text,
+    /// For programs.
+    Json,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    text.parse::<bytesize::ByteSize>()
+        .map(|size| size.as_u64())
+        .map_err(|e| format!("`{text}` is not a size like `3.9GiB` or `700MB`: {e}"))
+}
 
 #[cfg(test)]
 mod tests {
@@ -19,6 +107,14 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(super::parse_size("4096").unwrap(), 4096);
+        assert_eq!(super::parse_size("1KiB").unwrap(), 1024);
+        assert_eq!(super::parse_size("3.9GiB").unwrap(), 4_187_593_113);
+        assert!(super::parse_size("big").is_err());
     }
 
     #[test]

@@ -26,8 +26,348 @@ pub enum BuildError {
     },
 
     // ---- cache and HTTP fetch errors (owned by cache.rs and fetch/) ----
+    /// The cache directory cannot be created or used.
+    #[error("cannot use cache directory `{}`; hint: pass another with `--cache DIR`", path.display())]
+    CacheDir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Downloaded or stored bytes do not have the digest they must have.
+    #[error(
+        "{what} has digest `{actual}` but `{expected}` was expected; hint: upstream changed the file or the pinned sha256 is wrong"
+    )]
+    DigestMismatch {
+        /// What was checked: the URL (in backticks) or a description.
+        what: String,
+        /// The digest it must have.
+        expected: bundle_spec::Sha256Digest,
+        /// The digest it has.
+        actual: bundle_spec::Sha256Digest,
+    },
+    /// A download ended with another size than the server announced.
+    #[error(
+        "{what} has {actual} bytes but the server announced {expected}; hint: the transfer was cut or the server is inconsistent, retry"
+    )]
+    SizeMismatch {
+        /// What was downloaded: the URL, in backticks.
+        what: String,
+        /// The announced size.
+        expected: u64,
+        /// The size received.
+        actual: u64,
+    },
+    /// The HTTP client could not be set up.
+    #[error("cannot set up the http client")]
+    HttpClient {
+        /// The cause.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A CA file given for a host cannot be read or holds no PEM certificate.
+    #[error("cannot load ca file `{}` for host `{host}`; hint: it must hold PEM certificates", path.display())]
+    CaFile {
+        /// The host it is for.
+        host: String,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A URL to fetch cannot be parsed.
+    #[error("invalid url {url}")]
+    InvalidFetchUrl {
+        /// The URL.
+        url: crate::fetch::FetchUrl,
+        /// The cause.
+        #[source]
+        source: url::ParseError,
+    },
+    /// Connection failures, cuts or timeouts persisted through every retry.
+    #[error(
+        "cannot fetch {url} ({}); hint: check the network, proxy and tls settings, or set a file mirror in `spec.fileMirrors`",
+        crate::fetch::attempts(*.attempts)
+    )]
+    Transport {
+        /// The URL.
+        url: crate::fetch::FetchUrl,
+        /// How many requests were made.
+        attempts: u32,
+        /// The last failure.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error status.
+    #[error(
+        "fetching {url} failed with http status `{status}` ({}); hint: {hint}",
+        crate::fetch::attempts(*.attempts)
+    )]
+    HttpStatus {
+        /// The URL.
+        url: crate::fetch::FetchUrl,
+        /// The status code.
+        status: u16,
+        /// How many requests were made.
+        attempts: u32,
+        /// What to check.
+        hint: &'static str,
+    },
+    /// The server's answers broke the protocol through every retry.
+    #[error("fetching {url} failed ({}): {problem}", crate::fetch::attempts(*.attempts))]
+    HttpProtocol {
+        /// The URL.
+        url: crate::fetch::FetchUrl,
+        /// How many requests were made.
+        attempts: u32,
+        /// What was wrong.
+        problem: String,
+    },
+    /// A text document is larger than allowed.
+    #[error(
+        "{url} is larger than {limit} bytes; hint: check that the url names a checksum file or helm index"
+    )]
+    TooLarge {
+        /// The URL.
+        url: crate::fetch::FetchUrl,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A text document is not UTF-8.
+    #[error("{url} is not utf-8 text")]
+    NotText {
+        /// The URL.
+        url: crate::fetch::FetchUrl,
+        /// The cause.
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+    /// A blocking background task (hashing, fsync) was cancelled.
+    #[error("{what} was cancelled")]
+    Cancelled {
+        /// What was running.
+        what: &'static str,
+        /// The cause.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// A checksum file has no entry for the file.
+    #[error(
+        "checksum file {checksum_url} has no sha256 for `{file}`; hint: check `checksumUrl`, or pin `sha256` instead"
+    )]
+    ChecksumNotListed {
+        /// The checksum file's URL.
+        checksum_url: crate::fetch::FetchUrl,
+        /// The file name looked for.
+        file: String,
+    },
+    /// A binary has no checksum for a platform.
+    #[error("{what} has no sha256; hint: add its architecture to `sha256`, or use `checksumUrl`")]
+    NoChecksum {
+        /// The binary, its version and platform.
+        what: String,
+    },
+    /// A sha256 from a lock, manifest or index is not 64 lowercase hex digits.
+    #[error("{what} has invalid sha256 `{value}`; hint: a sha256 is 64 hex digits")]
+    InvalidSha256 {
+        /// Where it comes from.
+        what: String,
+        /// The value.
+        value: String,
+    },
+    /// `--locked`, but the lock and the manifest pin different digests.
+    #[error(
+        "{what} is locked at `{locked}` but the manifest pins `{pinned}`; hint: build without `--locked` to update the lock"
+    )]
+    LockConflict {
+        /// The binary, its version and platform.
+        what: String,
+        /// The digest in the lock.
+        locked: bundle_spec::Sha256Digest,
+        /// The digest in the manifest.
+        pinned: bundle_spec::Sha256Digest,
+    },
+    /// A Helm repository index cannot be parsed.
+    #[error("cannot parse helm repository index {url}")]
+    ChartIndex {
+        /// The index URL.
+        url: crate::fetch::FetchUrl,
+        /// The cause (boxed: the parser's error is large).
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+    /// A Helm repository does not list the chart.
+    #[error(
+        "helm repository `{repo}` has no chart `{chart}`; hint: check the chart name and `repo`"
+    )]
+    ChartNotInIndex {
+        /// The chart name.
+        chart: String,
+        /// The repository URL.
+        repo: String,
+    },
+    /// A Helm repository lists the chart, but not the version.
+    #[error(
+        "helm repository `{repo}` has no version `{version}` of chart `{chart}`; available: {available}"
+    )]
+    ChartVersionMissing {
+        /// The chart name.
+        chart: String,
+        /// The version asked for.
+        version: String,
+        /// The repository URL.
+        repo: String,
+        /// The versions listed, newest first as the index orders them, in backticks.
+        available: String,
+    },
+    /// A Helm repository's entry for the chart version is unusable.
+    #[error("helm repository `{repo}` lists chart `{chart}` `{version}` with {problem}")]
+    ChartIndexEntry {
+        /// The chart name.
+        chart: String,
+        /// The version.
+        version: String,
+        /// The repository URL.
+        repo: String,
+        /// What is wrong with the entry.
+        problem: String,
+    },
+    /// A chart archive has no usable `Chart.yaml`.
+    #[error("cannot read `Chart.yaml` from chart archive `{}`: {problem}", path.display())]
+    ChartArchive {
+        /// The archive.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+        /// The cause, if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 
     // ---- catalog errors (owned by catalog/) ----
+    /// `spec.kubernetes` names a minor release the version catalog does not describe.
+    #[error(
+        "kubernetes `{version}` is not in the version catalog; supported minors: {supported}; hint: pick one of them, or drop `spec.kubernetes` and list the binaries and images yourself"
+    )]
+    KubernetesNotInCatalog {
+        /// The version asked for, e.g. `v1.28.4`.
+        version: String,
+        /// The supported minors, each in backticks.
+        supported: String,
+    },
+    /// `spec.kubernetes` names a patch release newer than the catalog has verified.
+    #[error(
+        "kubernetes `{version}` is newer than the version catalog knows (its newest {minor} release is `{latest}`); hint: use `{latest}`, or a kk-bundle whose catalog covers `{version}`"
+    )]
+    KubernetesPatchUnknown {
+        /// The version asked for, e.g. `v1.31.99`.
+        version: String,
+        /// Its minor, e.g. `v1.31`.
+        minor: String,
+        /// The newest patch release of that minor the catalog knows, e.g. `v1.31.14`.
+        latest: String,
+    },
 
     // ---- image and assembly errors ----
+    /// A bug: an internal invariant broke.
+    #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
+    Internal(String),
+    /// A registry password variable is not set.
+    #[error("registry `{registry}` needs the password in environment variable `{variable}`, which is not set; hint: export it before running kk-bundle")]
+    PasswordEnv {
+        /// The registry.
+        registry: String,
+        /// The variable the manifest names.
+        variable: String,
+    },
+    /// The Docker client config cannot be read.
+    #[error("docker config `{}` is invalid: {reason}", path.display())]
+    DockerConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An image reference does not parse.
+    #[error("image reference `{reference}` is invalid: {reason}")]
+    ImageReference {
+        /// The reference.
+        reference: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A registry request failed.
+    #[error("cannot fetch `{reference}` (from `{fetched}`)")]
+    Registry {
+        /// The image as written.
+        reference: String,
+        /// What was requested.
+        fetched: String,
+        /// The cause.
+        #[source]
+        source: Box<oci_client::errors::OciDistributionError>,
+    },
+    /// A manifest is not what its digest pin says.
+    #[error("`{reference}` was pinned to `{expected}`, but the registry served a document with digest `{actual}`")]
+    ManifestDigest {
+        /// The image.
+        reference: String,
+        /// The pinned digest.
+        expected: String,
+        /// The digest served.
+        actual: bundle_spec::Sha256Digest,
+    },
+    /// A tag moved since the lock was written.
+    #[error("`{reference}` drifted: the lock says `{locked}`, the registry now serves `{current}`; hint: rebuild without `--locked` to update the lock, or pin the digest")]
+    Drift {
+        /// The image.
+        reference: String,
+        /// The locked digest.
+        locked: bundle_spec::Sha256Digest,
+        /// The current digest.
+        current: bundle_spec::Sha256Digest,
+    },
+    /// A requested platform is not in the image.
+    #[error("image `{reference}` has no `{platform}` variant (it offers: {available}); hint: drop the platform, or pass `--allow-missing-platforms`")]
+    PlatformMissing {
+        /// The image.
+        reference: String,
+        /// The missing platform.
+        platform: String,
+        /// The platforms it has.
+        available: String,
+    },
+    /// A manifest or index cannot be understood.
+    #[error("`{reference}` does not serve a usable manifest: {reason}")]
+    InvalidManifest {
+        /// The image.
+        reference: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The lock file is malformed.
+    #[error("lock file `{}` is invalid: {reason}; hint: delete it and rebuild without `--locked`", path.display())]
+    LockFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `--locked` was given but the lock does not cover something the manifest asks for.
+    #[error("the lock has no entry for {what}; hint: rebuild without `--locked` to update the lock")]
+    NotLocked {
+        /// The artifact.
+        what: String,
+    },
+    /// A transfer broke off.
+    #[error("transfer of {what} failed")]
+    Transfer {
+        /// What was being transferred.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
 }

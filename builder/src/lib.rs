@@ -11,10 +11,16 @@
 //! - [`assemble`] lays the fetched blobs out as one OCI layout and hands it to
 //!   `bundle_spec::write_bundle`.
 
+pub mod assemble;
+pub mod build;
 pub mod cache;
 pub mod catalog;
 pub mod error;
 pub mod fetch;
+pub mod inspect;
+pub mod lockfile;
+pub mod progress;
 pub mod resolve;
+pub mod sources;
 
 pub use error::BuildError;

@@ -2,9 +2,115 @@
 
 mod cli;
 
-use clap::Parser;
+use std::io::Write as _;
+use std::process::ExitCode;
 
-fn main() {
-    // No subcommands yet: parsing answers --help and --version, and rejects anything else.
-    let _cli = cli::Cli::parse();
+use anyhow::Context as _;
+use clap::Parser as _;
+use kk_bundle::build::{BuildOptions, BuildReport, build};
+use kk_bundle::cache::Cache;
+use kk_bundle::progress::Progress;
+
+use cli::{CatalogArgs, Cli, Command, InspectArgs, Output};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KK_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .without_time()
+        .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Build(args) => {
+            let options = BuildOptions {
+                manifest: args.manifest,
+                output: args.output,
+                cache_dir: args.cache.unwrap_or_else(Cache::default_dir),
+                jobs: args.jobs,
+                locked: args.locked,
+                lock_path: args.lock,
+                split_size: args.split_size,
+                platforms: args.platforms,
+                allow_missing_platforms: args.allow_missing_platforms,
+                level: args.level,
+            };
+            let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            let report = runtime
+                .block_on(build(&options, &Progress::new()))
+                .with_context(|| format!("cannot build a bundle from `{}`", options.manifest.display()))?;
+            print(&summary(&report))
+        }
+        Command::Inspect(args) => inspect(&args),
+        Command::Catalog(args) => catalog(&args),
+    }
+}
+
+fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
+    let context = || format!("cannot inspect `{}`", args.bundle.display());
+    match args.output {
+        Output::Text => print(&kk_bundle::inspect::inspect_text(&args.bundle).with_context(context)?),
+        Output::Json => print(&format!("{:#}\n", kk_bundle::inspect::inspect_json(&args.bundle).with_context(context)?)),
+    }
+}
+
+fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
+    // The same parser as for manifests checks the version, runtime and CNI.
+    let text = format!(
+        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\"}}\n",
+        bundle_spec::manifest::API_VERSION,
+        bundle_spec::manifest::KIND,
+        args.version,
+        args.runtime,
+        args.cni
+    );
+    let manifest = bundle_spec::manifest::Manifest::from_str_named(&text, "command line")?;
+    let kubernetes = manifest.spec().kubernetes.as_ref().context("no kubernetes section")?;
+    let expansion = kk_bundle::catalog::Catalog::builtin().expand(kubernetes)?;
+    match args.output {
+        Output::Text => print(&expansion.render_text()),
+        Output::Json => print(&format!("{:#}\n", expansion.to_json())),
+    }
+}
+
+/// The final table of a build.
+fn summary(report: &BuildReport) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write as _;
+    let size = |bytes: u64| bytesize::ByteSize(bytes).to_string();
+    let mut kinds: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+    for artifact in &report.artifacts {
+        let entry = kinds.entry(artifact.kind.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += artifact.size;
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<10} {:>9} {:>12}", "KIND", "ENTRIES", "SIZE");
+    for (kind, (count, bytes)) in &kinds {
+        let _ = writeln!(out, "{kind:<10} {count:>9} {:>12}", size(*bytes));
+    }
+    let platforms: Vec<String> = report.platforms.iter().map(ToString::to_string).collect();
+    let files: Vec<String> = report.written.output.paths.iter().map(|p| p.display().to_string()).collect();
+    let _ = writeln!(out, "\nplatforms          {}", platforms.join(", "));
+    let _ = writeln!(out, "content            {} before dedup, {} after", size(report.size_before_dedup), size(report.size_after_dedup));
+    let _ = writeln!(out, "bundle             {} ({})", size(report.written.output.size), files.join(", "));
+    let _ = writeln!(out, "identity           {}", report.written.identity);
+    let _ = writeln!(out, "lock               {}", report.lock_path.display());
+    let _ = writeln!(out, "time               {:.1}s", report.elapsed.as_secs_f64());
+    out
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")
 }

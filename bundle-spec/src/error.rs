@@ -402,6 +402,16 @@ pub enum ManifestError {
         /// The registry host.
         registry: String,
     },
+    /// A `fileMirrors` key is not the `host[:port]` of download URLs.
+    #[error(
+        "{at}: invalid file mirror host `{host}`; hint: write the `host[:port]` of the download urls in lowercase, e.g. `dl.k8s.io`"
+    )]
+    InvalidFileMirrorHost {
+        /// Where the key is.
+        at: crate::manifest::SourceLocation,
+        /// The key as written.
+        host: String,
+    },
     /// The manifest asks for nothing.
     #[error(
         "{at}: the manifest lists nothing to bundle; hint: add `kubernetes`, `images`, `binaries` or `charts`"

@@ -6,4 +6,6 @@
 
 mod cli;
 mod dist;
+mod lab;
+mod labkit;
 mod support;

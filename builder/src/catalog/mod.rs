@@ -1,1 +1,707 @@
-//! The version catalog (filled in by its owner).
+//! The version catalog: what `spec.kubernetes` expands to.
+//!
+//! A manifest that says `kubernetes: {version: v1.31.4, containerRuntime: containerd, cni:
+//! calico}` gets, without listing them, everything a kubeadm cluster of that release needs:
+//! kubeadm, kubelet and kubectl; the container runtime (containerd and runc, or Docker's static
+//! binaries and cri-dockerd); crictl, the CNI plugins, etcd and helm; the images `kubeadm init`
+//! pulls (with the `pause`, `coredns` and `etcd` tags kubeadm itself uses for that patch release); the
+//! chosen network plugin's Helm chart and images; and kube-vip for a highly available control
+//! plane.
+//!
+//! # Organisation
+//!
+//! The catalog is data, not code: one YAML file, `catalog.yaml` beside this module, embedded
+//! with `include_str!` and parsed (with unknown fields refused) and checked the first time it
+//! is used. Its facts — which tag kubeadm uses for pause in v1.30.4, which containerd a minor
+//! gets — change with every upstream release and each comes from a source, recorded in
+//! `FACTS.md` beside it. Keeping them in one reviewable file, apart from the logic, means an
+//! update is a data diff that can be checked against its source line by line, and the code that
+//! expands it stays the same.
+//!
+//! The file has four parts: the control-plane images and their registry; how each binary is
+//! downloaded and verified (URL templates over `{version}`, `{os}` and `{arch}`, the same
+//! templates a manifest's `spec.binaries` use); the network plugins (chart and images); and one
+//! entry per supported minor with the patches it knows, kubeadm's image tags by patch range, and
+//! the version of every other component.
+//!
+//! A patch release newer than the catalog knows is refused rather than guessed: kubeadm's etcd
+//! and `coredns` tags have changed within minors, and a bundle without the tag kubeadm asks for
+//! fails only once it is in the disconnected datacenter.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+use bundle_spec::manifest::{Cni, ContainerRuntime, Kubernetes, KubernetesVersion};
+use bundle_spec::platform::Platform;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::error::BuildError;
+
+#[cfg(test)]
+mod tests;
+
+/// The catalog's data, as written in the embedded file.
+const CATALOG_YAML: &str = include_str!("catalog.yaml");
+
+/// The version catalog: for each supported Kubernetes minor, the binaries, images and charts a
+/// kubeadm cluster needs.
+#[derive(Debug)]
+pub struct Catalog {
+    data: Data,
+}
+
+/// Everything one `spec.kubernetes` expands to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expansion {
+    /// The Kubernetes release, e.g. `v1.31.4`.
+    pub kubernetes: String,
+    /// The binaries to download, in installation order.
+    pub binaries: Vec<CatalogBinary>,
+    /// The images, fully qualified (`registry.k8s.io/kube-apiserver:v1.31.4`).
+    pub images: Vec<String>,
+    /// The Helm charts (the network plugin's, if any).
+    pub charts: Vec<CatalogChart>,
+}
+
+/// A binary of an [`Expansion`], in the form of a manifest's `spec.binaries` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogBinary {
+    /// The name, e.g. `kubeadm`.
+    pub name: String,
+    /// The version substituted for `{version}`, e.g. `v1.31.4` (or `1.7.30` for containerd,
+    /// whose URLs carry the `v` literally).
+    pub version: String,
+    /// The download URL template over `{version}`, `{os}` and `{arch}`.
+    pub url: String,
+    /// A checksum file to download, a template like `url`; `None` when `sha256` is pinned.
+    pub checksum_url: Option<String>,
+    /// The pinned SHA-256 (lowercase hex) per Go architecture, when upstream publishes no
+    /// checksum file; empty when `checksum_url` is set.
+    pub sha256: BTreeMap<String, String>,
+    /// How upstream spells an architecture in this binary's URLs, where it is not Go's name
+    /// (Docker: `amd64` → `x86_64`, `arm64` → `aarch64`); `{arch}` in `url` and `checksum_url`
+    /// takes the mapped name. Empty for every other binary. [`CatalogBinary::url_for`] applies
+    /// it; the `sha256` keys stay Go names.
+    pub arch_names: BTreeMap<String, String>,
+}
+
+/// A Helm chart of an [`Expansion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogChart {
+    /// The chart name, e.g. `tigera-operator`.
+    pub name: String,
+    /// The chart version as the repository's index lists it, e.g. `v3.30.5`.
+    pub version: String,
+    /// The HTTP chart repository (the directory holding `index.yaml`).
+    pub repo: String,
+}
+
+impl Catalog {
+    /// The built-in catalog, parsed and checked on first use.
+    ///
+    /// # Panics
+    ///
+    /// If the embedded `catalog.yaml` is invalid — a bug in kk-bundle that its tests catch, so
+    /// never in a released build.
+    pub fn builtin() -> &'static Catalog {
+        static BUILTIN: OnceLock<Catalog> = OnceLock::new();
+        BUILTIN.get_or_init(|| {
+            // The file is compiled in and parsed by a unit test, so a failure here cannot
+            // depend on input; there is nothing a caller could do with an error.
+            #[allow(clippy::expect_used)]
+            Catalog::parse(CATALOG_YAML).expect("the embedded version catalog is valid")
+        })
+    }
+
+    /// The supported minors, oldest first, e.g. `["v1.29", "v1.30", …]`.
+    pub fn minors(&self) -> Vec<String> {
+        self.data
+            .kubernetes
+            .iter()
+            .map(|minor| minor.minor.clone())
+            .collect()
+    }
+
+    /// Everything `kubernetes` expands to.
+    ///
+    /// Fails for a minor the catalog does not describe (naming the supported ones), and for a
+    /// patch release newer than the newest it knows.
+    pub fn expand(&self, kubernetes: &Kubernetes) -> Result<Expansion, BuildError> {
+        let version = kubernetes.version;
+        let minor = self.minor(version)?;
+        let tags = minor.kubeadm_for(version.patch).ok_or_else(|| {
+            internal(&format!("no kubeadm image tags for kubernetes `{version}`"))
+        })?;
+        let runtime = kubernetes.container_runtime;
+
+        let mut binaries = Vec::new();
+        for binary in &self.data.binaries {
+            if binary.runtime.is_some_and(|only| only.runtime() != runtime) {
+                continue;
+            }
+            binaries.push(Self::binary(binary, minor, version, tags)?);
+        }
+
+        let plane = &self.data.control_plane;
+        let registry = &plane.registry;
+        let mut images: Vec<String> = plane
+            .kubernetes_images
+            .iter()
+            .map(|name| format!("{registry}/{name}:{version}"))
+            .collect();
+        images.push(format!("{registry}/{}:{}", plane.pause, tags.pause));
+        images.push(format!("{registry}/{}:{}", plane.coredns, tags.coredns));
+        images.push(format!("{registry}/{}:{}", plane.etcd, tags.etcd));
+
+        let mut charts = Vec::new();
+        if let Some(kind) = CniKind::of(kubernetes.cni) {
+            let cni = self.cni(minor, kind)?;
+            images.extend(cni.images.iter().cloned());
+            charts.push(CatalogChart {
+                name: cni.chart.name.clone(),
+                version: cni.chart.version.clone(),
+                repo: cni.chart.repo.clone(),
+            });
+        }
+        images.extend(minor.ha.iter().cloned());
+
+        Ok(Expansion {
+            kubernetes: version.to_string(),
+            binaries,
+            images,
+            charts,
+        })
+    }
+
+    /// The entry for `version`'s minor, checking that the catalog knows the patch.
+    fn minor(&self, version: KubernetesVersion) -> Result<&MinorData, BuildError> {
+        let name = format!("v{}.{}", version.major, version.minor);
+        let minor = self
+            .data
+            .kubernetes
+            .iter()
+            .find(|minor| minor.minor == name)
+            .ok_or_else(|| BuildError::KubernetesNotInCatalog {
+                version: version.to_string(),
+                supported: self
+                    .minors()
+                    .iter()
+                    .map(|minor| format!("`{minor}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        if version.patch > minor.latest_patch {
+            return Err(BuildError::KubernetesPatchUnknown {
+                version: version.to_string(),
+                latest: format!("{name}.{}", minor.latest_patch),
+                minor: name,
+            });
+        }
+        Ok(minor)
+    }
+
+    fn binary(
+        binary: &BinaryData,
+        minor: &MinorData,
+        kubernetes: KubernetesVersion,
+        images: &KubeadmImages,
+    ) -> Result<CatalogBinary, BuildError> {
+        let version = match binary.version_from {
+            VersionFrom::Kubernetes => kubernetes.to_string(),
+            VersionFrom::Etcd => etcd_release(&images.etcd),
+            VersionFrom::Component => {
+                minor.components.get(&binary.name).cloned().ok_or_else(|| {
+                    internal(&format!(
+                        "{} has no version of `{}`",
+                        minor.minor, binary.name
+                    ))
+                })?
+            }
+        };
+        let sha256 = match &binary.sha256 {
+            Some(pinned) => pinned.get(&version).cloned().ok_or_else(|| {
+                internal(&format!("`{}` {version} has no pinned sha256", binary.name))
+            })?,
+            None => BTreeMap::new(),
+        };
+        Ok(CatalogBinary {
+            name: binary.name.clone(),
+            version,
+            url: binary.url.clone(),
+            checksum_url: binary.checksum_url.clone(),
+            sha256,
+            arch_names: binary.arch_names.clone(),
+        })
+    }
+
+    fn cni(&self, minor: &MinorData, kind: CniKind) -> Result<&CniData, BuildError> {
+        minor
+            .cnis
+            .get(&kind)
+            .and_then(|id| self.data.cnis.get(id))
+            .ok_or_else(|| internal(&format!("{} has no {} entry", minor.minor, kind.name())))
+    }
+
+    /// Parses and checks catalog data.
+    fn parse(text: &str) -> Result<Catalog, String> {
+        let data: Data = serde_saphyr::from_str(text).map_err(|error| error.to_string())?;
+        data.check()?;
+        Ok(Catalog { data })
+    }
+}
+
+impl CatalogBinary {
+    /// How upstream spells `architecture` (a Go name) in this binary's URLs.
+    pub fn arch_name<'a>(&'a self, architecture: &'a str) -> &'a str {
+        self.arch_names
+            .get(architecture)
+            .map_or(architecture, String::as_str)
+    }
+
+    /// The download URL for `platform`, with the architecture spelled as upstream does.
+    pub fn url_for(&self, platform: &Platform) -> String {
+        self.expand(&self.url, platform)
+    }
+
+    /// The checksum file's URL for `platform`, if the binary has one.
+    pub fn checksum_url_for(&self, platform: &Platform) -> Option<String> {
+        self.checksum_url
+            .as_ref()
+            .map(|template| self.expand(template, platform))
+    }
+
+    fn expand(&self, template: &str, platform: &Platform) -> String {
+        template
+            .replace("{version}", &self.version)
+            .replace("{os}", platform.os())
+            .replace("{arch}", self.arch_name(platform.architecture()))
+    }
+}
+
+impl Expansion {
+    /// The expansion as JSON, in the manifest's spelling:
+    ///
+    /// ```json
+    /// {"kubernetes": "v1.31.4",
+    ///  "binaries": [{"name": "kubeadm", "version": "v1.31.4", "url": "…", "checksumUrl": "…"}],
+    ///  "images": ["registry.k8s.io/kube-apiserver:v1.31.4"],
+    ///  "charts": [{"name": "tigera-operator", "version": "v3.30.5", "repo": "…"}]}
+    /// ```
+    ///
+    /// A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex);
+    /// one whose URLs spell architectures differently from Go also has `archNames`.
+    pub fn to_json(&self) -> Value {
+        let binaries: Vec<Value> = self.binaries.iter().map(CatalogBinary::to_json).collect();
+        let charts: Vec<Value> = self
+            .charts
+            .iter()
+            .map(|chart| json!({"name": chart.name, "version": chart.version, "repo": chart.repo}))
+            .collect();
+        json!({
+            "kubernetes": self.kubernetes,
+            "binaries": binaries,
+            "images": self.images,
+            "charts": charts,
+        })
+    }
+
+    /// A human-readable table of the expansion, for `kk-bundle catalog`.
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "Kubernetes {}: {}, {}, {}\n\nBINARIES\n",
+            self.kubernetes,
+            count(self.binaries.len(), "binary", "binaries"),
+            count(self.images.len(), "image", "images"),
+            count(self.charts.len(), "chart", "charts"),
+        );
+        let rows: Vec<[String; 4]> = self
+            .binaries
+            .iter()
+            .map(|binary| {
+                let verified_by = if binary.checksum_url.is_some() {
+                    "checksum file".to_owned()
+                } else {
+                    format!("pinned sha256 ({})", join_keys(&binary.sha256))
+                };
+                let url = binary.url.replace("{version}", &binary.version);
+                let url = if binary.arch_names.is_empty() {
+                    url
+                } else {
+                    let names: Vec<String> = binary
+                        .arch_names
+                        .iter()
+                        .map(|(go, upstream)| format!("{go}={upstream}"))
+                        .collect();
+                    format!("{url}  [{{arch}}: {}]", names.join(", "))
+                };
+                [
+                    binary.name.clone(),
+                    binary.version.clone(),
+                    verified_by,
+                    url,
+                ]
+            })
+            .collect();
+        push_table(&mut out, ["NAME", "VERSION", "VERIFIED BY", "URL"], &rows);
+
+        out.push_str("\nIMAGES\n");
+        for image in &self.images {
+            let _ = writeln!(out, "  {image}");
+        }
+
+        out.push_str("\nCHARTS\n");
+        if self.charts.is_empty() {
+            out.push_str("  (none)\n");
+        } else {
+            let rows: Vec<[String; 3]> = self
+                .charts
+                .iter()
+                .map(|chart| {
+                    [
+                        chart.name.clone(),
+                        chart.version.clone(),
+                        chart.repo.clone(),
+                    ]
+                })
+                .collect();
+            push_table(&mut out, ["NAME", "VERSION", "REPOSITORY"], &rows);
+        }
+        out
+    }
+}
+
+impl CatalogBinary {
+    fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("name".to_owned(), json!(self.name));
+        object.insert("version".to_owned(), json!(self.version));
+        object.insert("url".to_owned(), json!(self.url));
+        match &self.checksum_url {
+            Some(checksum_url) => {
+                object.insert("checksumUrl".to_owned(), json!(checksum_url));
+            }
+            None => {
+                object.insert("sha256".to_owned(), json!(self.sha256));
+            }
+        }
+        if !self.arch_names.is_empty() {
+            object.insert("archNames".to_owned(), json!(self.arch_names));
+        }
+        Value::Object(object)
+    }
+}
+
+/// Appends `rows` under `header` as left-aligned columns, two spaces apart, indented by two.
+fn push_table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    let mut line = |cells: [&str; N]| {
+        let mut text = String::from(" ");
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if index + 1 == N {
+                let _ = write!(text, " {cell}");
+            } else {
+                let _ = write!(text, " {cell:width$} ");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(header);
+    for row in rows {
+        line(row.each_ref().map(String::as_str));
+    }
+}
+
+/// `1 chart`, `2 charts`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn join_keys(map: &BTreeMap<String, String>) -> String {
+    map.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+/// The etcd release an etcd image tag names: `3.5.15-0` (release 3.5.15, image revision 0) is
+/// `v3.5.15`.
+fn etcd_release(image_tag: &str) -> String {
+    let release = image_tag
+        .rsplit_once('-')
+        .map_or(image_tag, |(release, _revision)| release);
+    format!("v{release}")
+}
+
+fn internal(problem: &str) -> BuildError {
+    BuildError::Internal(format!("version catalog: {problem}"))
+}
+
+// ---- the file's schema ----
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Data {
+    control_plane: ControlPlane,
+    binaries: Vec<BinaryData>,
+    cnis: BTreeMap<String, CniData>,
+    kubernetes: Vec<MinorData>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ControlPlane {
+    registry: String,
+    kubernetes_images: Vec<String>,
+    pause: String,
+    coredns: String,
+    etcd: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BinaryData {
+    name: String,
+    #[serde(default)]
+    version_from: VersionFrom,
+    #[serde(default)]
+    runtime: Option<RuntimeData>,
+    url: String,
+    #[serde(default)]
+    checksum_url: Option<String>,
+    /// Version → Go architecture → hex.
+    #[serde(default)]
+    sha256: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    #[serde(default)]
+    arch_names: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum VersionFrom {
+    Kubernetes,
+    Etcd,
+    #[default]
+    Component,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RuntimeData {
+    Containerd,
+    Docker,
+}
+
+impl RuntimeData {
+    fn runtime(self) -> ContainerRuntime {
+        match self {
+            Self::Containerd => ContainerRuntime::Containerd,
+            Self::Docker => ContainerRuntime::Docker,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CniData {
+    cni: CniKind,
+    chart: ChartData,
+    images: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ChartData {
+    name: String,
+    version: String,
+    repo: String,
+}
+
+/// A network plugin the catalog can install (`none` installs nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CniKind {
+    Calico,
+    Cilium,
+    Flannel,
+}
+
+impl CniKind {
+    const ALL: [CniKind; 3] = [Self::Calico, Self::Cilium, Self::Flannel];
+
+    fn of(cni: Cni) -> Option<Self> {
+        match cni {
+            Cni::Calico => Some(Self::Calico),
+            Cni::Cilium => Some(Self::Cilium),
+            Cni::Flannel => Some(Self::Flannel),
+            Cni::None => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Calico => "calico",
+            Self::Cilium => "cilium",
+            Self::Flannel => "flannel",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MinorData {
+    minor: String,
+    latest_patch: u32,
+    kubeadm: Vec<KubeadmImages>,
+    components: BTreeMap<String, String>,
+    cnis: BTreeMap<CniKind, String>,
+    ha: Vec<String>,
+}
+
+impl MinorData {
+    fn kubeadm_for(&self, patch: u32) -> Option<&KubeadmImages> {
+        self.kubeadm
+            .iter()
+            .find(|set| (set.patches[0]..=set.patches[1]).contains(&patch))
+    }
+}
+
+/// The tags `kubeadm config images list` prints for an inclusive range of patch releases.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct KubeadmImages {
+    patches: [u32; 2],
+    pause: String,
+    coredns: String,
+    etcd: String,
+}
+
+impl Data {
+    /// The invariants [`Catalog::expand`] relies on.
+    fn check(&self) -> Result<(), String> {
+        for binary in &self.binaries {
+            binary.check()?;
+        }
+        for (id, cni) in &self.cnis {
+            if cni.images.is_empty() {
+                return Err(format!("network plugin `{id}` lists no images"));
+            }
+        }
+        let mut previous: Option<(u32, u32)> = None;
+        for minor in &self.kubernetes {
+            let number = parse_minor(&minor.minor)
+                .ok_or_else(|| format!("`{}` is not a minor like `v1.31`", minor.minor))?;
+            if previous.is_some_and(|previous| previous >= number) {
+                return Err(format!("`{}` is out of order or repeated", minor.minor));
+            }
+            previous = Some(number);
+            self.check_minor(minor)?;
+        }
+        Ok(())
+    }
+
+    fn check_minor(&self, minor: &MinorData) -> Result<(), String> {
+        let name = &minor.minor;
+        // The kubeadm ranges must tile 0..=latestPatch, in order.
+        let mut next = 0;
+        for set in &minor.kubeadm {
+            let [first, last] = set.patches;
+            if first != next || last < first {
+                return Err(format!(
+                    "{name}: kubeadm range [{first}, {last}] does not start at patch {next}"
+                ));
+            }
+            next = last + 1;
+        }
+        if next != minor.latest_patch + 1 {
+            return Err(format!(
+                "{name}: kubeadm ranges end at patch {} but latestPatch is {}",
+                next.saturating_sub(1),
+                minor.latest_patch
+            ));
+        }
+        for binary in &self.binaries {
+            if binary.version_from != VersionFrom::Component {
+                continue;
+            }
+            let version = minor
+                .components
+                .get(&binary.name)
+                .ok_or_else(|| format!("{name}: no version for `{}`", binary.name))?;
+            let unpinned = binary
+                .sha256
+                .as_ref()
+                .is_some_and(|pinned| !pinned.contains_key(version));
+            if unpinned {
+                return Err(format!(
+                    "{name}: `{}` {version} has no pinned sha256",
+                    binary.name
+                ));
+            }
+        }
+        for component in minor.components.keys() {
+            if !self.binaries.iter().any(|binary| &binary.name == component) {
+                return Err(format!("{name}: component `{component}` is not a binary"));
+            }
+        }
+        for kind in CniKind::ALL {
+            let id = minor
+                .cnis
+                .get(&kind)
+                .ok_or_else(|| format!("{name}: no {} entry", kind.name()))?;
+            let cni = self
+                .cnis
+                .get(id)
+                .ok_or_else(|| format!("{name}: network plugin `{id}` is not defined"))?;
+            if cni.cni != kind {
+                return Err(format!("{name}: `{id}` is not a {} entry", kind.name()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BinaryData {
+    fn check(&self) -> Result<(), String> {
+        let name = &self.name;
+        match (&self.checksum_url, &self.sha256) {
+            (Some(_), None) | (None, Some(_)) => {}
+            _ => {
+                return Err(format!(
+                    "binary `{name}` needs exactly one of `checksumUrl` and `sha256`"
+                ));
+            }
+        }
+        for digests in self.sha256.iter().flat_map(BTreeMap::values) {
+            for (arch, hex) in digests {
+                let valid = hex.len() == 64
+                    && hex
+                        .bytes()
+                        .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
+                if !valid {
+                    return Err(format!(
+                        "binary `{name}`: sha256 for `{arch}` is not 64 lowercase hex digits"
+                    ));
+                }
+            }
+        }
+        // Pins are keyed by version, which only a component's is known in advance.
+        if self.version_from != VersionFrom::Component && self.sha256.is_some() {
+            return Err(format!(
+                "binary `{name}` takes its version from {:?} and cannot pin sha256",
+                self.version_from
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `v1.31` → `(1, 31)`.
+fn parse_minor(text: &str) -> Option<(u32, u32)> {
+    let (major, minor) = text.strip_prefix('v')?.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}

@@ -76,6 +76,7 @@ variants![
     IncompleteCredentials,
     InvalidEnvName,
     TlsWithPlainHttp,
+    InvalidFileMirrorHost,
     NothingToBundle,
 ];
 
@@ -97,6 +98,13 @@ fn chart(extra: &str) -> String {
 fn registry(settings: &str) -> String {
     doc(&format!(
         "  images: [busybox:1]\n  registries:\n    docker.io: {settings}\n"
+    ))
+}
+
+/// An image plus one file mirror: `host` at 8:5, `base` after it.
+fn file_mirror(host: &str, base: &str) -> String {
+    doc(&format!(
+        "  images: [busybox:1]\n  fileMirrors:\n    {host}: {base}\n"
     ))
 }
 
@@ -182,6 +190,11 @@ fn cases() -> Vec<Case> {
         case!(InvalidEnvName, registry("{username: me, passwordEnv: 1TOKEN}"), "invalid environment variable name `1TOKEN`", "8:44"),
         case!(TlsWithPlainHttp, registry("{plainHTTP: true, caFile: /ca.pem}"), "registry `docker.io` sets `plainHTTP` together with", "8:16"),
         case!(TlsWithPlainHttp, registry("{plainHTTP: true, insecureSkipVerify: true}"), "plain HTTP has no TLS", "8:16"),
+        // File mirrors.
+        case!(InvalidFileMirrorHost, file_mirror("DL.k8s.io", "http://127.0.0.1:8080"), "invalid file mirror host `DL.k8s.io`", "8:5"),
+        case!(InvalidFileMirrorHost, file_mirror("https://dl.k8s.io", "http://127.0.0.1:8080"), "write the `host[:port]` of the download urls", "8:5"),
+        case!(InvalidUrl, file_mirror("dl.k8s.io", "127.0.0.1:8080/dl"), "invalid url `127.0.0.1:8080/dl`: it does not start with `https://`", "8:16"),
+        case!(InvalidUrl, file_mirror("dl.k8s.io", "http://127.0.0.1:8080/?x=1"), "a mirror base url cannot have a query or fragment", "8:16"),
         // The whole spec.
         case!(NothingToBundle, doc("  platforms: [linux/amd64]\n"), "the manifest lists nothing to bundle", "6:3"),
     ]

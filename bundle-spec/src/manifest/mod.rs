@@ -13,7 +13,7 @@
 //! [`Platform`]s, an optional [`Kubernetes`] section (expanded later
 //! by the builder's version catalog, not here), and lists of [`ImageRef`], [`Binary`] (with a
 //! [`UrlTemplate`] and a [`BinaryChecksum`]) and [`Chart`] (with a [`ChartSource`]), plus a map
-//! of [`RegistryConfig`]. Images, binaries and charts carry the [`SourceLocation`] of their entry
+//! of [`RegistryConfig`] and one of file mirrors (download host to base URL). Images, binaries and charts carry the [`SourceLocation`] of their entry
 //! so later stages (a failed download, a missing tag) can point back into the manifest.
 //!
 //! # How parsing works, and why
@@ -46,6 +46,7 @@
 
 mod binary;
 mod chart;
+mod file_mirrors;
 mod image;
 mod kubernetes;
 mod location;
@@ -118,6 +119,10 @@ pub struct Spec {
     pub charts: Vec<Chart>,
     /// How to reach source registries, keyed by `host[:port]`.
     pub registries: BTreeMap<String, RegistryConfig>,
+    /// `fileMirrors`: for a download host (`host[:port]`, lowercase, as in binary and chart
+    /// URLs), the `http(s)` base URL serving its files instead; a URL's path and query are
+    /// appended to the base. Lock and bundle keep the upstream URLs.
+    pub file_mirrors: BTreeMap<String, String>,
 }
 
 impl Manifest {

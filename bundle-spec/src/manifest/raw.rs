@@ -56,6 +56,8 @@ pub(super) struct RawSpec {
     pub(super) charts: Vec<Spanned<RawChart>>,
     #[serde(default)]
     pub(super) registries: SpannedMap<Spanned<RawRegistry>>,
+    #[serde(default)]
+    pub(super) file_mirrors: SpannedMap<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

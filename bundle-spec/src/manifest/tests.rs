@@ -197,3 +197,20 @@ fn sha256_keys_accept_architecture_aliases() {
         Some(SHA_A)
     );
 }
+
+#[test]
+fn reads_file_mirrors() {
+    let manifest = parse(&doc(
+        "  images: [busybox:1]\n  fileMirrors:\n    dl.k8s.io: http://127.0.0.1:8080/dl.k8s.io\n    \"github.com:443\": https://mirror.example.org/gh/\n",
+    ));
+    let mirrors = &manifest.spec().file_mirrors;
+    assert_eq!(mirrors.len(), 2);
+    assert_eq!(mirrors["dl.k8s.io"], "http://127.0.0.1:8080/dl.k8s.io");
+    assert_eq!(mirrors["github.com:443"], "https://mirror.example.org/gh/");
+    assert!(
+        parse(&doc("  images: [busybox:1]\n"))
+            .spec()
+            .file_mirrors
+            .is_empty()
+    );
+}

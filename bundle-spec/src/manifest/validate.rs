@@ -8,7 +8,9 @@ use std::sync::Arc;
 use serde_saphyr::Spanned;
 
 use super::raw::{RawManifest, RawSpec};
-use super::{Metadata, SourceLocation, Spec, binary, chart, image, kubernetes, registry};
+use super::{
+    Metadata, SourceLocation, Spec, binary, chart, file_mirrors, image, kubernetes, registry,
+};
 use crate::ManifestError;
 use crate::platform::Platform;
 
@@ -78,6 +80,7 @@ fn spec(file: &Arc<str>, raw: &Spanned<RawSpec>) -> Result<Spec, ManifestError> 
         binaries: binary::validate_all(file, &raw.binaries, &platforms)?,
         charts: chart::validate_all(file, &raw.charts)?,
         registries: registry::validate_all(file, &raw.registries)?,
+        file_mirrors: file_mirrors::validate_all(file, &raw.file_mirrors)?,
         platforms,
     };
     let empty = spec.kubernetes.is_none()

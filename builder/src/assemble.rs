@@ -1,0 +1,211 @@
+//! Laying fetched content out as one OCI image layout: `index.json` entries, artifact manifests
+//! for binaries and charts, and the description's artifact list.
+//!
+//! Images go in as upstream served them. Binaries, files and charts from HTTP repositories have
+//! no manifest upstream, so one is made here, deterministically (sorted JSON keys, no
+//! timestamps), which keeps a rebuild from the same lock byte-identical: an ORAS-style artifact
+//! manifest per platform under an index whose entries carry the platform, or Helm's own chart
+//! manifest. Every blob is recorded once however many artifacts share it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bundle_spec::layout::{
+    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, EMPTY_CONFIG, EMPTY_CONFIG_MEDIA_TYPE, FILE_ARTIFACT_TYPE, FILE_LAYER_MEDIA_TYPE,
+    HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE, REF_NAME_ANNOTATION, TITLE_ANNOTATION,
+};
+use bundle_spec::platform::Platform;
+use bundle_spec::{Artifact, ArtifactKind, BlobFile, Sha256Digest};
+use oci_spec::image::{Descriptor, ImageIndex, ImageIndexBuilder, MediaType};
+use serde_json::json;
+
+use crate::cache::{Cache, CachedBlob};
+use crate::error::BuildError;
+use crate::resolve::image::ResolvedImage;
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// A file of a binary or file artifact, for one platform (or for all).
+#[derive(Debug, Clone)]
+pub struct PlatformFile {
+    /// The platform, for platform-specific files.
+    pub platform: Option<Platform>,
+    /// The file's name, as the layer's title.
+    pub file_name: String,
+    /// The file.
+    pub blob: CachedBlob,
+}
+
+/// The layout being assembled.
+#[derive(Debug)]
+pub struct Assembly {
+    cache: Cache,
+    blobs: BTreeMap<Sha256Digest, BlobFile>,
+    descriptors: Vec<Descriptor>,
+    artifacts: Vec<Artifact>,
+}
+
+impl Assembly {
+    /// An empty layout whose generated manifests are stored in `cache`.
+    pub fn new(cache: &Cache) -> Self {
+        Self { cache: cache.clone(), blobs: BTreeMap::new(), descriptors: Vec::new(), artifacts: Vec::new() }
+    }
+
+    fn blob(&mut self, blob: &CachedBlob) {
+        self.blobs.entry(blob.digest).or_insert_with(|| BlobFile { digest: blob.digest, size: blob.size, path: blob.path.clone() });
+    }
+
+    fn generated(&mut self, value: &serde_json::Value) -> Result<CachedBlob, BuildError> {
+        let bytes = serde_json::to_vec(value).map_err(|e| BuildError::Internal(format!("cannot serialise a manifest: {e}")))?;
+        let blob = self.cache.put_bytes(&bytes, None)?;
+        self.blob(&blob);
+        Ok(blob)
+    }
+
+    fn index_entry(&mut self, media_type: &str, blob: &CachedBlob, reference: &str) -> Result<(), BuildError> {
+        let digest: oci_spec::image::Digest = blob.digest.to_string().parse().map_err(|_| BuildError::Internal(format!("`{}` is not an OCI digest", blob.digest)))?;
+        let mut descriptor = Descriptor::new(MediaType::from(media_type), blob.size, digest);
+        descriptor.set_annotations(Some(HashMap::from([(REF_NAME_ANNOTATION.to_owned(), reference.to_owned())])));
+        self.descriptors.push(descriptor);
+        Ok(())
+    }
+
+    /// Adds an image (or a chart pulled from `oci://`) with the blobs fetched for it.
+    pub fn add_image(&mut self, kind: ArtifactKind, image: &ResolvedImage, fetched: &BTreeMap<Sha256Digest, CachedBlob>) -> Result<(), BuildError> {
+        let reference = image.source.name();
+        self.blob(&image.top_blob);
+        let top_blob = image.top_blob.clone();
+        self.index_entry(&image.top.media_type, &top_blob, &reference)?;
+        let r = &image.source.reference;
+        let name = format!("{}/{}", r.registry(), r.repository());
+        let version = r.tag().or(r.digest()).unwrap_or_default().to_owned();
+        for (platform, manifest, manifest_blob) in &image.manifests {
+            self.blob(manifest_blob);
+            let mut size = manifest_blob.size;
+            for needed in &manifest.blobs {
+                let blob = fetched.get(&needed.digest).ok_or_else(|| BuildError::Internal(format!("blob `{}` of `{reference}` was not fetched", needed.digest)))?;
+                self.blob(blob);
+                size += blob.size;
+            }
+            if manifest.digest != image.top.digest {
+                size += image.top_blob.size;
+            }
+            self.artifacts.push(Artifact {
+                kind,
+                name: name.clone(),
+                version: version.clone(),
+                platform: platform.as_ref().map(ToString::to_string),
+                reference: reference.clone(),
+                digest: manifest.digest,
+                size,
+                omitted_platforms: image.omitted_platforms.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds a binary or file: one ORAS-style artifact manifest per platform, under an index.
+    pub fn add_files(&mut self, kind: ArtifactKind, name: &str, version: &str, files: &[PlatformFile]) -> Result<(), BuildError> {
+        let (namespace, artifact_type) = match kind {
+            ArtifactKind::Binary => (ArtifactNamespace::Binaries, BINARY_ARTIFACT_TYPE),
+            _ => (ArtifactNamespace::Files, FILE_ARTIFACT_TYPE),
+        };
+        let reference = layout::artifact_reference(namespace, name, version)?;
+        let empty = self.cache.put_bytes(EMPTY_CONFIG, None)?;
+        self.blob(&empty);
+        let mut entries = Vec::new();
+        for file in files {
+            self.blob(&file.blob);
+            let manifest = json!({
+                "schemaVersion": 2,
+                "mediaType": OCI_MANIFEST,
+                "artifactType": artifact_type,
+                "config": descriptor_json(EMPTY_CONFIG_MEDIA_TYPE, &empty),
+                "layers": [{
+                    "mediaType": FILE_LAYER_MEDIA_TYPE,
+                    "digest": file.blob.digest.to_string(),
+                    "size": file.blob.size,
+                    "annotations": { TITLE_ANNOTATION: file.file_name },
+                }],
+            });
+            let blob = self.generated(&manifest)?;
+            let mut entry = descriptor_json(OCI_MANIFEST, &blob);
+            entry["artifactType"] = artifact_type.into();
+            if let Some(platform) = &file.platform {
+                entry["platform"] = platform_json(platform);
+            }
+            self.artifacts.push(Artifact {
+                kind,
+                name: name.to_owned(),
+                version: version.to_owned(),
+                platform: file.platform.as_ref().map(ToString::to_string),
+                reference: reference.clone(),
+                digest: blob.digest,
+                size: blob.size + file.blob.size + empty.size,
+                omitted_platforms: Vec::new(),
+            });
+            entries.push(entry);
+        }
+        let index = json!({ "schemaVersion": 2, "mediaType": OCI_INDEX, "artifactType": artifact_type, "manifests": entries });
+        let index_blob = self.generated(&index)?;
+        self.index_entry(OCI_INDEX, &index_blob, &reference)
+    }
+
+    /// Adds a chart from an HTTP repository with Helm's OCI media types.
+    pub fn add_chart(&mut self, name: &str, version: &str, config_json: &[u8], tgz: &CachedBlob) -> Result<(), BuildError> {
+        let reference = layout::artifact_reference(ArtifactNamespace::Charts, name, version)?;
+        let config = self.cache.put_bytes(config_json, None)?;
+        self.blob(&config);
+        self.blob(tgz);
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": descriptor_json(HELM_CONFIG_MEDIA_TYPE, &config),
+            "layers": [descriptor_json(HELM_CHART_MEDIA_TYPE, tgz)],
+        });
+        let blob = self.generated(&manifest)?;
+        self.index_entry(OCI_MANIFEST, &blob, &reference)?;
+        self.artifacts.push(Artifact {
+            kind: ArtifactKind::Chart,
+            name: name.to_owned(),
+            version: version.to_owned(),
+            platform: None,
+            reference,
+            digest: blob.digest,
+            size: blob.size + config.size + tgz.size,
+            omitted_platforms: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// The index, the blobs and the artifact list.
+    pub fn finish(mut self) -> Result<(ImageIndex, Vec<BlobFile>, Vec<Artifact>), BuildError> {
+        // Sorted by reference name, so the order of the manifest does not change the bytes.
+        self.descriptors.sort_by(|a, b| layout::ref_name(a).cmp(&layout::ref_name(b)));
+        let index = ImageIndexBuilder::default()
+            .schema_version(2u32)
+            .media_type(MediaType::ImageIndex)
+            .manifests(self.descriptors)
+            .build()
+            .map_err(|e| BuildError::Internal(format!("cannot build index.json: {e}")))?;
+        self.artifacts.sort_by(|a, b| (&a.reference, &a.platform).cmp(&(&b.reference, &b.platform)));
+        Ok((index, self.blobs.into_values().collect(), self.artifacts))
+    }
+
+    /// The size of all distinct blobs so far.
+    pub fn unique_size(&self) -> u64 {
+        self.blobs.values().map(|b| b.size).sum()
+    }
+}
+
+fn descriptor_json(media_type: &str, blob: &CachedBlob) -> serde_json::Value {
+    json!({ "mediaType": media_type, "digest": blob.digest.to_string(), "size": blob.size })
+}
+
+fn platform_json(platform: &Platform) -> serde_json::Value {
+    let mut value = json!({ "os": platform.os(), "architecture": platform.architecture() });
+    if let Some(variant) = platform.variant() {
+        value["variant"] = variant.into();
+    }
+    value
+}

@@ -1,0 +1,537 @@
+//! Tests of the version catalog: its data parses, carries the facts FACTS.md records, and every
+//! expansion is something a manifest could have said by hand.
+
+use std::collections::BTreeSet;
+
+use bundle_spec::manifest::{Manifest, PLACEHOLDERS};
+use oci_spec::distribution::Reference;
+
+use super::*;
+
+const RUNTIMES: [&str; 2] = ["containerd", "docker"];
+const CNIS: [&str; 4] = ["calico", "cilium", "flannel", "none"];
+
+/// A `spec.kubernetes` as the manifest parser makes it (its types cannot be built directly).
+fn kubernetes(version: &str, runtime: &str, cni: &str) -> Kubernetes {
+    let text = format!(
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata:\n  name: test\n\
+         spec:\n  kubernetes:\n    version: {version}\n    containerRuntime: {runtime}\n    cni: {cni}\n"
+    );
+    let manifest = Manifest::from_str_named(&text, "test.yaml").expect("valid manifest");
+    manifest
+        .spec()
+        .kubernetes
+        .clone()
+        .expect("has spec.kubernetes")
+}
+
+fn expand(version: &str, runtime: &str, cni: &str) -> Expansion {
+    Catalog::builtin()
+        .expand(&kubernetes(version, runtime, cni))
+        .unwrap_or_else(|error| panic!("{version} {runtime} {cni}: {error}"))
+}
+
+fn binary<'a>(expansion: &'a Expansion, name: &str) -> &'a CatalogBinary {
+    expansion
+        .binaries
+        .iter()
+        .find(|binary| binary.name == name)
+        .unwrap_or_else(|| panic!("{} has no binary `{name}`", expansion.kubernetes))
+}
+
+/// Every patch the catalog knows: `(version, minor's latest patch)` for each minor.
+fn every_version() -> Vec<String> {
+    let catalog = Catalog::builtin();
+    catalog
+        .data
+        .kubernetes
+        .iter()
+        .flat_map(|minor| {
+            (0..=minor.latest_patch).map(move |patch| format!("{}.{patch}", minor.minor))
+        })
+        .collect()
+}
+
+#[test]
+fn embedded_catalog_parses_and_passes_its_checks() {
+    Catalog::parse(CATALOG_YAML).expect("catalog.yaml is valid");
+    assert_eq!(
+        Catalog::builtin().minors(),
+        ["v1.29", "v1.30", "v1.31", "v1.32", "v1.33"]
+    );
+}
+
+/// `(version, pause, coredns, etcd)` as `kubeadm config images list` prints them, at the edges
+/// of every range in catalog.yaml. Sources: FACTS.md, "kubeadm image tags".
+const KUBEADM_TAGS: &[(&str, &str, &str, &str)] = &[
+    ("v1.29.0", "3.9", "v1.11.1", "3.5.10-0"),
+    ("v1.29.2", "3.9", "v1.11.1", "3.5.10-0"),
+    ("v1.29.3", "3.9", "v1.11.1", "3.5.12-0"),
+    ("v1.29.8", "3.9", "v1.11.1", "3.5.12-0"),
+    ("v1.29.9", "3.9", "v1.11.1", "3.5.15-0"),
+    ("v1.29.10", "3.9", "v1.11.1", "3.5.15-0"),
+    ("v1.29.11", "3.9", "v1.11.1", "3.5.16-0"),
+    ("v1.29.15", "3.9", "v1.11.1", "3.5.16-0"),
+    ("v1.30.0", "3.9", "v1.11.1", "3.5.12-0"),
+    ("v1.30.4", "3.9", "v1.11.1", "3.5.12-0"),
+    ("v1.30.5", "3.9", "v1.11.3", "3.5.15-0"),
+    ("v1.30.14", "3.9", "v1.11.3", "3.5.15-0"),
+    ("v1.31.0", "3.10", "v1.11.1", "3.5.15-0"),
+    ("v1.31.1", "3.10", "v1.11.3", "3.5.15-0"),
+    ("v1.31.4", "3.10", "v1.11.3", "3.5.15-0"),
+    ("v1.31.13", "3.10", "v1.11.3", "3.5.15-0"),
+    ("v1.31.14", "3.10", "v1.11.3", "3.5.24-0"),
+    ("v1.32.0", "3.10", "v1.11.3", "3.5.16-0"),
+    ("v1.32.9", "3.10", "v1.11.3", "3.5.16-0"),
+    ("v1.32.10", "3.10", "v1.11.3", "3.5.24-0"),
+    ("v1.32.13", "3.10", "v1.11.3", "3.5.24-0"),
+    ("v1.33.0", "3.10", "v1.12.0", "3.5.21-0"),
+    ("v1.33.5", "3.10", "v1.12.0", "3.5.21-0"),
+    ("v1.33.6", "3.10", "v1.12.0", "3.5.24-0"),
+    ("v1.33.13", "3.10", "v1.12.0", "3.5.24-0"),
+];
+
+#[test]
+fn kubeadm_image_tags_match_the_recorded_facts() {
+    for &(version, pause, coredns, etcd) in KUBEADM_TAGS {
+        let expansion = expand(version, "containerd", "none");
+        let images = &expansion.images;
+        for expected in [
+            format!("registry.k8s.io/kube-apiserver:{version}"),
+            format!("registry.k8s.io/kube-controller-manager:{version}"),
+            format!("registry.k8s.io/kube-scheduler:{version}"),
+            format!("registry.k8s.io/kube-proxy:{version}"),
+            format!("registry.k8s.io/pause:{pause}"),
+            format!("registry.k8s.io/coredns/coredns:{coredns}"),
+            format!("registry.k8s.io/etcd:{etcd}"),
+        ] {
+            assert!(
+                images.contains(&expected),
+                "{version}: missing {expected} in {images:?}"
+            );
+        }
+        // The etcd binary is the release the etcd image is built from.
+        let release = etcd.split('-').next().expect("has a release");
+        assert_eq!(
+            binary(&expansion, "etcd").version,
+            format!("v{release}"),
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn every_known_patch_expands_for_every_runtime_and_network_plugin() {
+    let containerd: BTreeSet<&str> = [
+        "kubeadm",
+        "kubelet",
+        "kubectl",
+        "containerd",
+        "runc",
+        "crictl",
+        "cni-plugins",
+        "etcd",
+        "helm",
+    ]
+    .into();
+    let docker: BTreeSet<&str> = [
+        "kubeadm",
+        "kubelet",
+        "kubectl",
+        "docker",
+        "cri-dockerd",
+        "crictl",
+        "cni-plugins",
+        "etcd",
+        "helm",
+    ]
+    .into();
+    for version in every_version() {
+        for runtime in RUNTIMES {
+            for cni in CNIS {
+                let expansion = expand(&version, runtime, cni);
+                assert_eq!(expansion.kubernetes, version);
+                let names: BTreeSet<&str> =
+                    expansion.binaries.iter().map(|b| b.name.as_str()).collect();
+                let expected = if runtime == "docker" {
+                    &docker
+                } else {
+                    &containerd
+                };
+                assert_eq!(&names, expected, "{version} {runtime}");
+                assert_eq!(
+                    names.len(),
+                    expansion.binaries.len(),
+                    "{version}: duplicate binary"
+                );
+
+                let unique: BTreeSet<&String> = expansion.images.iter().collect();
+                assert_eq!(
+                    unique.len(),
+                    expansion.images.len(),
+                    "{version} {cni}: duplicate image"
+                );
+                assert!(
+                    expansion
+                        .images
+                        .iter()
+                        .any(|image| image.starts_with("ghcr.io/kube-vip/kube-vip:")),
+                    "{version}: kube-vip is missing"
+                );
+                let chart = match cni {
+                    "calico" => Some("tigera-operator"),
+                    "cilium" => Some("cilium"),
+                    "flannel" => Some("flannel"),
+                    _ => None,
+                };
+                let charts: Vec<&str> = expansion.charts.iter().map(|c| c.name.as_str()).collect();
+                assert_eq!(
+                    charts,
+                    chart.into_iter().collect::<Vec<_>>(),
+                    "{version} {cni}"
+                );
+                // kube-* (4), pause, coredns, etcd, kube-vip: 8 images besides the plugin's.
+                if cni == "none" {
+                    assert_eq!(
+                        expansion.images.len(),
+                        8,
+                        "{version}: {:?}",
+                        expansion.images
+                    );
+                } else {
+                    assert!(
+                        expansion.images.len() > 8,
+                        "{version} {cni}: no plugin images"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn network_plugins_per_minor() {
+    // Which chart each minor installs; FACTS.md, "Network plugins", says why.
+    let expected = [
+        ("v1.29.15", "v3.29.4", "1.17.9"),
+        ("v1.30.14", "v3.29.4", "1.18.14"),
+        ("v1.31.14", "v3.30.5", "1.18.14"),
+        ("v1.32.13", "v3.30.5", "1.18.14"),
+        ("v1.33.13", "v3.30.5", "1.18.14"),
+    ];
+    for (version, calico, cilium) in expected {
+        let calico_expansion = expand(version, "containerd", "calico");
+        assert_eq!(calico_expansion.charts[0].version, calico, "{version}");
+        assert!(
+            calico_expansion
+                .images
+                .iter()
+                .any(|image| image == &format!("{}/calico/node:{calico}", calico_registry(calico))),
+            "{version}: {:?}",
+            calico_expansion.images
+        );
+        let cilium_expansion = expand(version, "containerd", "cilium");
+        assert_eq!(cilium_expansion.charts[0].version, cilium, "{version}");
+        assert!(
+            cilium_expansion
+                .images
+                .contains(&format!("quay.io/cilium/cilium:v{cilium}"))
+        );
+        assert!(
+            cilium_expansion
+                .images
+                .contains(&format!("quay.io/cilium/operator-generic:v{cilium}"))
+        );
+    }
+}
+
+/// Calico 3.29's operator pulls from docker.io, 3.30's release metadata names quay.io.
+fn calico_registry(version: &str) -> &'static str {
+    if version.starts_with("v3.29.") {
+        "docker.io"
+    } else {
+        "quay.io"
+    }
+}
+
+#[test]
+fn url_templates_use_only_the_manifest_placeholders() {
+    for binary in &Catalog::builtin().data.binaries {
+        for template in std::iter::once(&binary.url).chain(&binary.checksum_url) {
+            let mut rest = template.as_str();
+            while let Some(open) = rest.find('{') {
+                let close = rest[open..].find('}').expect("balanced braces") + open;
+                let name = &rest[open + 1..close];
+                assert!(
+                    PLACEHOLDERS.contains(&name),
+                    "`{template}` uses `{{{name}}}`"
+                );
+                rest = &rest[close + 1..];
+            }
+            assert!(!rest.contains('}'), "`{template}` has a stray brace");
+            assert!(
+                template.starts_with("https://"),
+                "`{template}` is not https"
+            );
+        }
+    }
+}
+
+/// The strongest check of the templates: every expansion, written out as a manifest's
+/// `spec.binaries`, passes the manifest parser (templates, names, versions, sha256 coverage of
+/// both platforms).
+#[test]
+fn expansions_are_valid_manifest_binaries() {
+    for minor in Catalog::builtin().minors() {
+        for runtime in RUNTIMES {
+            let expansion = expand(&format!("{minor}.0"), runtime, "calico");
+            let mut text = String::from(
+                "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata:\n  name: test\n\
+                 spec:\n  platforms: [linux/amd64, linux/arm64]\n  binaries:\n",
+            );
+            for binary in &expansion.binaries {
+                let _ = write!(
+                    text,
+                    "    - name: {}\n      version: \"{}\"\n      url: {}\n",
+                    binary.name, binary.version, binary.url
+                );
+                if let Some(checksum_url) = &binary.checksum_url {
+                    let _ = writeln!(text, "      checksumUrl: {checksum_url}");
+                } else {
+                    text.push_str("      sha256:\n");
+                    for (arch, hex) in &binary.sha256 {
+                        let _ = writeln!(text, "        {arch}: {hex}");
+                    }
+                }
+            }
+            let manifest = Manifest::from_str_named(&text, "expansion.yaml")
+                .unwrap_or_else(|error| panic!("{minor} {runtime}: {error}\n{text}"));
+            assert_eq!(manifest.spec().binaries.len(), expansion.binaries.len());
+        }
+    }
+}
+
+#[test]
+fn every_image_is_a_fully_qualified_tagged_reference() {
+    let mut seen = BTreeSet::new();
+    for version in every_version() {
+        for cni in CNIS {
+            seen.extend(expand(&version, "containerd", cni).images);
+        }
+    }
+    for image in &seen {
+        let reference: Reference = image
+            .parse()
+            .unwrap_or_else(|error| panic!("`{image}` does not parse: {error}"));
+        assert_eq!(&reference.whole(), image, "`{image}` is not in normal form");
+        assert!(reference.tag().is_some(), "`{image}` has no tag");
+        let registry = image.split('/').next().expect("has a registry");
+        assert!(
+            registry.contains('.') && registry == reference.registry(),
+            "`{image}` does not name its registry"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_minor_is_refused_naming_the_supported_ones() {
+    for version in ["v1.28.15", "v1.34.0", "v2.0.0"] {
+        let error = Catalog::builtin()
+            .expand(&kubernetes(version, "containerd", "calico"))
+            .expect_err(version);
+        assert!(
+            matches!(error, BuildError::KubernetesNotInCatalog { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains(&format!("`{version}`")), "{message}");
+        assert!(
+            message.contains("`v1.29`, `v1.30`, `v1.31`, `v1.32`, `v1.33`"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn a_patch_newer_than_the_catalog_is_refused() {
+    let error = Catalog::builtin()
+        .expand(&kubernetes("v1.31.15", "containerd", "calico"))
+        .expect_err("v1.31.15 is not in the catalog");
+    assert!(
+        matches!(error, BuildError::KubernetesPatchUnknown { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("`v1.31.15`") && message.contains("`v1.31.14`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn patch_releases_carry_their_own_version() {
+    let linux_amd64: Platform = "linux/amd64".parse().expect("platform");
+    for version in ["v1.31.0", "v1.31.9"] {
+        let expansion = expand(version, "containerd", "flannel");
+        assert_eq!(expansion.kubernetes, version);
+        for name in ["kubeadm", "kubelet", "kubectl"] {
+            let binary = binary(&expansion, name);
+            assert_eq!(binary.version, version);
+            assert_eq!(
+                binary.url_for(&linux_amd64),
+                format!("https://dl.k8s.io/release/{version}/bin/linux/amd64/{name}")
+            );
+            assert_eq!(
+                binary.checksum_url_for(&linux_amd64).as_deref(),
+                Some(
+                    format!("https://dl.k8s.io/release/{version}/bin/linux/amd64/{name}.sha256")
+                        .as_str()
+                )
+            );
+        }
+        assert!(
+            expansion
+                .images
+                .contains(&format!("registry.k8s.io/kube-proxy:{version}"))
+        );
+    }
+}
+
+#[test]
+fn docker_urls_spell_architectures_as_upstream_does() {
+    let expansion = expand("v1.30.14", "docker", "calico");
+    let docker = binary(&expansion, "docker");
+    let amd64: Platform = "linux/amd64".parse().expect("platform");
+    let arm64: Platform = "linux/arm64".parse().expect("platform");
+    assert_eq!(
+        docker.url_for(&amd64),
+        "https://download.docker.com/linux/static/stable/x86_64/docker-24.0.9.tgz"
+    );
+    assert_eq!(
+        docker.url_for(&arm64),
+        "https://download.docker.com/linux/static/stable/aarch64/docker-24.0.9.tgz"
+    );
+    assert_eq!(docker.checksum_url_for(&amd64), None);
+    assert_eq!(docker.sha256.keys().collect::<Vec<_>>(), ["amd64", "arm64"]);
+    // Everything else keeps Go's names.
+    let cri_dockerd = binary(&expansion, "cri-dockerd");
+    assert_eq!(
+        cri_dockerd.url_for(&arm64),
+        "https://github.com/Mirantis/cri-dockerd/releases/download/v0.3.10/cri-dockerd-0.3.10.arm64.tgz"
+    );
+    let containerd = binary(&expand("v1.30.14", "containerd", "none"), "containerd").clone();
+    assert_eq!(
+        containerd.url_for(&arm64),
+        "https://github.com/containerd/containerd/releases/download/v1.7.30/containerd-1.7.30-linux-arm64.tar.gz"
+    );
+}
+
+#[test]
+fn json_has_the_shape_the_lab_seeder_reads() {
+    let json = expand("v1.31.4", "containerd", "calico").to_json();
+    let object = json.as_object().expect("an object");
+    assert_eq!(
+        object.keys().collect::<Vec<_>>(),
+        ["binaries", "charts", "images", "kubernetes"]
+    );
+    assert_eq!(json["kubernetes"], "v1.31.4");
+    assert_eq!(
+        json["binaries"][0],
+        json!({
+            "name": "kubeadm",
+            "version": "v1.31.4",
+            "url": "https://dl.k8s.io/release/{version}/bin/{os}/{arch}/kubeadm",
+            "checksumUrl": "https://dl.k8s.io/release/{version}/bin/{os}/{arch}/kubeadm.sha256",
+        })
+    );
+    assert_eq!(json["images"][0], "registry.k8s.io/kube-apiserver:v1.31.4");
+    assert_eq!(
+        json["charts"],
+        json!([{"name": "tigera-operator", "version": "v3.30.5", "repo": "https://docs.tigera.io/calico/charts"}])
+    );
+
+    let docker = expand("v1.31.4", "docker", "none").to_json();
+    let pinned = docker["binaries"]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .find(|binary| binary["name"] == "docker")
+        .expect("docker is listed");
+    assert!(pinned.get("checksumUrl").is_none(), "{pinned}");
+    assert_eq!(
+        pinned["sha256"]["amd64"],
+        "692ecfc28333485d184f628b74c25b2894cee9495a51a5418ba60ef95bf733ca"
+    );
+    assert_eq!(
+        pinned["archNames"],
+        json!({"amd64": "x86_64", "arm64": "aarch64"})
+    );
+    assert_eq!(docker["charts"], json!([]));
+}
+
+#[test]
+fn text_rendering_lists_everything() {
+    let expansion = expand("v1.32.4", "docker", "cilium");
+    let text = expansion.render_text();
+    assert!(
+        text.starts_with("Kubernetes v1.32.4: 9 binaries,"),
+        "{text}"
+    );
+    for binary in &expansion.binaries {
+        assert!(text.contains(&binary.name), "{text}");
+    }
+    for image in &expansion.images {
+        assert!(text.contains(image.as_str()), "{text}");
+    }
+    assert!(text.contains("pinned sha256 (amd64, arm64)"), "{text}");
+    assert!(
+        text.contains("[{arch}: amd64=x86_64, arm64=aarch64]"),
+        "{text}"
+    );
+    assert!(text.contains("https://helm.cilium.io"), "{text}");
+    assert!(
+        text.lines().all(|line| line == line.trim_end()),
+        "trailing spaces:\n{text}"
+    );
+    let none = expand("v1.32.4", "containerd", "none").render_text();
+    assert!(none.contains("CHARTS\n  (none)\n"), "{none}");
+}
+
+#[test]
+fn etcd_image_tags_name_their_release() {
+    assert_eq!(etcd_release("3.5.15-0"), "v3.5.15");
+    assert_eq!(etcd_release("3.6.1-1"), "v3.6.1");
+    assert_eq!(etcd_release("3.5.24"), "v3.5.24");
+}
+
+#[test]
+fn inconsistent_data_is_rejected() {
+    let cases = [
+        // Unknown field.
+        ("latestPatch: 15", "latestPatch: 15\n    latest: 15"),
+        // A kubeadm range with a gap.
+        ("patches: [3, 8]", "patches: [4, 8]"),
+        // Ranges that stop short of latestPatch.
+        (
+            "latestPatch: 14\n    kubeadm:\n      - {patches: [0, 4]",
+            "latestPatch: 15\n    kubeadm:\n      - {patches: [0, 4]",
+        ),
+        // A component with no pinned sha256.
+        (
+            "      cri-dockerd: 0.3.10\n      crictl: v1.29.0",
+            "      cri-dockerd: 0.3.11\n      crictl: v1.29.0",
+        ),
+        // A network plugin that is not defined.
+        ("cilium: cilium-v1.17,", "cilium: cilium-v1.16,"),
+        // Minors out of order.
+        ("minor: v1.30", "minor: v1.28"),
+    ];
+    for (from, to) in cases {
+        assert!(
+            CATALOG_YAML.contains(from),
+            "test case does not apply: {from}"
+        );
+        let broken = CATALOG_YAML.replacen(from, to, 1);
+        assert!(Catalog::parse(&broken).is_err(), "accepted: {to}");
+    }
+}

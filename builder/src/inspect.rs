@@ -1,0 +1,69 @@
+//! `kk-bundle inspect`: what a bundle holds, read from its header through the seek table —
+//! without decompressing the blobs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use bundle_spec::Bundle;
+use serde_json::json;
+
+use crate::error::BuildError;
+
+/// The bundle's header as JSON: identity, versions, sizes, artifacts, and the lock.
+pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BuildError> {
+    let bundle = Bundle::open(path)?;
+    let d = bundle.description();
+    Ok(json!({
+        "path": path.display().to_string(),
+        "identity": bundle.identity().to_string(),
+        "formatVersion": d.format_version.to_string(),
+        "builder": d.builder,
+        "created": d.created.to_string(),
+        "size": bundle.size(),
+        "contentSize": bundle.content_size(),
+        "frames": bundle.frame_count(),
+        "members": bundle.checksums().len() + 1,
+        "manifest": d.manifest.name,
+        "artifacts": d.artifacts,
+        "lock": d.lock,
+    }))
+}
+
+/// The bundle's header as a table for people.
+pub fn inspect_text(path: &Path) -> Result<String, BuildError> {
+    let bundle = Bundle::open(path)?;
+    let d = bundle.description();
+    let mut out = String::new();
+    let size = |bytes: u64| bytesize::ByteSize(bytes).to_string();
+    let _ = writeln!(out, "bundle    {}", path.display());
+    let _ = writeln!(out, "identity  {}", bundle.identity());
+    let _ = writeln!(out, "format    {}   built by {} {} at {}", d.format_version, d.builder.name, d.builder.version, d.created);
+    let _ = writeln!(
+        out,
+        "size      {} compressed, {} of content, {} members in {} frames",
+        size(bundle.size()),
+        size(bundle.content_size()),
+        bundle.checksums().len() + 1,
+        bundle.frame_count()
+    );
+    if bundle.is_newer_minor() {
+        let _ = writeln!(out, "note      format {} is newer than this kk-bundle knows; some details may not be shown", d.format_version);
+    }
+    let _ = writeln!(out, "\n{:<7} {:<52} {:<14} {:>10}  {}", "KIND", "REFERENCE", "PLATFORM", "SIZE", "DIGEST");
+    for artifact in &d.artifacts {
+        let digest = artifact.digest.to_string();
+        let _ = writeln!(
+            out,
+            "{:<7} {:<52} {:<14} {:>10}  {}",
+            artifact.kind.to_string(),
+            artifact.reference,
+            artifact.platform.as_deref().unwrap_or("-"),
+            size(artifact.size),
+            &digest[..19.min(digest.len())]
+        );
+        if !artifact.omitted_platforms.is_empty() {
+            let _ = writeln!(out, "{:<7} {:<52} (left out: {})", "", "", artifact.omitted_platforms.join(", "));
+        }
+    }
+    Ok(out)
+}

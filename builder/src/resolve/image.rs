@@ -1,1 +1,0 @@
-//! Images through the OCI distribution API.

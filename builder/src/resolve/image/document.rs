@@ -1,0 +1,149 @@
+//! Reading just enough of a manifest or index to know what it references.
+
+use std::path::Path;
+
+use bundle_spec::Sha256Digest;
+use bundle_spec::platform::Platform;
+use serde::Deserialize;
+
+use crate::error::BuildError;
+
+/// A blob a document references.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobRef {
+    /// Its media type.
+    pub media_type: String,
+    /// Its digest.
+    pub digest: Sha256Digest,
+    /// Its size.
+    pub size: u64,
+}
+
+/// A manifest or an index, with its digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// The digest of the document's bytes.
+    pub digest: Sha256Digest,
+    /// Its size.
+    pub size: u64,
+    /// Its media type (from the document itself).
+    pub media_type: String,
+    /// For an index: its entries and their platforms.
+    pub entries: Vec<(Option<Platform>, BlobRef)>,
+    /// For a manifest: its config.
+    pub config: Option<BlobRef>,
+    /// For a manifest: config and layers, in order.
+    pub blobs: Vec<BlobRef>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Raw {
+    schema_version: Option<u32>,
+    media_type: Option<String>,
+    manifests: Option<Vec<RawDescriptor>>,
+    config: Option<RawDescriptor>,
+    layers: Option<Vec<RawDescriptor>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawDescriptor {
+    media_type: String,
+    digest: String,
+    size: u64,
+    platform: Option<oci_spec::image::Platform>,
+}
+
+impl RawDescriptor {
+    fn blob(&self) -> Result<BlobRef, String> {
+        let digest = self.digest.parse().map_err(|_| format!("`{}` is not a sha256 digest", self.digest))?;
+        Ok(BlobRef { media_type: self.media_type.clone(), digest, size: self.size })
+    }
+}
+
+impl Document {
+    /// Parses `bytes`, whose digest is `digest`.
+    pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, String> {
+        let raw: Raw = serde_json::from_slice(bytes).map_err(|e| format!("not a manifest or index: {e}"))?;
+        if raw.schema_version != Some(2) {
+            return Err("only schemaVersion 2 manifests are supported (Docker schema 1 is not)".into());
+        }
+        let is_index = raw.manifests.is_some();
+        let media_type = raw.media_type.clone().unwrap_or_else(|| {
+            // OCI allows omitting mediaType; the shape says which it is.
+            if is_index { "application/vnd.oci.image.index.v1+json" } else { "application/vnd.oci.image.manifest.v1+json" }.to_owned()
+        });
+        let entries = raw
+            .manifests
+            .iter()
+            .flatten()
+            .map(|d| Ok((d.platform.as_ref().map(Platform::from_oci), d.blob()?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        let config = raw.config.as_ref().map(RawDescriptor::blob).transpose()?;
+        let mut blobs: Vec<BlobRef> = config.iter().cloned().collect();
+        for layer in raw.layers.iter().flatten() {
+            blobs.push(layer.blob()?);
+        }
+        Ok(Self { digest, size: bytes.len() as u64, media_type, entries, config, blobs })
+    }
+
+    /// Whether this is an index (OCI index or Docker manifest list).
+    pub fn is_index(&self) -> bool {
+        self.media_type.ends_with("index.v1+json") || self.media_type.ends_with("manifest.list.v2+json")
+    }
+
+    /// The platforms an index offers, as `os/arch[/variant]`; attestation entries
+    /// (`unknown/unknown`) are not platforms.
+    pub fn platforms(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter_map(|(p, _)| p.as_ref())
+            .map(ToString::to_string)
+            .filter(|p| !p.starts_with("unknown"))
+            .collect()
+    }
+}
+
+/// The platform an image config declares (`os`, `architecture`, `variant`), if it declares one.
+pub(super) fn config_platform(path: &Path) -> Result<Option<Platform>, BuildError> {
+    #[derive(Deserialize)]
+    struct Config {
+        os: Option<String>,
+        architecture: Option<String>,
+        variant: Option<String>,
+    }
+    let bytes = std::fs::read(path).map_err(|source| BuildError::File { path: path.to_owned(), source })?;
+    // Helm configs and artifact configs are not image configs: no platform to check.
+    let Ok(config) = serde_json::from_slice::<Config>(&bytes) else { return Ok(None) };
+    let (Some(os), Some(arch)) = (config.os, config.architecture) else { return Ok(None) };
+    let text = match config.variant {
+        Some(variant) => format!("{os}/{arch}/{variant}"),
+        None => format!("{os}/{arch}"),
+    };
+    Ok(text.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_indexes_and_manifests() {
+        let d = Sha256Digest::of(b"x");
+        let index = format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{d}","size":5,"platform":{{"os":"linux","architecture":"arm64","variant":"v8"}}}},{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{d}","size":5,"platform":{{"os":"unknown","architecture":"unknown"}}}}]}}"#
+        );
+        let doc = Document::parse(index.as_bytes(), d).unwrap();
+        assert!(doc.is_index());
+        assert_eq!(doc.platforms(), vec!["linux/arm64".to_owned()]);
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","config":{{"mediaType":"c","digest":"{d}","size":1}},"layers":[{{"mediaType":"l","digest":"{d}","size":2}}]}}"#
+        );
+        let doc = Document::parse(manifest.as_bytes(), d).unwrap();
+        assert!(!doc.is_index());
+        assert_eq!(doc.blobs.len(), 2);
+        assert!(Document::parse(br#"{"schemaVersion":1}"#, d).unwrap_err().contains("schema 1"));
+        assert!(Document::parse(b"<html>", d).is_err());
+    }
+}

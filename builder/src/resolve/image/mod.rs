@@ -1,0 +1,267 @@
+//! Images through the OCI distribution API (oci-client), kept byte for byte.
+//!
+//! A reference resolves to the digest of whatever its tag names upstream — a manifest or an
+//! index — and that document is stored exactly as served, so every digest pin keeps working. For
+//! an index, only the manifests of the requested platforms are fetched, with their configs and
+//! layers; the index itself is not rewritten, and the platforms it offers beyond the requested
+//! ones are recorded as omitted. A requested platform the image does not have is an error, unless
+//! the caller allows missing platforms.
+
+mod access;
+mod document;
+
+use std::collections::BTreeSet;
+
+use bundle_spec::Sha256Digest;
+use bundle_spec::lock::LockedImage;
+use bundle_spec::platform::Platform;
+use futures_util::StreamExt as _;
+use oci_client::Reference;
+use oci_client::client::BlobResponse;
+
+pub use access::RegistryAccess;
+pub use document::{BlobRef, Document};
+
+use crate::cache::{Cache, CachedBlob};
+use crate::error::BuildError;
+
+/// The media types a build accepts for manifests and indexes.
+pub const MANIFEST_MEDIA_TYPES: &[&str] = &[
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+];
+
+/// An image to resolve: its reference as the user wrote it and fully qualified.
+#[derive(Debug, Clone)]
+pub struct ImageSource {
+    /// Fully qualified, e.g. `docker.io/library/busybox:1.36`.
+    pub reference: Reference,
+    /// As written in the manifest (or the catalog), for messages.
+    pub written: String,
+}
+
+impl ImageSource {
+    /// Parses a reference; it must name a tag or a digest.
+    pub fn parse(text: &str) -> Result<Self, BuildError> {
+        let reference: Reference = text.parse().map_err(|e: oci_client::ParseError| BuildError::ImageReference {
+            reference: text.to_owned(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self { reference, written: text.to_owned() })
+    }
+
+    /// The reference in the form `index.json` names it: registry/repository, then `:tag`,
+    /// `@digest`, or both.
+    pub fn name(&self) -> String {
+        let r = &self.reference;
+        let mut name = format!("{}/{}", r.registry(), r.repository());
+        if let Some(tag) = r.tag() {
+            name.push(':');
+            name.push_str(tag);
+        }
+        if let Some(digest) = r.digest() {
+            name.push('@');
+            name.push_str(digest);
+        }
+        name
+    }
+}
+
+/// An image resolved to exact documents, its manifests already in the cache.
+#[derive(Debug, Clone)]
+pub struct ResolvedImage {
+    /// What was asked for.
+    pub source: ImageSource,
+    /// The top document (manifest or index) as stored.
+    pub top: Document,
+    /// The top document's blob in the cache.
+    pub top_blob: CachedBlob,
+    /// The platform manifests included (for a single manifest: the top one).
+    pub manifests: Vec<(Option<Platform>, Document, CachedBlob)>,
+    /// The configs and layers still to fetch, deduplicated.
+    pub blobs: Vec<BlobRef>,
+    /// Platforms the upstream index offers that were left out.
+    pub omitted_platforms: Vec<String>,
+}
+
+impl ResolvedImage {
+    /// The lock entry for this image.
+    pub fn locked(&self) -> LockedImage {
+        LockedImage {
+            reference: self.source.name(),
+            digest: self.top.digest,
+            media_type: self.top.media_type.clone(),
+        }
+    }
+}
+
+/// What a resolution may do.
+#[derive(Debug, Clone, Copy)]
+pub struct ResolveOptions<'a> {
+    /// The platforms wanted.
+    pub platforms: &'a [Platform],
+    /// Warn instead of failing when a wanted platform is missing.
+    pub allow_missing_platforms: bool,
+}
+
+/// Resolves `source`: the top document (by the locked digest, if any, after checking the tag
+/// still points at it), then the manifests of the wanted platforms.
+pub async fn resolve_image(
+    access: &RegistryAccess,
+    cache: &Cache,
+    source: &ImageSource,
+    locked: Option<&LockedImage>,
+    options: ResolveOptions<'_>,
+) -> Result<ResolvedImage, BuildError> {
+    let fetch = access.fetch_reference(&source.reference);
+    let (top, top_blob) = pull_document(access, cache, source, &fetch).await?;
+    if let Some(pin) = source.reference.digest() {
+        if pin != top.digest.to_string() {
+            return Err(BuildError::ManifestDigest { reference: source.name(), expected: pin.to_owned(), actual: top.digest });
+        }
+    }
+    if let Some(locked) = locked
+        && locked.digest != top.digest
+    {
+        return Err(BuildError::Drift { reference: source.name(), locked: locked.digest, current: top.digest });
+    }
+    let mut manifests = Vec::new();
+    let mut omitted = Vec::new();
+    if top.is_index() {
+        let (chosen, left_out) = choose_platforms(source, &top, options)?;
+        omitted = left_out;
+        for (platform, entry) in chosen {
+            let by_digest = Reference::with_digest(fetch.registry().to_owned(), fetch.repository().to_owned(), entry.digest.to_string());
+            let (document, blob) = pull_document(access, cache, source, &by_digest).await?;
+            if document.digest != entry.digest {
+                return Err(BuildError::ManifestDigest { reference: source.name(), expected: entry.digest.to_string(), actual: document.digest });
+            }
+            manifests.push((Some(platform), document, blob));
+        }
+    } else {
+        let platform = check_single_platform(access, cache, source, &fetch, &top, options).await?;
+        manifests.push((platform, top.clone(), top_blob.clone()));
+    }
+    let mut seen = BTreeSet::new();
+    let blobs = manifests
+        .iter()
+        .flat_map(|(_, document, _)| document.blobs.iter().cloned())
+        .filter(|blob| seen.insert(blob.digest))
+        .collect();
+    Ok(ResolvedImage { source: source.clone(), top, top_blob, manifests, blobs, omitted_platforms: omitted })
+}
+
+/// The index entries for the wanted platforms, and the platforms left out.
+fn choose_platforms(
+    source: &ImageSource,
+    index: &Document,
+    options: ResolveOptions<'_>,
+) -> Result<(Vec<(Platform, BlobRef)>, Vec<String>), BuildError> {
+    let mut chosen = Vec::new();
+    for wanted in options.platforms {
+        match index.entries.iter().find(|(platform, _)| platform.as_ref().is_some_and(|p| wanted.matches(p))) {
+            Some((_, entry)) => chosen.push((wanted.clone(), entry.clone())),
+            None => missing_platform(source, wanted, &index.platforms(), options)?,
+        }
+    }
+    let omitted = index
+        .platforms()
+        .into_iter()
+        .filter(|offered| !options.platforms.iter().any(|wanted| wanted.to_string() == *offered || offered.parse::<Platform>().is_ok_and(|p| wanted.matches(&p))))
+        .collect();
+    Ok((chosen, omitted))
+}
+
+fn missing_platform(source: &ImageSource, wanted: &Platform, available: &[String], options: ResolveOptions<'_>) -> Result<(), BuildError> {
+    let error = BuildError::PlatformMissing { reference: source.name(), platform: wanted.to_string(), available: available.join(", ") };
+    if options.allow_missing_platforms {
+        tracing::warn!("{error}");
+        return Ok(());
+    }
+    Err(error)
+}
+
+/// A single-platform image must be of a wanted platform: its config says which it is (charts
+/// and other artifacts have configs without a platform, and no platform to check).
+async fn check_single_platform(
+    access: &RegistryAccess,
+    cache: &Cache,
+    source: &ImageSource,
+    fetch: &Reference,
+    manifest: &Document,
+    options: ResolveOptions<'_>,
+) -> Result<Option<Platform>, BuildError> {
+    let Some(config) = manifest.config.as_ref() else { return Ok(None) };
+    let blob = fetch_blob(access, cache, source, fetch, config, &|_, _| {}).await?;
+    let Some(platform) = document::config_platform(&blob.path)? else { return Ok(None) };
+    for wanted in options.platforms {
+        if !wanted.matches(&platform) {
+            missing_platform(source, wanted, &[platform.to_string()], options)?;
+        }
+    }
+    Ok(Some(platform))
+}
+
+/// Pulls a manifest or index exactly as served and stores it in the cache.
+async fn pull_document(
+    access: &RegistryAccess,
+    cache: &Cache,
+    source: &ImageSource,
+    fetch: &Reference,
+) -> Result<(Document, CachedBlob), BuildError> {
+    let client = access.client(fetch)?;
+    let auth = access.auth(fetch)?;
+    let (bytes, _header_digest) = client
+        .pull_manifest_raw(fetch, &auth, MANIFEST_MEDIA_TYPES)
+        .await
+        .map_err(|e| BuildError::Registry { reference: source.name(), fetched: fetch.whole(), source: Box::new(e) })?;
+    let digest = Sha256Digest::of(&bytes);
+    let document = Document::parse(&bytes, digest).map_err(|reason| BuildError::InvalidManifest { reference: source.name(), reason })?;
+    let blob = cache.put_bytes(&bytes, Some(digest))?;
+    Ok((document, blob))
+}
+
+/// Fetches one config or layer into the cache, resuming a partial download, verified by digest.
+pub async fn fetch_blob(
+    access: &RegistryAccess,
+    cache: &Cache,
+    source: &ImageSource,
+    fetch: &Reference,
+    blob: &BlobRef,
+    progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
+) -> Result<CachedBlob, BuildError> {
+    if let Some(hit) = cache.get(&blob.digest)? {
+        progress(hit.size, Some(hit.size));
+        return Ok(hit);
+    }
+    let client = access.client(fetch)?;
+    let auth = access.auth(fetch)?;
+    let registry_error = |e: oci_client::errors::OciDistributionError| BuildError::Registry {
+        reference: source.name(),
+        fetched: format!("{}@{}", fetch.whole(), blob.digest),
+        source: Box::new(e),
+    };
+    client.store_auth_if_needed(fetch.resolve_registry(), &auth).await;
+    let key = format!("oci/{}", blob.digest.hex());
+    let mut download = cache.begin(&key, Some(blob.digest))?;
+    let digest = blob.digest.to_string();
+    let response = client
+        .pull_blob_stream_partial(fetch, digest.as_str(), download.offset(), None)
+        .await
+        .map_err(registry_error)?;
+    let mut stream = match response {
+        BlobResponse::Full(stream) => {
+            download.restart()?;
+            stream.stream
+        }
+        BlobResponse::Partial(stream) => stream.stream,
+    };
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| BuildError::Transfer { what: format!("{} blob {}", source.name(), blob.digest), source: e })?;
+        download.write(&chunk)?;
+        progress(download.offset(), Some(blob.size));
+    }
+    download.finish(&format!("blob `{}` of `{}`", blob.digest, source.name()))
+}

@@ -1,0 +1,104 @@
+//! Everything a build fetches: the manifest's own entries plus what the catalog expands
+//! `spec.kubernetes` into.
+//!
+//! The catalog's expansion is turned into a manifest of its own and parsed by the same parser as
+//! the user's file, so catalog entries pass exactly the same validation (URL templates, image
+//! references, checksum sources). Where the user's manifest names the same binary, chart or image
+//! as the catalog, the user's entry wins: that is how a catalog version is overridden.
+
+use std::collections::BTreeSet;
+
+use bundle_spec::manifest::{Binary, Chart, ChartSource, Manifest};
+use serde_json::json;
+
+use crate::catalog::Expansion;
+use crate::error::BuildError;
+use crate::resolve::image::ImageSource;
+
+/// The sources of a build.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// Container images.
+    pub images: Vec<ImageSource>,
+    /// Helm charts stored in registries (`oci://`), fetched like images.
+    pub oci_charts: Vec<ImageSource>,
+    /// Binaries.
+    pub binaries: Vec<Binary>,
+    /// Helm charts from HTTP repositories.
+    pub http_charts: Vec<Chart>,
+}
+
+impl Sources {
+    /// The manifest's entries, then the catalog's that the manifest does not override.
+    pub fn collect(manifest: &Manifest, expansion: Option<&Expansion>) -> Result<Self, BuildError> {
+        let mut sources = Self::default();
+        sources.add(manifest)?;
+        if let Some(expansion) = expansion {
+            sources.add(&catalog_manifest(manifest, expansion)?)?;
+        }
+        Ok(sources)
+    }
+
+    fn add(&mut self, manifest: &Manifest) -> Result<(), BuildError> {
+        let spec = manifest.spec();
+        let mut names: BTreeSet<String> = self.images.iter().map(ImageSource::name).collect();
+        for image in &spec.images {
+            let source = ImageSource::parse(&image.normalized)?;
+            if names.insert(source.name()) {
+                self.images.push(source);
+            }
+        }
+        for binary in &spec.binaries {
+            if !self.binaries.iter().any(|b| b.name == binary.name) {
+                self.binaries.push(binary.clone());
+            }
+        }
+        for chart in &spec.charts {
+            let known = self.http_charts.iter().any(|c| c.name == chart.name)
+                || self.oci_charts.iter().any(|c| c.reference.repository().rsplit('/').next() == Some(chart.name.as_str()));
+            if known {
+                continue;
+            }
+            match &chart.source {
+                ChartSource::Repository(_) => self.http_charts.push(chart.clone()),
+                ChartSource::Oci(url) => self.oci_charts.push(oci_chart_source(url, &chart.version)?),
+                other => return Err(BuildError::Internal(format!("chart source `{other:?}` is not supported by this kk-bundle"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `oci://host/path/name` at `version` as an image reference; Helm tags replace `+` by `_`.
+fn oci_chart_source(url: &str, version: &str) -> Result<ImageSource, BuildError> {
+    let location = url.trim_start_matches("oci://").trim_end_matches('/');
+    ImageSource::parse(&format!("{location}:{}", version.replace('+', "_")))
+}
+
+/// The catalog's expansion as a manifest, for the manifest parser to validate.
+fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, BuildError> {
+    let platforms: Vec<String> = user.spec().platforms.iter().map(ToString::to_string).collect();
+    let binaries: Vec<serde_json::Value> = expansion
+        .binaries
+        .iter()
+        .map(|b| {
+            let mut entry = json!({ "name": b.name, "version": b.version, "url": b.url });
+            match &b.checksum_url {
+                Some(url) => entry["checksumUrl"] = url.clone().into(),
+                None => entry["sha256"] = json!(b.sha256),
+            }
+            entry
+        })
+        .collect();
+    let charts: Vec<serde_json::Value> =
+        expansion.charts.iter().map(|c| json!({ "name": c.name, "version": c.version, "repo": c.repo })).collect();
+    let document = json!({
+        "apiVersion": bundle_spec::manifest::API_VERSION,
+        "kind": bundle_spec::manifest::KIND,
+        "metadata": { "name": "catalog" },
+        "spec": { "platforms": platforms, "images": expansion.images, "binaries": binaries, "charts": charts },
+    });
+    // JSON is YAML, so the manifest parser reads it as it is.
+    let text = serde_json::to_string_pretty(&document).map_err(|e| BuildError::Internal(format!("cannot render the catalog: {e}")))?;
+    Ok(Manifest::from_str_named(&text, &format!("catalog {}", expansion.kubernetes))?)
+}

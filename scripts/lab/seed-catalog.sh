@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Seeds the running upstream lab with stand-ins for everything a catalog names, so that
+# `kk-bundle build` of a manifest with `spec.kubernetes` can run against the lab:
+#
+#   scripts/lab/seed-catalog.sh [--force] CATALOG_JSON
+#
+# CATALOG_JSON is what `kk-bundle catalog v1.31.4 --output json` prints:
+#   {"kubernetes": "v1.31.4",
+#    "binaries": [{"name": "kubeadm", "version": "v1.31.4",
+#                  "url": "https://dl.k8s.io/release/{version}/bin/{os}/{arch}/kubeadm",
+#                  "checksumUrl": "https://dl.k8s.io/release/{version}/bin/{os}/{arch}/kubeadm.sha256"}, ...],
+#    "images": ["registry.k8s.io/kube-apiserver:v1.31.4", ...],
+#    "charts": [{"name": "tigera-operator", "version": "v3.28.0", "repo": "https://docs.tigera.io/calico/charts"}]}
+# (a binary has `checksumUrl` or `sha256` {arch: hex}; example: scripts/lab/testdata/catalog-sample.json).
+#
+# For linux/amd64 and linux/arm64 (override: LAB_PLATFORMS="linux/amd64 ..."):
+# - binaries: `https://HOST/PATH` is served as `$KK_LAB_HTTP/HOST/PATH` (file under $LAB_DIR/http/HOST/PATH),
+#   made by scripts/lab/catalog.py (real Debian etcd/containerd/runc/CNI bytes and real helm shaped like
+#   upstream's artifacts, stand-in scripts for the rest), plus the checksum files the catalog names;
+# - images: a busybox-based stand-in (amd64 + arm64 index) at the reference's path without its host
+#   (`registry.k8s.io/coredns/coredns:v1.11.3` -> `$KK_LAB_REGISTRY/coredns/coredns:v1.11.3`,
+#   `docker.io/calico/node:v3.28.0` -> `calico/node:v3.28.0`); digest-pinned references are skipped;
+# - charts: a stand-in chart with that name and version in a Helm HTTP repository at the repo URL's
+#   mapped path (`$LAB_DIR/http/docs.tigera.io/calico/charts/` + index.yaml with absolute URLs under
+#   `$KK_LAB_HTTP/docs.tigera.io/calico/charts`), or pushed to the lab registry for `oci:` charts.
+# What exists already is kept (--force remakes it). A record of what was seeded, with file digests,
+# goes to $LAB_DIR/seeded/<catalog file name>.
+set -euo pipefail
+
+# shellcheck source=scripts/lab/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+LAB_LOG_NAME=seed-catalog
+
+force=""
+if [ "${1:-}" = --force ]; then force=--force; shift; fi
+[ $# -eq 1 ] || lab_die "usage: $0 [--force] CATALOG_JSON"
+catalog=$1
+[ -f "$catalog" ] || lab_die "catalog file $catalog does not exist"
+catalog=$(cd "$(dirname "$catalog")" && pwd)/$(basename "$catalog")
+
+lab_init_dir
+lab_require skopeo umoci curl tar gzip
+lab_load_env
+[ "$(lab_http_code "http://$KK_LAB_REGISTRY/v2/")" = 200 ] || lab_die "the lab registry $KK_LAB_REGISTRY does not answer: run scripts/lab/upstream.sh up"
+[ "$(lab_http_code "$KK_LAB_HTTP/")" != 000 ] || lab_die "the lab file server $KK_LAB_HTTP does not answer: run scripts/lab/upstream.sh up"
+HELM=$KK_LAB_HELM
+[ -x "$HELM" ] || lab_die "KK_LAB_HELM ($HELM) is not executable"
+BUSYBOX_ARM64=$(bash "$LAB_SCRIPTS/tools.sh" busybox-arm64)
+
+work=$LAB_DIR/work/catalog
+mkdir -p "$work" "$LAB_DIR/seeded"
+platform_args=()
+for platform in ${LAB_PLATFORMS:-linux/amd64 linux/arm64}; do platform_args+=(--platform "$platform"); done
+
+started=$(date +%s.%N)
+"$PYTHON" "$LAB_SCRIPTS/catalog.py" --lab-dir "$LAB_DIR" --lab-http "$KK_LAB_HTTP" --catalog "$catalog" \
+  --plan "$work/plan.tsv" --record "$LAB_DIR/seeded/$(basename "$catalog")" --helm "$HELM" \
+  "${platform_args[@]}" $force
+
+# Stand-in images: the lab's busybox base for both architectures with a command naming the image,
+# so each reference gets its own digest.
+layout=$LAB_DIR/work/oci
+lab_base_layout "$layout"
+images=0 image_skipped=0
+n=0
+while IFS=$'\t' read -r kind ref path tag; do
+  [ "$kind" = image ] || continue
+  n=$((n + 1))
+  if [ -z "$force" ] && lab_registry_has "$path" "$tag"; then image_skipped=$((image_skipped + 1)); continue; fi
+  for arch in amd64 arm64; do
+    lab_image_variant "$layout" "$arch" "standin-$n-$arch" "$ref stand-in from the kk lab ($arch)"
+  done
+  lab_image_index "$layout" "standin-$n" "standin-$n-amd64=amd64" "standin-$n-arm64=arm64"
+  lab_push --all "oci:$layout:standin-$n" "docker://$KK_LAB_REGISTRY/$path:$tag"
+  images=$((images + 1))
+done < "$work/plan.tsv"
+umoci gc --layout "$layout"
+
+# Stand-in charts.
+make_chart() { # NAME VERSION DIR: packages a minimal chart into DIR (kept if there already)
+  local name=$1 version=$2 dest=$3 src
+  [ -z "$force" ] && [ -f "$dest/$name-$version.tgz" ] && return 0
+  src=$work/charts/$name-$version/$name
+  rm -rf "$src"; mkdir -p "$src/templates" "$dest"
+  cat > "$src/Chart.yaml" <<EOF
+apiVersion: v2
+name: $name
+version: $version
+appVersion: "$version"
+description: kk lab stand-in for the $name chart $version
+type: application
+EOF
+  printf 'message: stand-in for %s %s\n' "$name" "$version" > "$src/values.yaml"
+  cat > "$src/templates/configmap.yaml" <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-{{ .Chart.Name }}
+data:
+  message: {{ .Values.message | quote }}
+EOF
+  "$HELM" package "$src" --destination "$dest" >/dev/null || lab_die "helm package $name $version failed"
+}
+charts=0
+declare -A reindex=()
+while IFS=$'\t' read -r kind name version where; do
+  case "$kind" in
+    chart-repo)
+      make_chart "$name" "$version" "$LAB_DIR/http/$where"
+      reindex[$where]=1
+      charts=$((charts + 1))
+      ;;
+    chart-oci)
+      repo=$where${where:+/}$name
+      if [ -n "$force" ] || ! lab_registry_has "$repo" "$version"; then
+        make_chart "$name" "$version" "$work/oci-charts"
+        "$HELM" push "$work/oci-charts/$name-$version.tgz" "oci://$KK_LAB_REGISTRY${where:+/}$where" --plain-http \
+          >/dev/null 2>"$work/helm-push.err" || { cat "$work/helm-push.err" >&2; lab_die "helm push $name $version failed"; }
+      fi
+      charts=$((charts + 1))
+      ;;
+  esac
+done < "$work/plan.tsv"
+for where in "${!reindex[@]}"; do
+  "$HELM" repo index --url "$KK_LAB_HTTP/$where" "$LAB_DIR/http/$where" || lab_die "helm repo index $LAB_DIR/http/$where failed"
+done
+
+record=$LAB_DIR/seeded/$(basename "$catalog")
+binaries=$("$PYTHON" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["binaries"]))' "$record")
+lab_log "seeded $(basename "$catalog") in $(printf '%.1f' "$(echo "$(date +%s.%N) - $started" | bc)") s: $binaries release files," \
+  "$images images pushed ($image_skipped were there), $charts charts; record: $record"
