@@ -4,6 +4,7 @@
 //! Test names matter to `.config/nextest.toml`: tests under a `lab::` or `dist::` module share machine
 //! resources (lab nodes, ports, most of the CPU) and run one at a time in the `serial-lab` group.
 
+mod bundle_lab;
 mod cli;
 mod dist;
 mod lab;

@@ -1,0 +1,337 @@
+//! `kk-bundle build` against the upstream lab: real registry, real file server, real skopeo,
+//! zstd and tar reading what it wrote. (The module name ends in `lab`, so nextest runs these
+//! one at a time with the other lab tests.)
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::labkit::Lab;
+use crate::support::{binary, describe, run, run_ok};
+
+/// A lab, a scratch directory, and the lab manifest rendered for this lab.
+struct Bench {
+    lab: Lab,
+    tmp: tempfile::TempDir,
+    manifest: PathBuf,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let lab = Lab::up(&Lab::default_dir());
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let manifest = tmp.path().join("lab.yaml");
+        render(&lab, Path::new("manifests/lab.yaml"), &manifest);
+        Self { lab, tmp, manifest }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// `kk-bundle build` of `manifest` into `out` with its own cache, plus `args`.
+    fn build(&self, manifest: &Path, out: &str, cache: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(binary("kk-bundle"));
+        cmd.arg("build")
+            .arg(manifest)
+            .arg("-o")
+            .arg(self.path(out))
+            .arg("--cache")
+            .arg(self.path(cache))
+            .args(["--level", "3"])
+            .args(args)
+            .env_remove("SOURCE_DATE_EPOCH");
+        cmd
+    }
+}
+
+fn render(lab: &Lab, template: &Path, out: &Path) {
+    let mut cmd = lab.command("bash");
+    cmd.current_dir(crate::support::workspace_root())
+        .arg("scripts/lab/render.sh")
+        .arg(template)
+        .arg(out);
+    run_ok(&mut cmd);
+}
+
+/// Unpacks a bundle with nothing but the real `zstd` and `tar`.
+fn unpack(bundle: &Path, dir: &Path) {
+    fs::create_dir_all(dir).expect("dir");
+    let mut cmd = Command::new("bash");
+    cmd.args(["-euo", "pipefail", "-c", "zstd -dc \"$1\" | tar -x -C \"$2\"", "unpack"])
+        .arg(bundle)
+        .arg(dir);
+    run_ok(&mut cmd);
+}
+
+fn index(dir: &Path) -> Value {
+    serde_json::from_slice(&fs::read(dir.join("index.json")).expect("index.json")).expect("json")
+}
+
+/// The descriptor `index.json` lists under `reference`.
+fn entry(index: &Value, reference: &str) -> Value {
+    index["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .find(|d| d["annotations"]["org.opencontainers.image.ref.name"] == reference)
+        .unwrap_or_else(|| panic!("index.json has no `{reference}`: {index:#}"))
+        .clone()
+}
+
+fn blob(dir: &Path, digest: &str) -> Vec<u8> {
+    let hex = digest.strip_prefix("sha256:").expect("sha256 digest");
+    fs::read(dir.join("blobs/sha256").join(hex)).unwrap_or_else(|e| panic!("blob {digest}: {e}"))
+}
+
+fn has_blob(dir: &Path, digest: &str) -> bool {
+    dir.join("blobs/sha256").join(digest.trim_start_matches("sha256:")).is_file()
+}
+
+fn json_blob(dir: &Path, digest: &str) -> Value {
+    serde_json::from_slice(&blob(dir, digest)).expect("json blob")
+}
+
+fn skopeo_raw(registry: &str, image: &str) -> Vec<u8> {
+    let mut cmd = Command::new("skopeo");
+    cmd.args(["inspect", "--raw", "--tls-verify=false"]).arg(format!("docker://{registry}/{image}"));
+    run_ok(&mut cmd).1.stdout
+}
+
+fn sha256_of(bytes: &[u8]) -> String {
+    bundle_spec::Sha256Digest::of(bytes).to_string()
+}
+
+fn failed(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(!out.status.success(), "expected a failure:\n{}", describe(cmd, &out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn the_lab_manifest_becomes_a_bundle_that_standard_tools_read() {
+    let b = Bench::new();
+    run_ok(&mut b.build(&b.manifest, "b.tar.zst", "cache", &["--allow-missing-platforms"]));
+    let dir = b.path("unpacked");
+    unpack(&b.path("b.tar.zst"), &dir);
+    let index = index(&dir);
+    let registry = b.lab.registry();
+
+    // OCI images: skopeo reads them from the layout by their original names.
+    for reference in ["docker.io/library/busybox:1.36", "lab.local/lab/app-a:1.0", &format!("{registry}/lab/oci-media:1.0")] {
+        let mut cmd = Command::new("skopeo");
+        cmd.arg("inspect").arg(format!("oci:{}:{reference}", dir.display()));
+        let (out, _) = run_ok(&mut cmd);
+        assert!(out.contains("\"Architecture\": \"amd64\""), "{reference}: {out}");
+    }
+
+    // Multi-arch: the index is upstream's, byte for byte, and both platforms are present.
+    let upstream_index = skopeo_raw(registry, "library/busybox:1.36");
+    let busybox = entry(&index, "docker.io/library/busybox:1.36");
+    assert_eq!(busybox["digest"], sha256_of(&upstream_index));
+    assert_eq!(blob(&dir, busybox["digest"].as_str().expect("digest")), upstream_index);
+    for platform in json_blob(&dir, busybox["digest"].as_str().expect("digest"))["manifests"].as_array().expect("entries") {
+        assert!(has_blob(&dir, platform["digest"].as_str().expect("digest")), "{platform}");
+    }
+
+    // Docker media types are stored byte for byte under their own media type.
+    let docker = entry(&index, "lab.local/lab/docker-media:1.0");
+    assert_eq!(docker["mediaType"], "application/vnd.docker.distribution.manifest.v2+json");
+    assert_eq!(blob(&dir, docker["digest"].as_str().expect("digest")), skopeo_raw(registry, "lab/docker-media:1.0"));
+
+    // Shared layers are stored once: app-a and app-b share their base layer.
+    let layers = |name: &str| {
+        let top = json_blob(&dir, entry(&index, name)["digest"].as_str().expect("digest"));
+        let amd64 = &top["manifests"][0]["digest"];
+        json_blob(&dir, amd64.as_str().expect("digest"))["layers"].as_array().expect("layers").clone()
+    };
+    assert_eq!(layers("lab.local/lab/app-a:1.0")[0], layers("lab.local/lab/app-b:1.0")[0]);
+
+    // Charts, from the HTTP repository and from the registry, with Helm's media types.
+    for reference in ["kk.internal/charts/kk-web:1.2.0", &format!("{registry}/charts/kk-demo:0.1.0")] {
+        let manifest = json_blob(&dir, entry(&index, reference)["digest"].as_str().expect("digest"));
+        assert_eq!(manifest["config"]["mediaType"], "application/vnd.cncf.helm.config.v1+json", "{reference}");
+        assert_eq!(manifest["layers"][0]["mediaType"], "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "{reference}");
+    }
+
+    // Binaries: ORAS-style artifacts per platform, holding exactly the upstream files.
+    let etcd = json_blob(&dir, entry(&index, "kk.internal/binaries/etcd:v3.4.23")["digest"].as_str().expect("digest"));
+    let platforms: Vec<_> = etcd["manifests"].as_array().expect("entries").iter().map(|m| m["platform"]["architecture"].clone()).collect();
+    assert_eq!(platforms, ["amd64", "arm64"]);
+    let amd64 = json_blob(&dir, etcd["manifests"][0]["digest"].as_str().expect("digest"));
+    let layer = &amd64["layers"][0];
+    assert_eq!(layer["annotations"]["org.opencontainers.image.title"], "etcd-v3.4.23-linux-amd64.tar.gz");
+    let served = fs::read(b.lab.dir().join("http/etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz")).expect("lab file");
+    assert_eq!(blob(&dir, layer["digest"].as_str().expect("digest")), served);
+
+    // The lock sits beside the manifest and names every image digest.
+    let lock = fs::read_to_string(b.path("lab.lock.yaml")).expect("lock beside the manifest");
+    assert!(lock.contains(busybox["digest"].as_str().expect("digest")), "{lock}");
+}
+
+#[test]
+fn only_the_requested_platform_is_bundled_and_the_rest_is_recorded() {
+    let b = Bench::new();
+    run_ok(&mut b.build(&b.manifest, "arm.tar.zst", "cache", &["--platform", "linux/arm64", "--allow-missing-platforms"]));
+    let dir = b.path("arm");
+    unpack(&b.path("arm.tar.zst"), &dir);
+    let index = index(&dir);
+    let top = json_blob(&dir, entry(&index, "docker.io/library/busybox:1.36")["digest"].as_str().expect("digest"));
+    for platform in top["manifests"].as_array().expect("entries") {
+        let present = has_blob(&dir, platform["digest"].as_str().expect("digest"));
+        assert_eq!(present, platform["platform"]["architecture"] == "arm64", "{platform}");
+    }
+    let description: Value = serde_json::from_slice(&fs::read(dir.join("kk-bundle/bundle.json")).expect("description")).expect("json");
+    let busybox = description["artifacts"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .find(|a| a["reference"] == "docker.io/library/busybox:1.36")
+        .expect("busybox artifact")
+        .clone();
+    assert_eq!(busybox["platform"], "linux/arm64");
+    assert_eq!(busybox["omittedPlatforms"], serde_json::json!(["linux/amd64"]));
+}
+
+#[test]
+fn a_missing_platform_fails_naming_the_image() {
+    let b = Bench::new();
+    let err = failed(&mut b.build(&b.manifest, "x.tar.zst", "cache", &[]));
+    assert!(err.contains("lab.local/lab/docker-media:1.0") && err.contains("linux/arm64") && err.contains("--allow-missing-platforms"), "{err}");
+    assert!(!b.path("x.tar.zst").exists());
+}
+
+#[test]
+fn same_lock_same_bytes_and_source_date_epoch_makes_unlocked_builds_identical() {
+    let b = Bench::new();
+    let args = ["--allow-missing-platforms"];
+    let mut first = b.build(&b.manifest, "a.tar.zst", "cache-a", &args);
+    run_ok(first.env("SOURCE_DATE_EPOCH", "1795000000"));
+    let mut second = b.build(&b.manifest, "b.tar.zst", "cache-b", &args);
+    run_ok(second.env("SOURCE_DATE_EPOCH", "1795000000"));
+    let a = fs::read(b.path("a.tar.zst")).expect("a");
+    assert_eq!(a, fs::read(b.path("b.tar.zst")).expect("b"), "unlocked builds with SOURCE_DATE_EPOCH differ");
+
+    run_ok(&mut b.build(&b.manifest, "c.tar.zst", "cache-a", &["--allow-missing-platforms", "--locked"]));
+    run_ok(&mut b.build(&b.manifest, "d.tar.zst", "cache-c", &["--allow-missing-platforms", "--locked"]));
+    assert_eq!(fs::read(b.path("c.tar.zst")).expect("c"), fs::read(b.path("d.tar.zst")).expect("d"), "locked builds differ");
+    // The lock was written with SOURCE_DATE_EPOCH, so its time dates the locked builds too.
+    assert_eq!(fs::read(b.path("c.tar.zst")).expect("c"), a);
+}
+
+#[test]
+fn a_locked_build_fails_when_a_tag_moved() {
+    let b = Bench::new();
+    let registry = b.lab.registry();
+    let copy = |from: &str, to: &str| {
+        let mut cmd = Command::new("skopeo");
+        cmd.args(["copy", "--src-tls-verify=false", "--dest-tls-verify=false", "--all"])
+            .arg(format!("docker://{registry}/{from}"))
+            .arg(format!("docker://{registry}/{to}"));
+        run_ok(&mut cmd);
+    };
+    copy("lab/app-a:1.0", "lab/moving:1");
+    let manifest = b.path("moving.yaml");
+    fs::write(
+        &manifest,
+        format!(
+            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: moving}}\nspec:\n  images: [\"{registry}/lab/moving:1\"]\n  registries: {{\"{registry}\": {{plainHTTP: true}}}}\n"
+        ),
+    )
+    .expect("manifest");
+    run_ok(&mut b.build(&manifest, "m.tar.zst", "cache", &[]));
+    copy("lab/app-b:1.0", "lab/moving:1");
+    let err = failed(&mut b.build(&manifest, "n.tar.zst", "cache", &["--locked"]));
+    assert!(err.contains("drifted") && err.contains("lab/moving:1"), "{err}");
+}
+
+#[test]
+fn cut_downloads_resume_and_server_errors_are_retried() {
+    let b = Bench::new();
+    b.lab.set_faults(
+        r#"{"/etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz": {"mode": "cut", "after": 1000000, "times": 1},
+            "/containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz": {"mode": "status", "status": 500, "times": 2},
+            "/runc/v1.1.5/runc.amd64": {"mode": "status", "status": 429, "times": 1}}"#,
+    );
+    let out = b.build(&b.manifest, "f.tar.zst", "cache", &["--allow-missing-platforms"]).output().expect("run");
+    b.lab.set_faults("{}");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = b.lab.access_log();
+    let etcd: Vec<_> = log.iter().filter(|e| e.path.ends_with("etcd-v3.4.23-linux-amd64.tar.gz") && e.method == "GET").collect();
+    assert!(etcd.iter().any(|e| e.fault.as_deref() == Some("cut")), "{etcd:?}");
+    assert!(etcd.iter().any(|e| e.range.as_deref() == Some("bytes=1000000-") && e.status == 206), "the cut download was not resumed with Range: {etcd:?}");
+    let retried = |suffix: &str, status: u16| log.iter().filter(|e| e.path.ends_with(suffix) && e.status == status).count();
+    assert_eq!(retried("containerd-1.6.20-linux-amd64.tar.gz", 500), 2);
+    assert_eq!(retried("runc.amd64", 429), 1);
+    assert!(retried("runc.amd64", 200) >= 1);
+}
+
+#[test]
+fn wrong_bytes_for_a_digest_fail_the_build_naming_the_blob() {
+    let b = Bench::new();
+    // The registry's own storage of oci-media's config blob is damaged, then restored.
+    let registry = b.lab.registry();
+    let manifest: Value = serde_json::from_slice(&skopeo_raw(registry, "lab/oci-media:1.0")).expect("manifest");
+    let config = manifest["config"]["digest"].as_str().expect("config digest").to_owned();
+    let hex = config.trim_start_matches("sha256:");
+    let data = b.lab.dir().join("registry/data/docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data");
+    let original = fs::read(&data).expect("registry blob");
+    let restore = Restore { path: data.clone(), bytes: original.clone() };
+    let mut damaged = original.clone();
+    damaged[0] ^= 0xff;
+    fs::write(&data, damaged).expect("damage");
+    let err = failed(&mut b.build(&b.manifest, "w.tar.zst", "cache", &["--allow-missing-platforms"]));
+    assert!(err.contains(hex), "the error does not name blob {config}:\n{err}");
+    assert!(!b.path("w.tar.zst").exists());
+    assert!(fs::read_dir(b.path("cache/blobs/sha256")).map_or(true, |mut d| d.all(|e| !e.expect("entry").file_name().to_string_lossy().contains(hex))));
+
+    drop(restore);
+
+    // A file server sending damaged bytes for a binary: the checksum file catches it.
+    b.lab.set_faults(r#"{"/runc/v1.1.5/runc.amd64": {"mode": "corrupt"}}"#);
+    let err = failed(&mut b.build(&b.manifest, "v.tar.zst", "cache2", &["--allow-missing-platforms"]));
+    b.lab.set_faults("{}");
+    assert!(err.contains("runc.amd64"), "{err}");
+}
+
+/// Puts a file's bytes back, even when the test fails.
+struct Restore {
+    path: PathBuf,
+    bytes: Vec<u8>,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = fs::write(&self.path, &self.bytes);
+    }
+}
+
+#[test]
+fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
+    let b = Bench::new();
+    let args = ["--allow-missing-platforms"];
+    let mut reference = b.build(&b.manifest, "ref.tar.zst", "cache-ref", &args);
+    run_ok(reference.env("SOURCE_DATE_EPOCH", "1795000000"));
+    // Hold one download for long enough that the build is surely still fetching when killed.
+    b.lab.set_faults(r#"{"/containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz": {"mode": "delay", "seconds": 20}}"#);
+    let served_before = b.lab.access_log().len();
+    let mut cmd = b.build(&b.manifest, "k.tar.zst", "cache-k", &args);
+    let mut child = cmd.env("SOURCE_DATE_EPOCH", "1795000000").spawn().expect("spawn");
+    // Wait until the build has fetched a few files (the held one is still pending).
+    for _ in 0..400 {
+        if b.lab.access_log().len() >= served_before + 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    b.lab.set_faults("{}");
+    assert!(b.lab.access_log().len() >= served_before + 3, "the build fetched nothing before the kill");
+    assert!(!b.path("k.tar.zst").exists(), "a killed build left a bundle");
+    let mut rerun = b.build(&b.manifest, "k.tar.zst", "cache-k", &args);
+    run_ok(rerun.env("SOURCE_DATE_EPOCH", "1795000000"));
+    assert_eq!(fs::read(b.path("k.tar.zst")).expect("k"), fs::read(b.path("ref.tar.zst")).expect("ref"));
+}
