@@ -10,8 +10,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bundle_spec::layout::{
-    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, EMPTY_CONFIG, EMPTY_CONFIG_MEDIA_TYPE, FILE_ARTIFACT_TYPE, FILE_LAYER_MEDIA_TYPE,
-    HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE, REF_NAME_ANNOTATION, TITLE_ANNOTATION,
+    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, EMPTY_CONFIG, EMPTY_CONFIG_MEDIA_TYPE,
+    FILE_ARTIFACT_TYPE, FILE_LAYER_MEDIA_TYPE, HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE,
+    REF_NAME_ANNOTATION, TITLE_ANNOTATION,
 };
 use bundle_spec::platform::Platform;
 use bundle_spec::{Artifact, ArtifactKind, BlobFile, Sha256Digest};
@@ -48,30 +49,56 @@ pub struct Assembly {
 impl Assembly {
     /// An empty layout whose generated manifests are stored in `cache`.
     pub fn new(cache: &Cache) -> Self {
-        Self { cache: cache.clone(), blobs: BTreeMap::new(), descriptors: Vec::new(), artifacts: Vec::new() }
+        Self {
+            cache: cache.clone(),
+            blobs: BTreeMap::new(),
+            descriptors: Vec::new(),
+            artifacts: Vec::new(),
+        }
     }
 
     fn blob(&mut self, blob: &CachedBlob) {
-        self.blobs.entry(blob.digest).or_insert_with(|| BlobFile { digest: blob.digest, size: blob.size, path: blob.path.clone() });
+        self.blobs.entry(blob.digest).or_insert_with(|| BlobFile {
+            digest: blob.digest,
+            size: blob.size,
+            path: blob.path.clone(),
+        });
     }
 
     fn generated(&mut self, value: &serde_json::Value) -> Result<CachedBlob, BuildError> {
-        let bytes = serde_json::to_vec(value).map_err(|e| BuildError::Internal(format!("cannot serialise a manifest: {e}")))?;
+        let bytes = serde_json::to_vec(value)
+            .map_err(|e| BuildError::Internal(format!("cannot serialise a manifest: {e}")))?;
         let blob = self.cache.put_bytes(&bytes, None)?;
         self.blob(&blob);
         Ok(blob)
     }
 
-    fn index_entry(&mut self, media_type: &str, blob: &CachedBlob, reference: &str) -> Result<(), BuildError> {
-        let digest: oci_spec::image::Digest = blob.digest.to_string().parse().map_err(|_| BuildError::Internal(format!("`{}` is not an OCI digest", blob.digest)))?;
+    fn index_entry(
+        &mut self,
+        media_type: &str,
+        blob: &CachedBlob,
+        reference: &str,
+    ) -> Result<(), BuildError> {
+        let digest: oci_spec::image::Digest =
+            blob.digest.to_string().parse().map_err(|_| {
+                BuildError::Internal(format!("`{}` is not an OCI digest", blob.digest))
+            })?;
         let mut descriptor = Descriptor::new(MediaType::from(media_type), blob.size, digest);
-        descriptor.set_annotations(Some(HashMap::from([(REF_NAME_ANNOTATION.to_owned(), reference.to_owned())])));
+        descriptor.set_annotations(Some(HashMap::from([(
+            REF_NAME_ANNOTATION.to_owned(),
+            reference.to_owned(),
+        )])));
         self.descriptors.push(descriptor);
         Ok(())
     }
 
     /// Adds an image (or a chart pulled from `oci://`) with the blobs fetched for it.
-    pub fn add_image(&mut self, kind: ArtifactKind, image: &ResolvedImage, fetched: &BTreeMap<Sha256Digest, CachedBlob>) -> Result<(), BuildError> {
+    pub fn add_image(
+        &mut self,
+        kind: ArtifactKind,
+        image: &ResolvedImage,
+        fetched: &BTreeMap<Sha256Digest, CachedBlob>,
+    ) -> Result<(), BuildError> {
         let reference = image.source.name();
         self.blob(&image.top_blob);
         let top_blob = image.top_blob.clone();
@@ -83,7 +110,12 @@ impl Assembly {
             self.blob(manifest_blob);
             let mut size = manifest_blob.size;
             for needed in &manifest.blobs {
-                let blob = fetched.get(&needed.digest).ok_or_else(|| BuildError::Internal(format!("blob `{}` of `{reference}` was not fetched", needed.digest)))?;
+                let blob = fetched.get(&needed.digest).ok_or_else(|| {
+                    BuildError::Internal(format!(
+                        "blob `{}` of `{reference}` was not fetched",
+                        needed.digest
+                    ))
+                })?;
                 self.blob(blob);
                 size += blob.size;
             }
@@ -105,7 +137,13 @@ impl Assembly {
     }
 
     /// Adds a binary or file: one ORAS-style artifact manifest per platform, under an index.
-    pub fn add_files(&mut self, kind: ArtifactKind, name: &str, version: &str, files: &[PlatformFile]) -> Result<(), BuildError> {
+    pub fn add_files(
+        &mut self,
+        kind: ArtifactKind,
+        name: &str,
+        version: &str,
+        files: &[PlatformFile],
+    ) -> Result<(), BuildError> {
         let (namespace, artifact_type) = match kind {
             ArtifactKind::Binary => (ArtifactNamespace::Binaries, BINARY_ARTIFACT_TYPE),
             _ => (ArtifactNamespace::Files, FILE_ARTIFACT_TYPE),
@@ -152,7 +190,13 @@ impl Assembly {
     }
 
     /// Adds a chart from an HTTP repository with Helm's OCI media types.
-    pub fn add_chart(&mut self, name: &str, version: &str, config_json: &[u8], tgz: &CachedBlob) -> Result<(), BuildError> {
+    pub fn add_chart(
+        &mut self,
+        name: &str,
+        version: &str,
+        config_json: &[u8],
+        tgz: &CachedBlob,
+    ) -> Result<(), BuildError> {
         let reference = layout::artifact_reference(ArtifactNamespace::Charts, name, version)?;
         let config = self.cache.put_bytes(config_json, None)?;
         self.blob(&config);
@@ -181,14 +225,16 @@ impl Assembly {
     /// The index, the blobs and the artifact list.
     pub fn finish(mut self) -> Result<(ImageIndex, Vec<BlobFile>, Vec<Artifact>), BuildError> {
         // Sorted by reference name, so the order of the manifest does not change the bytes.
-        self.descriptors.sort_by(|a, b| layout::ref_name(a).cmp(&layout::ref_name(b)));
+        self.descriptors
+            .sort_by(|a, b| layout::ref_name(a).cmp(&layout::ref_name(b)));
         let index = ImageIndexBuilder::default()
             .schema_version(2u32)
             .media_type(MediaType::ImageIndex)
             .manifests(self.descriptors)
             .build()
             .map_err(|e| BuildError::Internal(format!("cannot build index.json: {e}")))?;
-        self.artifacts.sort_by(|a, b| (&a.reference, &a.platform).cmp(&(&b.reference, &b.platform)));
+        self.artifacts
+            .sort_by(|a, b| (&a.reference, &a.platform).cmp(&(&b.reference, &b.platform)));
         Ok((index, self.blobs.into_values().collect(), self.artifacts))
     }
 

@@ -275,7 +275,9 @@ pub enum BuildError {
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
     Internal(String),
     /// A registry password variable is not set.
-    #[error("registry `{registry}` needs the password in environment variable `{variable}`, which is not set; hint: export it before running kk-bundle")]
+    #[error(
+        "registry `{registry}` needs the password in environment variable `{variable}`, which is not set; hint: export it before running kk-bundle"
+    )]
     PasswordEnv {
         /// The registry.
         registry: String,
@@ -310,7 +312,9 @@ pub enum BuildError {
         source: Box<oci_client::errors::OciDistributionError>,
     },
     /// A manifest is not what its digest pin says.
-    #[error("`{reference}` was pinned to `{expected}`, but the registry served a document with digest `{actual}`")]
+    #[error(
+        "`{reference}` was pinned to `{expected}`, but the registry served a document with digest `{actual}`"
+    )]
     ManifestDigest {
         /// The image.
         reference: String,
@@ -320,7 +324,9 @@ pub enum BuildError {
         actual: bundle_spec::Sha256Digest,
     },
     /// A tag moved since the lock was written.
-    #[error("`{reference}` drifted: the lock says `{locked}`, the registry now serves `{current}`; hint: rebuild without `--locked` to update the lock, or pin the digest")]
+    #[error(
+        "`{reference}` drifted: the lock says `{locked}`, the registry now serves `{current}`; hint: rebuild without `--locked` to update the lock, or pin the digest"
+    )]
     Drift {
         /// The image.
         reference: String,
@@ -330,7 +336,9 @@ pub enum BuildError {
         current: bundle_spec::Sha256Digest,
     },
     /// A requested platform is not in the image.
-    #[error("image `{reference}` has no `{platform}` variant (it offers: {available}); hint: drop the platform, or pass `--allow-missing-platforms`")]
+    #[error(
+        "image `{reference}` has no `{platform}` variant (it offers: {available}); hint: drop the platform, or pass `--allow-missing-platforms`"
+    )]
     PlatformMissing {
         /// The image.
         reference: String,
@@ -356,7 +364,9 @@ pub enum BuildError {
         reason: String,
     },
     /// `--locked` was given but the lock does not cover something the manifest asks for.
-    #[error("the lock has no entry for {what}; hint: rebuild without `--locked` to update the lock")]
+    #[error(
+        "the lock has no entry for {what}; hint: rebuild without `--locked` to update the lock"
+    )]
     NotLocked {
         /// The artifact.
         what: String,

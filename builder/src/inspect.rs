@@ -37,7 +37,11 @@ pub fn inspect_text(path: &Path) -> Result<String, BuildError> {
     let size = |bytes: u64| bytesize::ByteSize(bytes).to_string();
     let _ = writeln!(out, "bundle    {}", path.display());
     let _ = writeln!(out, "identity  {}", bundle.identity());
-    let _ = writeln!(out, "format    {}   built by {} {} at {}", d.format_version, d.builder.name, d.builder.version, d.created);
+    let _ = writeln!(
+        out,
+        "format    {}   built by {} {} at {}",
+        d.format_version, d.builder.name, d.builder.version, d.created
+    );
     let _ = writeln!(
         out,
         "size      {} compressed, {} of content, {} members in {} frames",
@@ -47,9 +51,17 @@ pub fn inspect_text(path: &Path) -> Result<String, BuildError> {
         bundle.frame_count()
     );
     if bundle.is_newer_minor() {
-        let _ = writeln!(out, "note      format {} is newer than this kk-bundle knows; some details may not be shown", d.format_version);
+        let _ = writeln!(
+            out,
+            "note      format {} is newer than this kk-bundle knows; some details may not be shown",
+            d.format_version
+        );
     }
-    let _ = writeln!(out, "\n{:<7} {:<52} {:<14} {:>10}  {}", "KIND", "REFERENCE", "PLATFORM", "SIZE", "DIGEST");
+    let _ = writeln!(
+        out,
+        "\n{:<7} {:<52} {:<14} {:>10}  DIGEST",
+        "KIND", "REFERENCE", "PLATFORM", "SIZE"
+    );
     for artifact in &d.artifacts {
         let digest = artifact.digest.to_string();
         let _ = writeln!(
@@ -62,7 +74,13 @@ pub fn inspect_text(path: &Path) -> Result<String, BuildError> {
             &digest[..19.min(digest.len())]
         );
         if !artifact.omitted_platforms.is_empty() {
-            let _ = writeln!(out, "{:<7} {:<52} (left out: {})", "", "", artifact.omitted_platforms.join(", "));
+            let _ = writeln!(
+                out,
+                "{:<7} {:<52} (left out: {})",
+                "",
+                "",
+                artifact.omitted_platforms.join(", ")
+            );
         }
     }
     Ok(out)

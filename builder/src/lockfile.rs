@@ -10,18 +10,29 @@ use crate::error::BuildError;
 
 /// Where the lock of `manifest` lives by default: `cluster.yaml` → `cluster.lock.yaml`.
 pub fn default_lock_path(manifest: &Path) -> PathBuf {
-    let stem = manifest.file_stem().map_or_else(|| "manifest".into(), |s| s.to_string_lossy().into_owned());
+    let stem = manifest
+        .file_stem()
+        .map_or_else(|| "manifest".into(), |s| s.to_string_lossy().into_owned());
     manifest.with_file_name(format!("{stem}.lock.yaml"))
 }
 
 /// Reads a lock file.
 pub fn read_lock(path: &Path) -> Result<Lock, BuildError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BuildError::File { path: path.to_owned(), source })?;
-    let lock: Lock = serde_saphyr::from_str(&text).map_err(|e| BuildError::LockFile { path: path.to_owned(), reason: e.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|source| BuildError::File {
+        path: path.to_owned(),
+        source,
+    })?;
+    let lock: Lock = serde_saphyr::from_str(&text).map_err(|e| BuildError::LockFile {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
     if lock.version != LOCK_VERSION {
         return Err(BuildError::LockFile {
             path: path.to_owned(),
-            reason: format!("version {} is not {LOCK_VERSION}, the version this kk-bundle writes", lock.version),
+            reason: format!(
+                "version {} is not {LOCK_VERSION}, the version this kk-bundle writes",
+                lock.version
+            ),
         });
     }
     Ok(lock)
@@ -29,10 +40,23 @@ pub fn read_lock(path: &Path) -> Result<Lock, BuildError> {
 
 /// Writes a lock file atomically.
 pub fn write_lock(path: &Path, lock: &Lock) -> Result<(), BuildError> {
-    let mut text = String::from("# Written by kk-bundle: the exact sources of a bundle. Rebuild with `kk-bundle build --locked`.\n");
-    text.push_str(&serde_saphyr::to_string(lock).map_err(|e| BuildError::LockFile { path: path.to_owned(), reason: e.to_string() })?);
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let file_error = |source| BuildError::File { path: path.to_owned(), source };
+    let mut text = String::from(
+        "# Written by kk-bundle: the exact sources of a bundle. Rebuild with `kk-bundle build --locked`.\n",
+    );
+    text.push_str(
+        &serde_saphyr::to_string(lock).map_err(|e| BuildError::LockFile {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?,
+    );
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let file_error = |source| BuildError::File {
+        path: path.to_owned(),
+        source,
+    };
     let temp = tempfile::NamedTempFile::new_in(dir).map_err(file_error)?;
     std::fs::write(temp.path(), text).map_err(file_error)?;
     temp.persist(path).map_err(|e| file_error(e.error))?;
@@ -46,7 +70,10 @@ mod tests {
 
     #[test]
     fn round_trips_and_names_the_default_path() {
-        assert_eq!(default_lock_path(Path::new("/m/lab.yaml")), Path::new("/m/lab.lock.yaml"));
+        assert_eq!(
+            default_lock_path(Path::new("/m/lab.yaml")),
+            Path::new("/m/lab.lock.yaml")
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.lock.yaml");
         let mut lock = Lock::new("2026-11-22T00:00:00Z".parse().unwrap());
@@ -66,6 +93,11 @@ mod tests {
         write_lock(&path, &lock).unwrap();
         assert_eq!(read_lock(&path).unwrap(), lock);
         std::fs::write(&path, "version: 9\ncreated: 2026-11-22T00:00:00Z\n").unwrap();
-        assert!(read_lock(&path).unwrap_err().to_string().contains("version 9"));
+        assert!(
+            read_lock(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("version 9")
+        );
     }
 }

@@ -16,7 +16,9 @@ use cli::{CatalogArgs, Cli, Command, InspectArgs, Output};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KK_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KK_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
@@ -46,10 +48,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 allow_missing_platforms: args.allow_missing_platforms,
                 level: args.level,
             };
-            let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            let runtime =
+                tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
             let report = runtime
                 .block_on(build(&options, &Progress::new()))
-                .with_context(|| format!("cannot build a bundle from `{}`", options.manifest.display()))?;
+                .with_context(|| {
+                    format!(
+                        "cannot build a bundle from `{}`",
+                        options.manifest.display()
+                    )
+                })?;
             print(&summary(&report))
         }
         Command::Inspect(args) => inspect(&args),
@@ -60,8 +68,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
     let context = || format!("cannot inspect `{}`", args.bundle.display());
     match args.output {
-        Output::Text => print(&kk_bundle::inspect::inspect_text(&args.bundle).with_context(context)?),
-        Output::Json => print(&format!("{:#}\n", kk_bundle::inspect::inspect_json(&args.bundle).with_context(context)?)),
+        Output::Text => {
+            print(&kk_bundle::inspect::inspect_text(&args.bundle).with_context(context)?)
+        }
+        Output::Json => print(&format!(
+            "{:#}\n",
+            kk_bundle::inspect::inspect_json(&args.bundle).with_context(context)?
+        )),
     }
 }
 
@@ -76,7 +89,11 @@ fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
         args.cni
     );
     let manifest = bundle_spec::manifest::Manifest::from_str_named(&text, "command line")?;
-    let kubernetes = manifest.spec().kubernetes.as_ref().context("no kubernetes section")?;
+    let kubernetes = manifest
+        .spec()
+        .kubernetes
+        .as_ref()
+        .context("no kubernetes section")?;
     let expansion = kk_bundle::catalog::Catalog::builtin().expand(kubernetes)?;
     match args.output {
         Output::Text => print(&expansion.render_text()),
@@ -101,16 +118,39 @@ fn summary(report: &BuildReport) -> String {
         let _ = writeln!(out, "{kind:<10} {count:>9} {:>12}", size(*bytes));
     }
     let platforms: Vec<String> = report.platforms.iter().map(ToString::to_string).collect();
-    let files: Vec<String> = report.written.output.paths.iter().map(|p| p.display().to_string()).collect();
+    let files: Vec<String> = report
+        .written
+        .output
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     let _ = writeln!(out, "\nplatforms          {}", platforms.join(", "));
-    let _ = writeln!(out, "content            {} before dedup, {} after", size(report.size_before_dedup), size(report.size_after_dedup));
-    let _ = writeln!(out, "bundle             {} ({})", size(report.written.output.size), files.join(", "));
+    let _ = writeln!(
+        out,
+        "content            {} before dedup, {} after",
+        size(report.size_before_dedup),
+        size(report.size_after_dedup)
+    );
+    let _ = writeln!(
+        out,
+        "bundle             {} ({})",
+        size(report.written.output.size),
+        files.join(", ")
+    );
     let _ = writeln!(out, "identity           {}", report.written.identity);
     let _ = writeln!(out, "lock               {}", report.lock_path.display());
-    let _ = writeln!(out, "time               {:.1}s", report.elapsed.as_secs_f64());
+    let _ = writeln!(
+        out,
+        "time               {:.1}s",
+        report.elapsed.as_secs_f64()
+    );
     out
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
-    std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")
 }

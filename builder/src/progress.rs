@@ -22,9 +22,11 @@ impl Progress {
             return Self { bar: None };
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{spinner} {msg:<24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let style = ProgressStyle::with_template(
+            "{spinner} {msg:<24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         Self { bar: Some(bar) }
     }
@@ -36,9 +38,10 @@ impl Progress {
 
     /// Announces a phase.
     pub fn phase(&self, message: &str) {
-        match &self.bar {
-            Some(bar) => bar.set_message(message.to_owned()),
-            None => tracing::info!("{message}"),
+        if let Some(bar) = &self.bar {
+            bar.set_message(message.to_owned());
+        } else {
+            tracing::info!("{message}");
         }
     }
 
@@ -51,9 +54,11 @@ impl Progress {
 
     /// Reports that `what` is done.
     pub fn done(&self, what: &str, bytes: u64) {
-        match &self.bar {
-            Some(bar) => bar.println(format!("  fetched {what} ({})", bytesize::ByteSize(bytes))),
-            None => tracing::info!("fetched {what} ({})", bytesize::ByteSize(bytes)),
+        let line = format!("fetched {what} ({})", bytesize::ByteSize(bytes));
+        if let Some(bar) = &self.bar {
+            bar.println(format!("  {line}"));
+        } else {
+            tracing::info!("{line}");
         }
     }
 

@@ -55,14 +55,22 @@ impl Sources {
         }
         for chart in &spec.charts {
             let known = self.http_charts.iter().any(|c| c.name == chart.name)
-                || self.oci_charts.iter().any(|c| c.reference.repository().rsplit('/').next() == Some(chart.name.as_str()));
+                || self.oci_charts.iter().any(|c| {
+                    c.reference.repository().rsplit('/').next() == Some(chart.name.as_str())
+                });
             if known {
                 continue;
             }
             match &chart.source {
                 ChartSource::Repository(_) => self.http_charts.push(chart.clone()),
-                ChartSource::Oci(url) => self.oci_charts.push(oci_chart_source(url, &chart.version)?),
-                other => return Err(BuildError::Internal(format!("chart source `{other:?}` is not supported by this kk-bundle"))),
+                ChartSource::Oci(url) => {
+                    self.oci_charts.push(oci_chart_source(url, &chart.version)?);
+                }
+                other => {
+                    return Err(BuildError::Internal(format!(
+                        "chart source `{other:?}` is not supported by this kk-bundle"
+                    )));
+                }
             }
         }
         Ok(())
@@ -77,7 +85,12 @@ fn oci_chart_source(url: &str, version: &str) -> Result<ImageSource, BuildError>
 
 /// The catalog's expansion as a manifest, for the manifest parser to validate.
 fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, BuildError> {
-    let platforms: Vec<String> = user.spec().platforms.iter().map(ToString::to_string).collect();
+    let platforms: Vec<String> = user
+        .spec()
+        .platforms
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let binaries: Vec<serde_json::Value> = expansion
         .binaries
         .iter()
@@ -90,8 +103,11 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
             entry
         })
         .collect();
-    let charts: Vec<serde_json::Value> =
-        expansion.charts.iter().map(|c| json!({ "name": c.name, "version": c.version, "repo": c.repo })).collect();
+    let charts: Vec<serde_json::Value> = expansion
+        .charts
+        .iter()
+        .map(|c| json!({ "name": c.name, "version": c.version, "repo": c.repo }))
+        .collect();
     let document = json!({
         "apiVersion": bundle_spec::manifest::API_VERSION,
         "kind": bundle_spec::manifest::KIND,
@@ -99,6 +115,10 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
         "spec": { "platforms": platforms, "images": expansion.images, "binaries": binaries, "charts": charts },
     });
     // JSON is YAML, so the manifest parser reads it as it is.
-    let text = serde_json::to_string_pretty(&document).map_err(|e| BuildError::Internal(format!("cannot render the catalog: {e}")))?;
-    Ok(Manifest::from_str_named(&text, &format!("catalog {}", expansion.kubernetes))?)
+    let text = serde_json::to_string_pretty(&document)
+        .map_err(|e| BuildError::Internal(format!("cannot render the catalog: {e}")))?;
+    Ok(Manifest::from_str_named(
+        &text,
+        &format!("catalog {}", expansion.kubernetes),
+    )?)
 }

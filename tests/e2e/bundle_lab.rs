@@ -2,6 +2,7 @@
 //! zstd and tar reading what it wrote. (The module name ends in `lab`, so nextest runs these
 //! one at a time with the other lab tests.)
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,9 +61,15 @@ fn render(lab: &Lab, template: &Path, out: &Path) {
 fn unpack(bundle: &Path, dir: &Path) {
     fs::create_dir_all(dir).expect("dir");
     let mut cmd = Command::new("bash");
-    cmd.args(["-euo", "pipefail", "-c", "zstd -dc \"$1\" | tar -x -C \"$2\"", "unpack"])
-        .arg(bundle)
-        .arg(dir);
+    cmd.args([
+        "-euo",
+        "pipefail",
+        "-c",
+        "zstd -dc \"$1\" | tar -x -C \"$2\"",
+        "unpack",
+    ])
+    .arg(bundle)
+    .arg(dir);
     run_ok(&mut cmd);
 }
 
@@ -87,7 +94,9 @@ fn blob(dir: &Path, digest: &str) -> Vec<u8> {
 }
 
 fn has_blob(dir: &Path, digest: &str) -> bool {
-    dir.join("blobs/sha256").join(digest.trim_start_matches("sha256:")).is_file()
+    dir.join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"))
+        .is_file()
 }
 
 fn json_blob(dir: &Path, digest: &str) -> Value {
@@ -96,7 +105,8 @@ fn json_blob(dir: &Path, digest: &str) -> Value {
 
 fn skopeo_raw(registry: &str, image: &str) -> Vec<u8> {
     let mut cmd = Command::new("skopeo");
-    cmd.args(["inspect", "--raw", "--tls-verify=false"]).arg(format!("docker://{registry}/{image}"));
+    cmd.args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{registry}/{image}"));
     run_ok(&mut cmd).1.stdout
 }
 
@@ -106,84 +116,187 @@ fn sha256_of(bytes: &[u8]) -> String {
 
 fn failed(cmd: &mut Command) -> String {
     let out = run(cmd);
-    assert!(!out.status.success(), "expected a failure:\n{}", describe(cmd, &out));
+    assert!(
+        !out.status.success(),
+        "expected a failure:\n{}",
+        describe(cmd, &out)
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
 fn the_lab_manifest_becomes_a_bundle_that_standard_tools_read() {
     let b = Bench::new();
-    run_ok(&mut b.build(&b.manifest, "b.tar.zst", "cache", &["--allow-missing-platforms"]));
+    run_ok(&mut b.build(
+        &b.manifest,
+        "b.tar.zst",
+        "cache",
+        &["--allow-missing-platforms"],
+    ));
     let dir = b.path("unpacked");
     unpack(&b.path("b.tar.zst"), &dir);
     let index = index(&dir);
     let registry = b.lab.registry();
 
     // OCI images: skopeo reads them from the layout by their original names.
-    for reference in ["docker.io/library/busybox:1.36", "lab.local/lab/app-a:1.0", &format!("{registry}/lab/oci-media:1.0")] {
+    for reference in [
+        "docker.io/library/busybox:1.36",
+        "lab.local/lab/app-a:1.0",
+        &format!("{registry}/lab/oci-media:1.0"),
+    ] {
         let mut cmd = Command::new("skopeo");
-        cmd.arg("inspect").arg(format!("oci:{}:{reference}", dir.display()));
+        cmd.arg("inspect")
+            .arg(format!("oci:{}:{reference}", dir.display()));
         let (out, _) = run_ok(&mut cmd);
-        assert!(out.contains("\"Architecture\": \"amd64\""), "{reference}: {out}");
+        assert!(
+            out.contains("\"Architecture\": \"amd64\""),
+            "{reference}: {out}"
+        );
     }
 
+    check_upstream_bytes(&dir, &index, registry);
+    check_artifacts(&b, &dir, &index);
+}
+
+/// Multi-arch indexes and Docker manifests are upstream's bytes; shared layers are stored once.
+fn check_upstream_bytes(dir: &Path, index: &Value, registry: &str) {
     // Multi-arch: the index is upstream's, byte for byte, and both platforms are present.
     let upstream_index = skopeo_raw(registry, "library/busybox:1.36");
-    let busybox = entry(&index, "docker.io/library/busybox:1.36");
+    let busybox = entry(index, "docker.io/library/busybox:1.36");
     assert_eq!(busybox["digest"], sha256_of(&upstream_index));
-    assert_eq!(blob(&dir, busybox["digest"].as_str().expect("digest")), upstream_index);
-    for platform in json_blob(&dir, busybox["digest"].as_str().expect("digest"))["manifests"].as_array().expect("entries") {
-        assert!(has_blob(&dir, platform["digest"].as_str().expect("digest")), "{platform}");
+    assert_eq!(
+        blob(dir, busybox["digest"].as_str().expect("digest")),
+        upstream_index
+    );
+    for platform in json_blob(dir, busybox["digest"].as_str().expect("digest"))["manifests"]
+        .as_array()
+        .expect("entries")
+    {
+        assert!(
+            has_blob(dir, platform["digest"].as_str().expect("digest")),
+            "{platform}"
+        );
     }
 
     // Docker media types are stored byte for byte under their own media type.
-    let docker = entry(&index, "lab.local/lab/docker-media:1.0");
-    assert_eq!(docker["mediaType"], "application/vnd.docker.distribution.manifest.v2+json");
-    assert_eq!(blob(&dir, docker["digest"].as_str().expect("digest")), skopeo_raw(registry, "lab/docker-media:1.0"));
+    let docker = entry(index, "lab.local/lab/docker-media:1.0");
+    assert_eq!(
+        docker["mediaType"],
+        "application/vnd.docker.distribution.manifest.v2+json"
+    );
+    assert_eq!(
+        blob(dir, docker["digest"].as_str().expect("digest")),
+        skopeo_raw(registry, "lab/docker-media:1.0")
+    );
 
     // Shared layers are stored once: app-a and app-b share their base layer.
     let layers = |name: &str| {
-        let top = json_blob(&dir, entry(&index, name)["digest"].as_str().expect("digest"));
+        let top = json_blob(dir, entry(index, name)["digest"].as_str().expect("digest"));
         let amd64 = &top["manifests"][0]["digest"];
-        json_blob(&dir, amd64.as_str().expect("digest"))["layers"].as_array().expect("layers").clone()
+        json_blob(dir, amd64.as_str().expect("digest"))["layers"]
+            .as_array()
+            .expect("layers")
+            .clone()
     };
-    assert_eq!(layers("lab.local/lab/app-a:1.0")[0], layers("lab.local/lab/app-b:1.0")[0]);
+    assert_eq!(
+        layers("lab.local/lab/app-a:1.0")[0],
+        layers("lab.local/lab/app-b:1.0")[0]
+    );
+}
+
+/// Charts with Helm's media types, binaries as ORAS-style artifacts, the lock beside the manifest.
+fn check_artifacts(b: &Bench, dir: &Path, index: &Value) {
+    let registry = b.lab.registry();
 
     // Charts, from the HTTP repository and from the registry, with Helm's media types.
-    for reference in ["kk.internal/charts/kk-web:1.2.0", &format!("{registry}/charts/kk-demo:0.1.0")] {
-        let manifest = json_blob(&dir, entry(&index, reference)["digest"].as_str().expect("digest"));
-        assert_eq!(manifest["config"]["mediaType"], "application/vnd.cncf.helm.config.v1+json", "{reference}");
-        assert_eq!(manifest["layers"][0]["mediaType"], "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "{reference}");
+    for reference in [
+        "kk.internal/charts/kk-web:1.2.0",
+        &format!("{registry}/charts/kk-demo:0.1.0"),
+    ] {
+        let manifest = json_blob(
+            dir,
+            entry(index, reference)["digest"].as_str().expect("digest"),
+        );
+        assert_eq!(
+            manifest["config"]["mediaType"], "application/vnd.cncf.helm.config.v1+json",
+            "{reference}"
+        );
+        assert_eq!(
+            manifest["layers"][0]["mediaType"],
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+            "{reference}"
+        );
     }
 
     // Binaries: ORAS-style artifacts per platform, holding exactly the upstream files.
-    let etcd = json_blob(&dir, entry(&index, "kk.internal/binaries/etcd:v3.4.23")["digest"].as_str().expect("digest"));
-    let platforms: Vec<_> = etcd["manifests"].as_array().expect("entries").iter().map(|m| m["platform"]["architecture"].clone()).collect();
+    let etcd = json_blob(
+        dir,
+        entry(index, "kk.internal/binaries/etcd:v3.4.23")["digest"]
+            .as_str()
+            .expect("digest"),
+    );
+    let platforms: Vec<_> = etcd["manifests"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|m| m["platform"]["architecture"].clone())
+        .collect();
     assert_eq!(platforms, ["amd64", "arm64"]);
-    let amd64 = json_blob(&dir, etcd["manifests"][0]["digest"].as_str().expect("digest"));
+    let amd64 = json_blob(
+        dir,
+        etcd["manifests"][0]["digest"].as_str().expect("digest"),
+    );
     let layer = &amd64["layers"][0];
-    assert_eq!(layer["annotations"]["org.opencontainers.image.title"], "etcd-v3.4.23-linux-amd64.tar.gz");
-    let served = fs::read(b.lab.dir().join("http/etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz")).expect("lab file");
-    assert_eq!(blob(&dir, layer["digest"].as_str().expect("digest")), served);
+    assert_eq!(
+        layer["annotations"]["org.opencontainers.image.title"],
+        "etcd-v3.4.23-linux-amd64.tar.gz"
+    );
+    let served = fs::read(
+        b.lab
+            .dir()
+            .join("http/etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz"),
+    )
+    .expect("lab file");
+    assert_eq!(blob(dir, layer["digest"].as_str().expect("digest")), served);
 
     // The lock sits beside the manifest and names every image digest.
     let lock = fs::read_to_string(b.path("lab.lock.yaml")).expect("lock beside the manifest");
-    assert!(lock.contains(busybox["digest"].as_str().expect("digest")), "{lock}");
+    let busybox = entry(index, "docker.io/library/busybox:1.36");
+    assert!(
+        lock.contains(busybox["digest"].as_str().expect("digest")),
+        "{lock}"
+    );
 }
 
 #[test]
 fn only_the_requested_platform_is_bundled_and_the_rest_is_recorded() {
     let b = Bench::new();
-    run_ok(&mut b.build(&b.manifest, "arm.tar.zst", "cache", &["--platform", "linux/arm64", "--allow-missing-platforms"]));
+    run_ok(&mut b.build(
+        &b.manifest,
+        "arm.tar.zst",
+        "cache",
+        &["--platform", "linux/arm64", "--allow-missing-platforms"],
+    ));
     let dir = b.path("arm");
     unpack(&b.path("arm.tar.zst"), &dir);
     let index = index(&dir);
-    let top = json_blob(&dir, entry(&index, "docker.io/library/busybox:1.36")["digest"].as_str().expect("digest"));
+    let top = json_blob(
+        &dir,
+        entry(&index, "docker.io/library/busybox:1.36")["digest"]
+            .as_str()
+            .expect("digest"),
+    );
     for platform in top["manifests"].as_array().expect("entries") {
         let present = has_blob(&dir, platform["digest"].as_str().expect("digest"));
-        assert_eq!(present, platform["platform"]["architecture"] == "arm64", "{platform}");
+        assert_eq!(
+            present,
+            platform["platform"]["architecture"] == "arm64",
+            "{platform}"
+        );
     }
-    let description: Value = serde_json::from_slice(&fs::read(dir.join("kk-bundle/bundle.json")).expect("description")).expect("json");
+    let description: Value =
+        serde_json::from_slice(&fs::read(dir.join("kk-bundle/bundle.json")).expect("description"))
+            .expect("json");
     let busybox = description["artifacts"]
         .as_array()
         .expect("artifacts")
@@ -192,14 +305,22 @@ fn only_the_requested_platform_is_bundled_and_the_rest_is_recorded() {
         .expect("busybox artifact")
         .clone();
     assert_eq!(busybox["platform"], "linux/arm64");
-    assert_eq!(busybox["omittedPlatforms"], serde_json::json!(["linux/amd64"]));
+    assert_eq!(
+        busybox["omittedPlatforms"],
+        serde_json::json!(["linux/amd64"])
+    );
 }
 
 #[test]
 fn a_missing_platform_fails_naming_the_image() {
     let b = Bench::new();
     let err = failed(&mut b.build(&b.manifest, "x.tar.zst", "cache", &[]));
-    assert!(err.contains("lab.local/lab/docker-media:1.0") && err.contains("linux/arm64") && err.contains("--allow-missing-platforms"), "{err}");
+    assert!(
+        err.contains("lab.local/lab/docker-media:1.0")
+            && err.contains("linux/arm64")
+            && err.contains("--allow-missing-platforms"),
+        "{err}"
+    );
     assert!(!b.path("x.tar.zst").exists());
 }
 
@@ -212,11 +333,29 @@ fn same_lock_same_bytes_and_source_date_epoch_makes_unlocked_builds_identical() 
     let mut second = b.build(&b.manifest, "b.tar.zst", "cache-b", &args);
     run_ok(second.env("SOURCE_DATE_EPOCH", "1795000000"));
     let a = fs::read(b.path("a.tar.zst")).expect("a");
-    assert_eq!(a, fs::read(b.path("b.tar.zst")).expect("b"), "unlocked builds with SOURCE_DATE_EPOCH differ");
+    assert_eq!(
+        a,
+        fs::read(b.path("b.tar.zst")).expect("b"),
+        "unlocked builds with SOURCE_DATE_EPOCH differ"
+    );
 
-    run_ok(&mut b.build(&b.manifest, "c.tar.zst", "cache-a", &["--allow-missing-platforms", "--locked"]));
-    run_ok(&mut b.build(&b.manifest, "d.tar.zst", "cache-c", &["--allow-missing-platforms", "--locked"]));
-    assert_eq!(fs::read(b.path("c.tar.zst")).expect("c"), fs::read(b.path("d.tar.zst")).expect("d"), "locked builds differ");
+    run_ok(&mut b.build(
+        &b.manifest,
+        "c.tar.zst",
+        "cache-a",
+        &["--allow-missing-platforms", "--locked"],
+    ));
+    run_ok(&mut b.build(
+        &b.manifest,
+        "d.tar.zst",
+        "cache-c",
+        &["--allow-missing-platforms", "--locked"],
+    ));
+    assert_eq!(
+        fs::read(b.path("c.tar.zst")).expect("c"),
+        fs::read(b.path("d.tar.zst")).expect("d"),
+        "locked builds differ"
+    );
     // The lock was written with SOURCE_DATE_EPOCH, so its time dates the locked builds too.
     assert_eq!(fs::read(b.path("c.tar.zst")).expect("c"), a);
 }
@@ -227,9 +366,14 @@ fn a_locked_build_fails_when_a_tag_moved() {
     let registry = b.lab.registry();
     let copy = |from: &str, to: &str| {
         let mut cmd = Command::new("skopeo");
-        cmd.args(["copy", "--src-tls-verify=false", "--dest-tls-verify=false", "--all"])
-            .arg(format!("docker://{registry}/{from}"))
-            .arg(format!("docker://{registry}/{to}"));
+        cmd.args([
+            "copy",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            "--all",
+        ])
+        .arg(format!("docker://{registry}/{from}"))
+        .arg(format!("docker://{registry}/{to}"));
         run_ok(&mut cmd);
     };
     copy("lab/app-a:1.0", "lab/moving:1");
@@ -244,7 +388,10 @@ fn a_locked_build_fails_when_a_tag_moved() {
     run_ok(&mut b.build(&manifest, "m.tar.zst", "cache", &[]));
     copy("lab/app-b:1.0", "lab/moving:1");
     let err = failed(&mut b.build(&manifest, "n.tar.zst", "cache", &["--locked"]));
-    assert!(err.contains("drifted") && err.contains("lab/moving:1"), "{err}");
+    assert!(
+        err.contains("drifted") && err.contains("lab/moving:1"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -255,14 +402,40 @@ fn cut_downloads_resume_and_server_errors_are_retried() {
             "/containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz": {"mode": "status", "status": 500, "times": 2},
             "/runc/v1.1.5/runc.amd64": {"mode": "status", "status": 429, "times": 1}}"#,
     );
-    let out = b.build(&b.manifest, "f.tar.zst", "cache", &["--allow-missing-platforms"]).output().expect("run");
+    let out = b
+        .build(
+            &b.manifest,
+            "f.tar.zst",
+            "cache",
+            &["--allow-missing-platforms"],
+        )
+        .output()
+        .expect("run");
     b.lab.set_faults("{}");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let log = b.lab.access_log();
-    let etcd: Vec<_> = log.iter().filter(|e| e.path.ends_with("etcd-v3.4.23-linux-amd64.tar.gz") && e.method == "GET").collect();
-    assert!(etcd.iter().any(|e| e.fault.as_deref() == Some("cut")), "{etcd:?}");
-    assert!(etcd.iter().any(|e| e.range.as_deref() == Some("bytes=1000000-") && e.status == 206), "the cut download was not resumed with Range: {etcd:?}");
-    let retried = |suffix: &str, status: u16| log.iter().filter(|e| e.path.ends_with(suffix) && e.status == status).count();
+    let etcd: Vec<_> = log
+        .iter()
+        .filter(|e| e.path.ends_with("etcd-v3.4.23-linux-amd64.tar.gz") && e.method == "GET")
+        .collect();
+    assert!(
+        etcd.iter().any(|e| e.fault.as_deref() == Some("cut")),
+        "{etcd:?}"
+    );
+    assert!(
+        etcd.iter()
+            .any(|e| e.range.as_deref() == Some("bytes=1000000-") && e.status == 206),
+        "the cut download was not resumed with Range: {etcd:?}"
+    );
+    let retried = |suffix: &str, status: u16| {
+        log.iter()
+            .filter(|e| e.path.ends_with(suffix) && e.status == status)
+            .count()
+    };
     assert_eq!(retried("containerd-1.6.20-linux-amd64.tar.gz", 500), 2);
     assert_eq!(retried("runc.amd64", 429), 1);
     assert!(retried("runc.amd64", 200) >= 1);
@@ -273,25 +446,58 @@ fn wrong_bytes_for_a_digest_fail_the_build_naming_the_blob() {
     let b = Bench::new();
     // The registry's own storage of oci-media's config blob is damaged, then restored.
     let registry = b.lab.registry();
-    let manifest: Value = serde_json::from_slice(&skopeo_raw(registry, "lab/oci-media:1.0")).expect("manifest");
-    let config = manifest["config"]["digest"].as_str().expect("config digest").to_owned();
+    let manifest: Value =
+        serde_json::from_slice(&skopeo_raw(registry, "lab/oci-media:1.0")).expect("manifest");
+    let config = manifest["config"]["digest"]
+        .as_str()
+        .expect("config digest")
+        .to_owned();
     let hex = config.trim_start_matches("sha256:");
-    let data = b.lab.dir().join("registry/data/docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data");
+    let data = b
+        .lab
+        .dir()
+        .join("registry/data/docker/registry/v2/blobs/sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .join("data");
     let original = fs::read(&data).expect("registry blob");
-    let restore = Restore { path: data.clone(), bytes: original.clone() };
+    let restore = Restore {
+        path: data.clone(),
+        bytes: original.clone(),
+    };
     let mut damaged = original.clone();
     damaged[0] ^= 0xff;
     fs::write(&data, damaged).expect("damage");
-    let err = failed(&mut b.build(&b.manifest, "w.tar.zst", "cache", &["--allow-missing-platforms"]));
-    assert!(err.contains(hex), "the error does not name blob {config}:\n{err}");
+    let err = failed(&mut b.build(
+        &b.manifest,
+        "w.tar.zst",
+        "cache",
+        &["--allow-missing-platforms"],
+    ));
+    assert!(
+        err.contains(hex),
+        "the error does not name blob {config}:\n{err}"
+    );
     assert!(!b.path("w.tar.zst").exists());
-    assert!(fs::read_dir(b.path("cache/blobs/sha256")).map_or(true, |mut d| d.all(|e| !e.expect("entry").file_name().to_string_lossy().contains(hex))));
+    assert!(
+        fs::read_dir(b.path("cache/blobs/sha256")).map_or(true, |mut d| d.all(|e| !e
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .contains(hex)))
+    );
 
     drop(restore);
 
     // A file server sending damaged bytes for a binary: the checksum file catches it.
-    b.lab.set_faults(r#"{"/runc/v1.1.5/runc.amd64": {"mode": "corrupt"}}"#);
-    let err = failed(&mut b.build(&b.manifest, "v.tar.zst", "cache2", &["--allow-missing-platforms"]));
+    b.lab
+        .set_faults(r#"{"/runc/v1.1.5/runc.amd64": {"mode": "corrupt"}}"#);
+    let err = failed(&mut b.build(
+        &b.manifest,
+        "v.tar.zst",
+        "cache2",
+        &["--allow-missing-platforms"],
+    ));
     b.lab.set_faults("{}");
     assert!(err.contains("runc.amd64"), "{err}");
 }
@@ -318,7 +524,10 @@ fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
     b.lab.set_faults(r#"{"/containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz": {"mode": "delay", "seconds": 20}}"#);
     let served_before = b.lab.access_log().len();
     let mut cmd = b.build(&b.manifest, "k.tar.zst", "cache-k", &args);
-    let mut child = cmd.env("SOURCE_DATE_EPOCH", "1795000000").spawn().expect("spawn");
+    let mut child = cmd
+        .env("SOURCE_DATE_EPOCH", "1795000000")
+        .spawn()
+        .expect("spawn");
     // Wait until the build has fetched a few files (the held one is still pending).
     for _ in 0..400 {
         if b.lab.access_log().len() >= served_before + 3 {
@@ -329,9 +538,133 @@ fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
     child.kill().expect("kill -9");
     child.wait().expect("reap");
     b.lab.set_faults("{}");
-    assert!(b.lab.access_log().len() >= served_before + 3, "the build fetched nothing before the kill");
-    assert!(!b.path("k.tar.zst").exists(), "a killed build left a bundle");
+    assert!(
+        b.lab.access_log().len() >= served_before + 3,
+        "the build fetched nothing before the kill"
+    );
+    assert!(
+        !b.path("k.tar.zst").exists(),
+        "a killed build left a bundle"
+    );
     let mut rerun = b.build(&b.manifest, "k.tar.zst", "cache-k", &args);
     run_ok(rerun.env("SOURCE_DATE_EPOCH", "1795000000"));
-    assert_eq!(fs::read(b.path("k.tar.zst")).expect("k"), fs::read(b.path("ref.tar.zst")).expect("ref"));
+    assert_eq!(
+        fs::read(b.path("k.tar.zst")).expect("k"),
+        fs::read(b.path("ref.tar.zst")).expect("ref")
+    );
+}
+
+#[test]
+fn a_kubernetes_version_expands_through_the_catalog_into_a_bundle_from_the_lab() {
+    let b = Bench::new();
+    let catalog = b.path("catalog.json");
+    let mut cmd = Command::new(binary("kk-bundle"));
+    cmd.args(["catalog", "v1.31.4", "--output", "json"]);
+    let (json, _) = run_ok(&mut cmd);
+    fs::write(&catalog, &json).expect("catalog");
+    let mut seed = b.lab.command("bash");
+    seed.current_dir(crate::support::workspace_root())
+        .env("LAB_DIR", b.lab.dir())
+        .arg("scripts/lab/seed-catalog.sh")
+        .arg(&catalog);
+    run_ok(&mut seed);
+
+    // Every download host and registry of the catalog points at the lab.
+    let expansion: Value = serde_json::from_str(&json).expect("json");
+    let http = b.lab.http();
+    let registry = b.lab.registry();
+    let mut file_hosts: Vec<String> = expansion["binaries"]
+        .as_array()
+        .expect("binaries")
+        .iter()
+        .chain(expansion["charts"].as_array().expect("charts"))
+        .flat_map(|entry| [&entry["url"], &entry["repo"]])
+        .filter_map(|url| url.as_str()?.split('/').nth(2).map(str::to_owned))
+        .collect();
+    file_hosts.sort();
+    file_hosts.dedup();
+    let mirrors = file_hosts.iter().fold(String::new(), |mut out, h| {
+        let _ = writeln!(out, "    {h}: \"{http}/{h}\"");
+        out
+    });
+    let manifest = b.path("k8s.yaml");
+    fs::write(
+        &manifest,
+        format!(
+            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: k8s}}\nspec:\n  kubernetes: {{version: v1.31.4, containerRuntime: containerd, cni: calico}}\n  fileMirrors:\n{mirrors}  registries:\n    registry.k8s.io: {{mirror: \"{registry}\"}}\n    quay.io: {{mirror: \"{registry}\"}}\n    ghcr.io: {{mirror: \"{registry}\"}}\n    \"{registry}\": {{plainHTTP: true}}\n"
+        ),
+    )
+    .expect("manifest");
+    run_ok(&mut b.build(&manifest, "k8s.tar.zst", "cache", &[]));
+
+    let mut inspect = Command::new(binary("kk-bundle"));
+    inspect
+        .arg("inspect")
+        .arg(b.path("k8s.tar.zst"))
+        .args(["--output", "json"]);
+    let (out, _) = run_ok(&mut inspect);
+    let inspected: Value = serde_json::from_str(&out).expect("inspect json");
+    let references: Vec<&str> = inspected["artifacts"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .filter_map(|a| a["reference"].as_str())
+        .collect();
+    for expected in [
+        "registry.k8s.io/kube-apiserver:v1.31.4",
+        "registry.k8s.io/pause:3.10",
+        "registry.k8s.io/coredns/coredns:v1.11.3",
+        "kk.internal/binaries/kubeadm:v1.31.4",
+        "kk.internal/binaries/etcd:v3.5.15",
+        "kk.internal/charts/tigera-operator:v3.30.5",
+    ] {
+        assert!(
+            references.contains(&expected),
+            "{expected} missing from {references:?}"
+        );
+    }
+    // Every image and binary of the catalog is in the bundle.
+    let images = expansion["images"].as_array().expect("images").len();
+    let binaries = expansion["binaries"].as_array().expect("binaries").len();
+    let count = |kind: &str| {
+        inspected["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .filter(|a| a["kind"] == kind)
+            .count()
+    };
+    assert_eq!(count("image"), images);
+    assert_eq!(count("binary"), binaries);
+}
+
+#[test]
+fn bad_manifests_fail_with_a_message_naming_the_problem() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let head =
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: bad}\nspec:\n";
+    for (body, expected) in [
+        ("  imagez: [docker.io/library/busybox:1.36]\n", "`images`"),
+        (
+            "  images: [\"docker.io/library/Busy Box:1.36\"]\n",
+            "Busy Box",
+        ),
+        ("  kubernetes: {version: v1.99.0}\n", "v1.29"),
+    ] {
+        let manifest = tmp.path().join("bad.yaml");
+        fs::write(&manifest, format!("{head}{body}")).expect("manifest");
+        let mut cmd = Command::new(binary("kk-bundle"));
+        cmd.arg("build")
+            .arg(&manifest)
+            .arg("-o")
+            .arg(tmp.path().join("x.tar.zst"))
+            .arg("--cache")
+            .arg(tmp.path().join("cache"));
+        let err = failed(&mut cmd);
+        assert!(
+            err.contains(expected) && err.contains("bad.yaml"),
+            "for {body:?}: {err}"
+        );
+        assert!(!tmp.path().join("x.tar.zst").exists());
+    }
 }

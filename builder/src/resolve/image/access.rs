@@ -28,7 +28,9 @@ pub struct RegistryAccess {
 impl std::fmt::Debug for RegistryAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Credentials are never printed.
-        f.debug_struct("RegistryAccess").field("hosts", &self.settings.keys().collect::<Vec<_>>()).finish_non_exhaustive()
+        f.debug_struct("RegistryAccess")
+            .field("hosts", &self.settings.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
     }
 }
 
@@ -36,26 +38,49 @@ impl RegistryAccess {
     /// Access as the manifest's `registries` section describes, with credentials from the
     /// user's `~/.docker/config.json` where the manifest names none.
     pub fn new(settings: &BTreeMap<String, RegistryConfig>) -> Result<Self, BuildError> {
-        let docker_auths = docker_config_path().map_or_else(|| Ok(BTreeMap::new()), |path| read_docker_auths(&path))?;
-        Ok(Self { settings: settings.clone(), docker_auths, clients: Arc::default() })
+        let docker_auths = docker_config_path()
+            .map_or_else(|| Ok(BTreeMap::new()), |path| read_docker_auths(&path))?;
+        Ok(Self {
+            settings: settings.clone(),
+            docker_auths,
+            clients: Arc::default(),
+        })
     }
 
     /// The reference to fetch `source` from: the mirror's, if its registry has one.
     pub fn fetch_reference(&self, source: &Reference) -> Reference {
-        let Some(mirror) = self.settings.get(source.registry()).and_then(|s| s.mirror.clone()) else {
+        let Some(mirror) = self
+            .settings
+            .get(source.registry())
+            .and_then(|s| s.mirror.clone())
+        else {
             return source.clone();
         };
         match (source.tag(), source.digest()) {
-            (Some(tag), Some(digest)) => Reference::with_tag_and_digest(mirror, source.repository().to_owned(), tag.to_owned(), digest.to_owned()),
-            (None, Some(digest)) => Reference::with_digest(mirror, source.repository().to_owned(), digest.to_owned()),
-            (tag, None) => Reference::with_tag(mirror, source.repository().to_owned(), tag.unwrap_or("latest").to_owned()),
+            (Some(tag), Some(digest)) => Reference::with_tag_and_digest(
+                mirror,
+                source.repository().to_owned(),
+                tag.to_owned(),
+                digest.to_owned(),
+            ),
+            (None, Some(digest)) => {
+                Reference::with_digest(mirror, source.repository().to_owned(), digest.to_owned())
+            }
+            (tag, None) => Reference::with_tag(
+                mirror,
+                source.repository().to_owned(),
+                tag.unwrap_or("latest").to_owned(),
+            ),
         }
     }
 
     /// The client for the registry `reference` lives on.
     pub fn client(&self, reference: &Reference) -> Result<Client, BuildError> {
         let host = reference.registry().to_owned();
-        let mut clients = self.clients.lock().map_err(|_| BuildError::Internal("registry client table poisoned".into()))?;
+        let mut clients = self
+            .clients
+            .lock()
+            .map_err(|_| BuildError::Internal("registry client table poisoned".into()))?;
         if let Some(client) = clients.get(&host) {
             return Ok(client.clone());
         }
@@ -67,7 +92,11 @@ impl RegistryAccess {
     fn client_config(&self, host: &str) -> Result<ClientConfig, BuildError> {
         let settings = self.settings.get(host);
         let mut config = ClientConfig {
-            protocol: if settings.is_some_and(|s| s.plain_http) { ClientProtocol::Http } else { ClientProtocol::Https },
+            protocol: if settings.is_some_and(|s| s.plain_http) {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
             accept_invalid_certificates: settings.is_some_and(|s| s.insecure_skip_verify),
             user_agent: concat!("kk-bundle/", env!("CARGO_PKG_VERSION")),
             max_concurrent_download: 4,
@@ -76,8 +105,14 @@ impl RegistryAccess {
             ..ClientConfig::default()
         };
         if let Some(ca) = settings.and_then(|s| s.ca_file.as_ref()) {
-            let data = std::fs::read(ca).map_err(|source| BuildError::File { path: ca.clone(), source })?;
-            config.extra_root_certificates.push(Certificate { encoding: CertificateEncoding::Pem, data });
+            let data = std::fs::read(ca).map_err(|source| BuildError::File {
+                path: ca.clone(),
+                source,
+            })?;
+            config.extra_root_certificates.push(Certificate {
+                encoding: CertificateEncoding::Pem,
+                data,
+            });
         }
         Ok(config)
     }
@@ -86,18 +121,25 @@ impl RegistryAccess {
     pub fn auth(&self, reference: &Reference) -> Result<RegistryAuth, BuildError> {
         let host = reference.registry();
         if let Some(credentials) = self.settings.get(host).and_then(|s| s.credentials.as_ref()) {
-            let password = std::env::var(&credentials.password_env).map_err(|_| BuildError::PasswordEnv {
-                registry: host.to_owned(),
-                variable: credentials.password_env.clone(),
-            })?;
+            let password =
+                std::env::var(&credentials.password_env).map_err(|_| BuildError::PasswordEnv {
+                    registry: host.to_owned(),
+                    variable: credentials.password_env.clone(),
+                })?;
             return Ok(RegistryAuth::Basic(credentials.username.clone(), password));
         }
-        let docker_host = if host == "docker.io" { "https://index.docker.io/v1/" } else { host };
+        let docker_host = if host == "docker.io" {
+            "https://index.docker.io/v1/"
+        } else {
+            host
+        };
         Ok(self
             .docker_auths
             .get(docker_host)
             .or_else(|| self.docker_auths.get(host))
-            .map_or(RegistryAuth::Anonymous, |(user, password)| RegistryAuth::Basic(user.clone(), password.clone())))
+            .map_or(RegistryAuth::Anonymous, |(user, password)| {
+                RegistryAuth::Basic(user.clone(), password.clone())
+            }))
     }
 }
 
@@ -110,7 +152,9 @@ fn docker_config_path() -> Option<PathBuf> {
 }
 
 /// The `auths` of a Docker client config: host → (user, password), from the base64 `auth` field.
-fn read_docker_auths(path: &std::path::Path) -> Result<BTreeMap<String, (String, String)>, BuildError> {
+fn read_docker_auths(
+    path: &std::path::Path,
+) -> Result<BTreeMap<String, (String, String)>, BuildError> {
     #[derive(serde::Deserialize)]
     struct DockerConfig {
         #[serde(default)]
@@ -120,8 +164,15 @@ fn read_docker_auths(path: &std::path::Path) -> Result<BTreeMap<String, (String,
     struct DockerAuth {
         auth: Option<String>,
     }
-    let text = std::fs::read(path).map_err(|source| BuildError::File { path: path.to_owned(), source })?;
-    let config: DockerConfig = serde_json::from_slice(&text).map_err(|e| BuildError::DockerConfig { path: path.to_owned(), reason: e.to_string() })?;
+    let text = std::fs::read(path).map_err(|source| BuildError::File {
+        path: path.to_owned(),
+        source,
+    })?;
+    let config: DockerConfig =
+        serde_json::from_slice(&text).map_err(|e| BuildError::DockerConfig {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
     let mut auths = BTreeMap::new();
     for (host, auth) in config.auths {
         let Some(encoded) = auth.auth else { continue };
@@ -129,7 +180,10 @@ fn read_docker_auths(path: &std::path::Path) -> Result<BTreeMap<String, (String,
             .decode(encoded.trim())
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or_else(|| BuildError::DockerConfig { path: path.to_owned(), reason: format!("the `auth` of `{host}` is not base64 of `user:password`") })?;
+            .ok_or_else(|| BuildError::DockerConfig {
+                path: path.to_owned(),
+                reason: format!("the `auth` of `{host}` is not base64 of `user:password`"),
+            })?;
         if let Some((user, password)) = decoded.split_once(':') {
             auths.insert(host, (user.to_owned(), password.to_owned()));
         }
@@ -145,12 +199,24 @@ mod tests {
     fn docker_auths_are_decoded() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.json");
-        std::fs::write(&path, r#"{"auths":{"registry.example:5000":{"auth":"dXNlcjpwYTpzcw=="},"x":{}}}"#).unwrap();
+        std::fs::write(
+            &path,
+            r#"{"auths":{"registry.example:5000":{"auth":"dXNlcjpwYTpzcw=="},"x":{}}}"#,
+        )
+        .unwrap();
         let auths = read_docker_auths(&path).unwrap();
-        assert_eq!(auths["registry.example:5000"], ("user".to_owned(), "pa:ss".to_owned()));
+        assert_eq!(
+            auths["registry.example:5000"],
+            ("user".to_owned(), "pa:ss".to_owned())
+        );
         assert!(!auths.contains_key("x"));
         std::fs::write(&path, r#"{"auths":{"h":{"auth":"!!"}}}"#).unwrap();
-        assert!(read_docker_auths(&path).unwrap_err().to_string().contains("`h`"));
+        assert!(
+            read_docker_auths(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("`h`")
+        );
     }
 
     /// Registry settings as a manifest gives them.
@@ -164,24 +230,49 @@ mod tests {
 
     #[test]
     fn mirrors_replace_the_host_only() {
-        let settings = settings(r#"{docker.io: {mirror: "127.0.0.1:5000"}, "127.0.0.1:5000": {plainHTTP: true}}"#);
-        let access = RegistryAccess { settings, docker_auths: BTreeMap::new(), clients: Arc::default() };
+        let settings = settings(
+            r#"{docker.io: {mirror: "127.0.0.1:5000"}, "127.0.0.1:5000": {plainHTTP: true}}"#,
+        );
+        let access = RegistryAccess {
+            settings,
+            docker_auths: BTreeMap::new(),
+            clients: Arc::default(),
+        };
         let source: Reference = "docker.io/library/busybox:1.36".parse().unwrap();
-        assert_eq!(access.fetch_reference(&source).whole(), "127.0.0.1:5000/library/busybox:1.36");
-        let pinned: Reference = format!("docker.io/library/busybox@sha256:{}", "a".repeat(64)).parse().unwrap();
+        assert_eq!(
+            access.fetch_reference(&source).whole(),
+            "127.0.0.1:5000/library/busybox:1.36"
+        );
+        let pinned: Reference = format!("docker.io/library/busybox@sha256:{}", "a".repeat(64))
+            .parse()
+            .unwrap();
         assert_eq!(access.fetch_reference(&pinned).registry(), "127.0.0.1:5000");
         let other: Reference = "quay.io/a/b:1".parse().unwrap();
         assert_eq!(access.fetch_reference(&other).whole(), "quay.io/a/b:1");
-        assert!(matches!(access.client_config("127.0.0.1:5000").unwrap().protocol, ClientProtocol::Http));
-        assert!(matches!(access.client_config("quay.io").unwrap().protocol, ClientProtocol::Https));
+        assert!(matches!(
+            access.client_config("127.0.0.1:5000").unwrap().protocol,
+            ClientProtocol::Http
+        ));
+        assert!(matches!(
+            access.client_config("quay.io").unwrap().protocol,
+            ClientProtocol::Https
+        ));
     }
 
     #[test]
     fn credentials_come_from_the_named_environment_variable() {
-        let settings = settings(r#"{"r.example": {username: u, passwordEnv: KK_TEST_SURELY_UNSET_PASSWORD}}"#);
-        let access = RegistryAccess { settings, docker_auths: BTreeMap::new(), clients: Arc::default() };
+        let settings =
+            settings(r#"{"r.example": {username: u, passwordEnv: KK_TEST_SURELY_UNSET_PASSWORD}}"#);
+        let access = RegistryAccess {
+            settings,
+            docker_auths: BTreeMap::new(),
+            clients: Arc::default(),
+        };
         let reference: Reference = "r.example/a:1".parse().unwrap();
         let err = access.auth(&reference).unwrap_err().to_string();
-        assert!(err.contains("KK_TEST_SURELY_UNSET_PASSWORD") && err.contains("r.example"), "{err}");
+        assert!(
+            err.contains("KK_TEST_SURELY_UNSET_PASSWORD") && err.contains("r.example"),
+            "{err}"
+        );
     }
 }

@@ -57,22 +57,37 @@ struct RawDescriptor {
 
 impl RawDescriptor {
     fn blob(&self) -> Result<BlobRef, String> {
-        let digest = self.digest.parse().map_err(|_| format!("`{}` is not a sha256 digest", self.digest))?;
-        Ok(BlobRef { media_type: self.media_type.clone(), digest, size: self.size })
+        let digest = self
+            .digest
+            .parse()
+            .map_err(|_| format!("`{}` is not a sha256 digest", self.digest))?;
+        Ok(BlobRef {
+            media_type: self.media_type.clone(),
+            digest,
+            size: self.size,
+        })
     }
 }
 
 impl Document {
     /// Parses `bytes`, whose digest is `digest`.
     pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, String> {
-        let raw: Raw = serde_json::from_slice(bytes).map_err(|e| format!("not a manifest or index: {e}"))?;
+        let raw: Raw =
+            serde_json::from_slice(bytes).map_err(|e| format!("not a manifest or index: {e}"))?;
         if raw.schema_version != Some(2) {
-            return Err("only schemaVersion 2 manifests are supported (Docker schema 1 is not)".into());
+            return Err(
+                "only schemaVersion 2 manifests are supported (Docker schema 1 is not)".into(),
+            );
         }
         let is_index = raw.manifests.is_some();
         let media_type = raw.media_type.clone().unwrap_or_else(|| {
             // OCI allows omitting mediaType; the shape says which it is.
-            if is_index { "application/vnd.oci.image.index.v1+json" } else { "application/vnd.oci.image.manifest.v1+json" }.to_owned()
+            if is_index {
+                "application/vnd.oci.image.index.v1+json"
+            } else {
+                "application/vnd.oci.image.manifest.v1+json"
+            }
+            .to_owned()
         });
         let entries = raw
             .manifests
@@ -85,12 +100,20 @@ impl Document {
         for layer in raw.layers.iter().flatten() {
             blobs.push(layer.blob()?);
         }
-        Ok(Self { digest, size: bytes.len() as u64, media_type, entries, config, blobs })
+        Ok(Self {
+            digest,
+            size: bytes.len() as u64,
+            media_type,
+            entries,
+            config,
+            blobs,
+        })
     }
 
     /// Whether this is an index (OCI index or Docker manifest list).
     pub fn is_index(&self) -> bool {
-        self.media_type.ends_with("index.v1+json") || self.media_type.ends_with("manifest.list.v2+json")
+        self.media_type.ends_with("index.v1+json")
+            || self.media_type.ends_with("manifest.list.v2+json")
     }
 
     /// The platforms an index offers, as `os/arch[/variant]`; attestation entries
@@ -113,10 +136,17 @@ pub(super) fn config_platform(path: &Path) -> Result<Option<Platform>, BuildErro
         architecture: Option<String>,
         variant: Option<String>,
     }
-    let bytes = std::fs::read(path).map_err(|source| BuildError::File { path: path.to_owned(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| BuildError::File {
+        path: path.to_owned(),
+        source,
+    })?;
     // Helm configs and artifact configs are not image configs: no platform to check.
-    let Ok(config) = serde_json::from_slice::<Config>(&bytes) else { return Ok(None) };
-    let (Some(os), Some(arch)) = (config.os, config.architecture) else { return Ok(None) };
+    let Ok(config) = serde_json::from_slice::<Config>(&bytes) else {
+        return Ok(None);
+    };
+    let (Some(os), Some(arch)) = (config.os, config.architecture) else {
+        return Ok(None);
+    };
     let text = match config.variant {
         Some(variant) => format!("{os}/{arch}/{variant}"),
         None => format!("{os}/{arch}"),
@@ -143,7 +173,11 @@ mod tests {
         let doc = Document::parse(manifest.as_bytes(), d).unwrap();
         assert!(!doc.is_index());
         assert_eq!(doc.blobs.len(), 2);
-        assert!(Document::parse(br#"{"schemaVersion":1}"#, d).unwrap_err().contains("schema 1"));
+        assert!(
+            Document::parse(br#"{"schemaVersion":1}"#, d)
+                .unwrap_err()
+                .contains("schema 1")
+        );
         assert!(Document::parse(b"<html>", d).is_err());
     }
 }

@@ -45,11 +45,16 @@ pub struct ImageSource {
 impl ImageSource {
     /// Parses a reference; it must name a tag or a digest.
     pub fn parse(text: &str) -> Result<Self, BuildError> {
-        let reference: Reference = text.parse().map_err(|e: oci_client::ParseError| BuildError::ImageReference {
-            reference: text.to_owned(),
-            reason: e.to_string(),
-        })?;
-        Ok(Self { reference, written: text.to_owned() })
+        let reference: Reference =
+            text.parse()
+                .map_err(|e: oci_client::ParseError| BuildError::ImageReference {
+                    reference: text.to_owned(),
+                    reason: e.to_string(),
+                })?;
+        Ok(Self {
+            reference,
+            written: text.to_owned(),
+        })
     }
 
     /// The reference in the form `index.json` names it: registry/repository, then `:tag`,
@@ -119,13 +124,21 @@ pub async fn resolve_image(
     let (top, top_blob) = pull_document(access, cache, source, &fetch).await?;
     if let Some(pin) = source.reference.digest() {
         if pin != top.digest.to_string() {
-            return Err(BuildError::ManifestDigest { reference: source.name(), expected: pin.to_owned(), actual: top.digest });
+            return Err(BuildError::ManifestDigest {
+                reference: source.name(),
+                expected: pin.to_owned(),
+                actual: top.digest,
+            });
         }
     }
     if let Some(locked) = locked
         && locked.digest != top.digest
     {
-        return Err(BuildError::Drift { reference: source.name(), locked: locked.digest, current: top.digest });
+        return Err(BuildError::Drift {
+            reference: source.name(),
+            locked: locked.digest,
+            current: top.digest,
+        });
     }
     let mut manifests = Vec::new();
     let mut omitted = Vec::new();
@@ -133,10 +146,18 @@ pub async fn resolve_image(
         let (chosen, left_out) = choose_platforms(source, &top, options)?;
         omitted = left_out;
         for (platform, entry) in chosen {
-            let by_digest = Reference::with_digest(fetch.registry().to_owned(), fetch.repository().to_owned(), entry.digest.to_string());
+            let by_digest = Reference::with_digest(
+                fetch.registry().to_owned(),
+                fetch.repository().to_owned(),
+                entry.digest.to_string(),
+            );
             let (document, blob) = pull_document(access, cache, source, &by_digest).await?;
             if document.digest != entry.digest {
-                return Err(BuildError::ManifestDigest { reference: source.name(), expected: entry.digest.to_string(), actual: document.digest });
+                return Err(BuildError::ManifestDigest {
+                    reference: source.name(),
+                    expected: entry.digest.to_string(),
+                    actual: document.digest,
+                });
             }
             manifests.push((Some(platform), document, blob));
         }
@@ -150,18 +171,32 @@ pub async fn resolve_image(
         .flat_map(|(_, document, _)| document.blobs.iter().cloned())
         .filter(|blob| seen.insert(blob.digest))
         .collect();
-    Ok(ResolvedImage { source: source.clone(), top, top_blob, manifests, blobs, omitted_platforms: omitted })
+    Ok(ResolvedImage {
+        source: source.clone(),
+        top,
+        top_blob,
+        manifests,
+        blobs,
+        omitted_platforms: omitted,
+    })
 }
+
+/// An index entry chosen for a wanted platform.
+type PlatformEntry = (Platform, BlobRef);
 
 /// The index entries for the wanted platforms, and the platforms left out.
 fn choose_platforms(
     source: &ImageSource,
     index: &Document,
     options: ResolveOptions<'_>,
-) -> Result<(Vec<(Platform, BlobRef)>, Vec<String>), BuildError> {
+) -> Result<(Vec<PlatformEntry>, Vec<String>), BuildError> {
     let mut chosen = Vec::new();
     for wanted in options.platforms {
-        match index.entries.iter().find(|(platform, _)| platform.as_ref().is_some_and(|p| wanted.matches(p))) {
+        match index
+            .entries
+            .iter()
+            .find(|(platform, _)| platform.as_ref().is_some_and(|p| wanted.matches(p)))
+        {
             Some((_, entry)) => chosen.push((wanted.clone(), entry.clone())),
             None => missing_platform(source, wanted, &index.platforms(), options)?,
         }
@@ -169,13 +204,29 @@ fn choose_platforms(
     let omitted = index
         .platforms()
         .into_iter()
-        .filter(|offered| !options.platforms.iter().any(|wanted| wanted.to_string() == *offered || offered.parse::<Platform>().is_ok_and(|p| wanted.matches(&p))))
+        .filter(|offered| {
+            !options.platforms.iter().any(|wanted| {
+                wanted.to_string() == *offered
+                    || offered
+                        .parse::<Platform>()
+                        .is_ok_and(|p| wanted.matches(&p))
+            })
+        })
         .collect();
     Ok((chosen, omitted))
 }
 
-fn missing_platform(source: &ImageSource, wanted: &Platform, available: &[String], options: ResolveOptions<'_>) -> Result<(), BuildError> {
-    let error = BuildError::PlatformMissing { reference: source.name(), platform: wanted.to_string(), available: available.join(", ") };
+fn missing_platform(
+    source: &ImageSource,
+    wanted: &Platform,
+    available: &[String],
+    options: ResolveOptions<'_>,
+) -> Result<(), BuildError> {
+    let error = BuildError::PlatformMissing {
+        reference: source.name(),
+        platform: wanted.to_string(),
+        available: available.join(", "),
+    };
     if options.allow_missing_platforms {
         tracing::warn!("{error}");
         return Ok(());
@@ -193,9 +244,13 @@ async fn check_single_platform(
     manifest: &Document,
     options: ResolveOptions<'_>,
 ) -> Result<Option<Platform>, BuildError> {
-    let Some(config) = manifest.config.as_ref() else { return Ok(None) };
+    let Some(config) = manifest.config.as_ref() else {
+        return Ok(None);
+    };
     let blob = fetch_blob(access, cache, source, fetch, config, &|_, _| {}).await?;
-    let Some(platform) = document::config_platform(&blob.path)? else { return Ok(None) };
+    let Some(platform) = document::config_platform(&blob.path)? else {
+        return Ok(None);
+    };
     for wanted in options.platforms {
         if !wanted.matches(&platform) {
             missing_platform(source, wanted, &[platform.to_string()], options)?;
@@ -216,9 +271,17 @@ async fn pull_document(
     let (bytes, _header_digest) = client
         .pull_manifest_raw(fetch, &auth, MANIFEST_MEDIA_TYPES)
         .await
-        .map_err(|e| BuildError::Registry { reference: source.name(), fetched: fetch.whole(), source: Box::new(e) })?;
+        .map_err(|e| BuildError::Registry {
+            reference: source.name(),
+            fetched: fetch.whole(),
+            source: Box::new(e),
+        })?;
     let digest = Sha256Digest::of(&bytes);
-    let document = Document::parse(&bytes, digest).map_err(|reason| BuildError::InvalidManifest { reference: source.name(), reason })?;
+    let document =
+        Document::parse(&bytes, digest).map_err(|reason| BuildError::InvalidManifest {
+            reference: source.name(),
+            reason,
+        })?;
     let blob = cache.put_bytes(&bytes, Some(digest))?;
     Ok((document, blob))
 }
@@ -243,7 +306,9 @@ pub async fn fetch_blob(
         fetched: format!("{}@{}", fetch.whole(), blob.digest),
         source: Box::new(e),
     };
-    client.store_auth_if_needed(fetch.resolve_registry(), &auth).await;
+    client
+        .store_auth_if_needed(fetch.resolve_registry(), &auth)
+        .await;
     let key = format!("oci/{}", blob.digest.hex());
     let mut download = cache.begin(&key, Some(blob.digest))?;
     let digest = blob.digest.to_string();
@@ -259,7 +324,10 @@ pub async fn fetch_blob(
         BlobResponse::Partial(stream) => stream.stream,
     };
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BuildError::Transfer { what: format!("{} blob {}", source.name(), blob.digest), source: e })?;
+        let chunk = chunk.map_err(|e| BuildError::Transfer {
+            what: format!("{} blob {}", source.name(), blob.digest),
+            source: e,
+        })?;
         download.write(&chunk)?;
         progress(download.offset(), Some(blob.size));
     }
