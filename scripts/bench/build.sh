@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Benchmark of `kk-bundle build` against what users do today, side by side in one run:
+#   (a) kk-bundle build, cold cache
+#   (b) skopeo copy of each image into one OCI layout + curl of each binary + tar | zstd -T0
+#   (c) kk-bundle build again after one image tag changed (warm cache)
+# plus the hardware floor of this machine (loopback read, sha256, zstd, disk write).
+#
+#   bash scripts/bench/build.sh [MB per image, default 48] [runs, default 5]
+#
+# Content: 4 images each with one incompressible layer of the given size (like real image layers,
+# which are gzip), the lab's small images, and the lab's real etcd/containerd/runc release files.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+root=$PWD
+mb=${1:-48}
+runs=${2:-5}
+
+bash scripts/setup.sh >/dev/null
+if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+cargo build --release --locked -p kk-bundle >&2
+target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+kk=$target/release/kk-bundle
+
+export LAB_DIR=$root/target/lab/bench
+bench=$root/target/bench/build
+mkdir -p "$bench"
+bash scripts/lab/upstream.sh up >/dev/null
+trap 'bash scripts/lab/upstream.sh down >/dev/null 2>&1 || true' EXIT
+# shellcheck source=/dev/null
+source "$LAB_DIR/env"
+registry=$KK_LAB_REGISTRY http=$KK_LAB_HTTP
+
+# The big images: busybox plus one random (incompressible) layer each; big-1:2 differs from big-1:1.
+layout=$bench/oci-src
+if [ ! -f "$bench/seeded-$mb" ] || ! curl -sfI "http://$registry/v2/bench/big-1/manifests/2" >/dev/null; then
+  rm -rf "$layout" "$bench/files"
+  umoci init --layout "$layout"
+  umoci new --image "$layout:base"
+  for n in 1 2 3 4 5; do
+    mkdir -p "$bench/files/$n"
+    head -c $((mb * 1000000)) /dev/urandom > "$bench/files/$n/data.bin"
+    umoci config --image "$layout:base" --tag "big-$n" --architecture amd64 --os linux
+    umoci insert --image "$layout:big-$n" "$bench/files/$n" /data
+  done
+  umoci gc --layout "$layout"
+  for n in 1 2 3 4; do skopeo copy -q --dest-tls-verify=false "oci:$layout:big-$n" "docker://$registry/bench/big-$n:1"; done
+  skopeo copy -q --dest-tls-verify=false "oci:$layout:big-5" "docker://$registry/bench/big-1:2"
+  rm -rf "$bench/files"
+  touch "$bench/seeded-$mb"
+fi
+
+images=(bench/big-1:1 bench/big-2:1 bench/big-3:1 bench/big-4:1 lab/app-a:1.0 lab/app-b:1.0 lab/oci-media:1.0)
+binaries=(etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz runc/v1.1.5/runc.amd64)
+manifest() {  # manifest FILE BIG1TAG
+  {
+    printf 'apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: bench}\nspec:\n  platforms: [linux/amd64]\n  images:\n'
+    for i in "${images[@]}"; do
+      [ "$i" = bench/big-1:1 ] && i=bench/big-1:$2
+      printf '    - "%s/%s"\n' "$registry" "$i"
+    done
+    cat <<YAML
+  binaries:
+    - {name: etcd, version: v3.4.23, url: "$http/etcd/{version}/etcd-{version}-{os}-{arch}.tar.gz", checksumUrl: "$http/etcd/{version}/SHA256SUMS"}
+    - {name: containerd, version: 1.6.20, url: "$http/containerd/v{version}/containerd-{version}-{os}-{arch}.tar.gz", checksumUrl: "$http/containerd/v{version}/containerd-{version}-{os}-{arch}.tar.gz.sha256sum"}
+    - {name: runc, version: v1.1.5, url: "$http/runc/{version}/runc.{arch}", checksumUrl: "$http/runc/{version}/runc.sha256sum"}
+  registries:
+    "$registry": {plainHTTP: true}
+YAML
+  } > "$1"
+}
+manifest "$bench/bench.yaml" 1
+manifest "$bench/changed.yaml" 2
+
+# (b) as a script, so hyperfine runs it as one command.
+cat > "$bench/today.sh" <<EOF
+set -euo pipefail
+cd "$bench"
+rm -rf today && mkdir -p today/bin
+for i in ${images[*]}; do skopeo copy -q --src-tls-verify=false "docker://$registry/\$i" "oci:today/oci:\$i"; done
+for b in ${binaries[*]}; do curl -sSf -o "today/bin/\$(basename \$b)" "$http/\$b"; done
+tar -C today -cf - . | zstd -q -T0 -f -o today.tar.zst
+EOF
+
+# Warm cache for (c): one build of the unchanged manifest.
+"$kk" build "$bench/bench.yaml" -o "$bench/warm.tar.zst" --cache "$bench/cache-c" --lock "$bench/warm.lock.yaml" >/dev/null 2>&1
+
+hyperfine --runs "$runs" --export-json "$bench/hyperfine.json" \
+  -n a-kk-bundle-cold --prepare "rm -rf '$bench/cache-a'" \
+    "'$kk' build '$bench/bench.yaml' -o '$bench/a.tar.zst' --cache '$bench/cache-a' --lock '$bench/a.lock.yaml' >/dev/null 2>&1" \
+  -n b-skopeo-curl-tar-zstd --prepare "true" \
+    "bash '$bench/today.sh'" \
+  -n c-kk-bundle-tag-changed --prepare "rm -f '$bench/c.lock.yaml'" \
+    "'$kk' build '$bench/changed.yaml' -o '$bench/c.tar.zst' --cache '$bench/cache-c' --lock '$bench/c.lock.yaml' >/dev/null 2>&1" >&2
+
+# Hardware floor: the slowest of loopback read, sha256, zstd (incompressible, level 1, 2 threads)
+# and disk write, on the same amount of data.
+floor_file=$LAB_DIR/http/bench-floor.bin
+head -c $((4 * mb * 1000000)) /dev/urandom > "$floor_file"
+bytes=$(stat -c %s "$floor_file")
+timed() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc; }
+t_net=$(timed curl -sSf -o /dev/null "$http/bench-floor.bin")
+t_sha=$(timed sha256sum "$floor_file")
+t_zstd=$(timed zstd -q -1 -T2 -c "$floor_file")
+t_disk=$(timed dd if="$floor_file" of="$bench/floor.out" bs=1M conv=fdatasync)
+rm -f "$floor_file" "$bench/floor.out"
+
+python3 - "$bench" "$bytes" "$t_net" "$t_sha" "$t_zstd" "$t_disk" <<'PY'
+import json, os, sys
+bench, nbytes = sys.argv[1], int(sys.argv[2])
+net, sha, zst, disk = map(float, sys.argv[3:7])
+r = {x["command"]: x for x in json.load(open(f"{bench}/hyperfine.json"))["results"]}
+a, b, c = (r[k]["median"] for k in ("a-kk-bundle-cold", "b-skopeo-curl-tar-zstd", "c-kk-bundle-tag-changed"))
+sa, sb = os.path.getsize(f"{bench}/a.tar.zst"), os.path.getsize(f"{bench}/today.tar.zst")
+content = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(f"{bench}/today") for f in fs)
+mbps = lambda secs: nbytes / secs / 1e6
+floor = min(("loopback read", mbps(net)), ("sha256", mbps(sha)), ("zstd -1 -T2", mbps(zst)), ("disk write", mbps(disk)), key=lambda x: x[1])
+print(f"content: {content/1e6:.1f} MB (images + binaries)")
+print("| run | median s |\n|---|---|")
+print(f"| (a) kk-bundle build, cold cache | {a:.2f} |")
+print(f"| (b) skopeo copy + curl + tar \\| zstd -T0 | {b:.2f} |")
+print(f"| (c) kk-bundle build, one tag changed, warm cache | {c:.2f} |")
+print(f"\nratios: a/b = {a/b:.2f} (target <= 0.5), c/a = {c/a:.2f} (target <= 0.05), size a/b = {sa/sb:.3f} (target <= 1.0; {sa} vs {sb} bytes)")
+print(f"hardware floor: loopback {mbps(net):.0f} MB/s, sha256 {mbps(sha):.0f} MB/s, zstd {mbps(zst):.0f} MB/s, disk {mbps(disk):.0f} MB/s -> slowest: {floor[0]} {floor[1]:.0f} MB/s")
+print(f"kk-bundle (a): {content/a/1e6:.0f} MB/s of content = {content/a/1e6/floor[1]:.2f} of the floor")
+PY
