@@ -249,6 +249,9 @@ async fn write(
     let write_options = WriteOptions {
         level: options.level,
         split_size: options.split_size,
+        // Every blob came out of the cache in this run, which re-hashed it on the hit or on
+        // download; hashing it a second time would double the slowest step of the build.
+        verify_blobs: false,
         ..WriteOptions::default()
     };
     let output = options.output.clone();

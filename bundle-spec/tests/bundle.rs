@@ -20,6 +20,7 @@ fn options() -> WriteOptions {
         level: 3,
         workers: 2,
         split_size: None,
+        verify_blobs: true,
     }
 }
 

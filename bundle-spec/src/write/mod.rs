@@ -13,6 +13,7 @@ use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use oci_spec::image::ImageIndex;
+use sha2::{Digest as _, Sha256};
 
 pub use frames::MAX_FRAME_SIZE;
 pub(crate) use frames::{INTEGRITY_FRAME_SIZE, integrity_frame};
@@ -20,7 +21,7 @@ pub use output::{MAX_PART_SIZE, OutputFiles};
 
 use crate::checksums::ChecksumList;
 use crate::description::Description;
-use crate::digest::{Hashing, Sha256Digest};
+use crate::digest::Sha256Digest;
 use crate::error::{BundleError, from_io};
 use crate::layout::{OCI_LAYOUT, index_bytes};
 use crate::member::{
@@ -64,6 +65,10 @@ pub struct WriteOptions {
     pub workers: u32,
     /// Split into parts of at most this many bytes.
     pub split_size: Option<u64>,
+    /// Re-hash every blob while writing it and fail on a mismatch. Only a caller that verified
+    /// the blob files itself moments before (a cache that re-hashes on every hit) turns this off:
+    /// on machines without SHA instructions hashing is the slowest step of a write.
+    pub verify_blobs: bool,
 }
 
 impl Default for WriteOptions {
@@ -73,6 +78,7 @@ impl Default for WriteOptions {
             level: DEFAULT_LEVEL,
             workers,
             split_size: None,
+            verify_blobs: true,
         }
     }
 }
@@ -121,6 +127,7 @@ pub fn write_bundle(
     let mut tar = TarFrames {
         frames: FrameEncoder::new(output, options.level, options.workers),
         mtime,
+        verify: options.verify_blobs,
     };
     tar.member_bytes(&MemberPath::fixed(CHECKSUMS_PATH), &checksums)?;
     for (path, bytes) in small {
@@ -141,6 +148,7 @@ pub fn write_bundle(
 struct TarFrames {
     frames: FrameEncoder<Output>,
     mtime: u64,
+    verify: bool,
 }
 
 impl TarFrames {
@@ -174,19 +182,22 @@ impl TarFrames {
         };
         let file = File::open(&blob.path).map_err(read_error)?;
         self.start(&MemberPath::blob(&blob.digest), blob.size)?;
-        let mut reader = Hashing::new(BufReader::with_capacity(1 << 20, file).take(blob.size + 1));
+        let mut reader = BufReader::with_capacity(1 << 20, file).take(blob.size + 1);
+        let mut hasher = self.verify.then(Sha256::new);
         let mut chunk = vec![0u8; 1 << 20];
+        let mut size = 0;
         loop {
             let n = reader.read(&mut chunk).map_err(read_error)?;
-            if n == 0 {
+            size += n as u64;
+            if n == 0 || size > blob.size {
                 break;
             }
-            if reader.count() > blob.size {
-                break;
+            if let Some(hasher) = &mut hasher {
+                hasher.update(&chunk[..n]);
             }
             self.write(&chunk[..n])?;
         }
-        let (_, digest, size) = reader.finish();
+        let digest = hasher.map_or(blob.digest, Sha256Digest::from_hasher);
         if size != blob.size || digest != blob.digest {
             return Err(BundleError::BlobMismatch {
                 path: blob.path.clone(),
