@@ -27,13 +27,14 @@ fi
 #   unzip                     helm comes from an npm package's zip (scripts/lab/tools.sh)
 #   gettext-base              envsubst: renders manifests/lab.yaml (scripts/lab/render.sh)
 #   bc, hyperfine             timings in the lab scripts, and benchmarks
+#   apache2-utils             htpasswd: a registry with basic auth in the builder's tests
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
   containerd runc
   etcd-server etcd-client
   openssh-server fio iproute2
-  curl python3 unzip gettext-base bc hyperfine
+  curl python3 unzip gettext-base bc hyperfine apache2-utils
 )
 # npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.

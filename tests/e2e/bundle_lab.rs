@@ -669,3 +669,89 @@ fn bad_manifests_fail_with_a_message_naming_the_problem() {
         assert!(!tmp.path().join("x.tar.zst").exists());
     }
 }
+
+#[test]
+fn registry_credentials_come_from_the_variable_the_manifest_names() {
+    let b = Bench::new();
+    // A second real registry, with basic auth, on a port of our own.
+    let dir = b.path("auth-registry");
+    fs::create_dir_all(dir.join("data")).expect("dir");
+    let mut htpasswd = Command::new("htpasswd");
+    htpasswd
+        .args(["-Bbc"])
+        .arg(dir.join("htpasswd"))
+        .args(["kk", "s3cret"]);
+    run_ok(&mut htpasswd);
+    let port = crate::labkit::free_port();
+    fs::write(
+        dir.join("config.yml"),
+        format!(
+            "version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nauth:\n  htpasswd: {{realm: kk-test, path: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            dir.join("data").display(),
+            dir.join("htpasswd").display()
+        ),
+    )
+    .expect("config");
+    let server = Command::new("docker-registry")
+        .arg("serve")
+        .arg(dir.join("config.yml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docker-registry");
+    let _stop = StopOnDrop(server);
+    let auth_registry = format!("127.0.0.1:{port}");
+    let mut copy = Command::new("skopeo");
+    copy.args([
+        "copy",
+        "--src-tls-verify=false",
+        "--dest-tls-verify=false",
+        "--dest-creds",
+        "kk:s3cret",
+    ])
+    .arg(format!("docker://{}/lab/oci-media:1.0", b.lab.registry()))
+    .arg(format!("docker://{auth_registry}/private/app:1"));
+    // The registry needs a moment to listen.
+    let pushed = (0..100).any(|_| {
+        let ok = run(&mut copy).status.success();
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        ok
+    });
+    assert!(
+        pushed,
+        "could not push to the basic-auth registry:\n{}",
+        describe(&copy, &run(&mut copy))
+    );
+    let manifest = b.path("private.yaml");
+    fs::write(
+        &manifest,
+        format!(
+            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: private}}\nspec:\n  images: [\"{auth_registry}/private/app:1\"]\n  registries:\n    \"{auth_registry}\": {{plainHTTP: true, username: kk, passwordEnv: KK_TEST_REGISTRY_PASSWORD}}\n"
+        ),
+    )
+    .expect("manifest");
+    let mut wrong = b.build(&manifest, "w.tar.zst", "cache-w", &[]);
+    let err = failed(wrong.env("KK_TEST_REGISTRY_PASSWORD", "wrong"));
+    assert!(
+        err.contains("private/app:1") && !err.contains("wrong"),
+        "{err}"
+    );
+    let mut unset = b.build(&manifest, "u.tar.zst", "cache-u", &[]);
+    let err = failed(unset.env_remove("KK_TEST_REGISTRY_PASSWORD"));
+    assert!(err.contains("KK_TEST_REGISTRY_PASSWORD"), "{err}");
+    let mut right = b.build(&manifest, "r.tar.zst", "cache-r", &[]);
+    run_ok(right.env("KK_TEST_REGISTRY_PASSWORD", "s3cret"));
+    assert!(b.path("r.tar.zst").is_file());
+}
+
+/// Kills a server this test started (by its own PID) when the test ends.
+struct StopOnDrop(std::process::Child);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
