@@ -719,11 +719,13 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
         }
         ok
     });
-    assert!(
-        pushed,
-        "could not push to the basic-auth registry:\n{}",
-        describe(&copy, &run(&mut copy))
-    );
+    if !pushed {
+        let out = run(&mut copy);
+        panic!(
+            "could not push to the basic-auth registry:\n{}",
+            describe(&copy, &out)
+        );
+    }
     let manifest = b.path("private.yaml");
     fs::write(
         &manifest,
