@@ -757,3 +757,36 @@ impl Drop for StopOnDrop {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn split_size_writes_parts_that_inspect_and_plain_tools_read() {
+    let b = Bench::new();
+    run_ok(&mut b.build(
+        &b.manifest,
+        "s.tar.zst",
+        "cache",
+        &["--allow-missing-platforms", "--split-size", "20MiB"],
+    ));
+    assert!(!b.path("s.tar.zst").exists());
+    let parts: Vec<_> = (1..=9)
+        .map(|n| b.path(&format!("s.tar.zst.part{n:03}")))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(parts.len() >= 3, "{parts:?}");
+    for part in &parts {
+        assert!(fs::metadata(part).expect("part").len() <= 20 << 20);
+    }
+    let mut inspect = Command::new(binary("kk-bundle"));
+    inspect.arg("inspect").arg(b.path("s.tar.zst.part001"));
+    let (out, _) = run_ok(&mut inspect);
+    assert!(out.contains("docker.io/library/busybox:1.36"), "{out}");
+    let mut list = Command::new("bash");
+    list.current_dir(b.tmp.path()).args([
+        "-euo",
+        "pipefail",
+        "-c",
+        "cat s.tar.zst.part* | zstd -dc | tar -t | awk 'NR <= 2'",
+    ]);
+    let (names, _) = run_ok(&mut list);
+    assert_eq!(names, "kk-bundle/SHA256SUMS\nkk-bundle/bundle.json\n");
+}
