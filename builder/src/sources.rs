@@ -96,6 +96,9 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
         .iter()
         .map(|b| {
             let mut entry = json!({ "name": b.name, "version": b.version, "url": b.url });
+            if !b.arch_names.is_empty() {
+                entry["archNames"] = json!(b.arch_names);
+            }
             match &b.checksum_url {
                 Some(url) => entry["checksumUrl"] = url.clone().into(),
                 None => entry["sha256"] = json!(b.sha256),
@@ -121,4 +124,74 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
         &text,
         &format!("catalog {}", expansion.kubernetes),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    fn manifest(spec: &str) -> Manifest {
+        let text = format!(
+            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: t}}\nspec:\n{spec}"
+        );
+        Manifest::from_str_named(&text, "t.yaml").unwrap()
+    }
+
+    #[test]
+    fn catalog_entries_are_added_unless_the_manifest_names_them() {
+        let user = manifest(
+            "  kubernetes: {version: v1.31.4}\n  binaries:\n    - {name: etcd, version: v3.5.16, url: \"https://example.org/etcd-{version}-{os}-{arch}.tgz\", checksumUrl: \"https://example.org/SUMS\"}\n",
+        );
+        let expansion = Catalog::builtin()
+            .expand(user.spec().kubernetes.as_ref().unwrap())
+            .unwrap();
+        let sources = Sources::collect(&user, Some(&expansion)).unwrap();
+        let etcd: Vec<_> = sources
+            .binaries
+            .iter()
+            .filter(|b| b.name == "etcd")
+            .collect();
+        assert_eq!(etcd.len(), 1);
+        assert_eq!(
+            etcd[0].version, "v3.5.16",
+            "the manifest's etcd replaces the catalog's"
+        );
+        assert!(sources.binaries.iter().any(|b| b.name == "kubeadm"));
+        assert!(
+            sources
+                .images
+                .iter()
+                .any(|i| i.name() == "registry.k8s.io/pause:3.10")
+        );
+        assert_eq!(sources.http_charts.len(), 1);
+    }
+
+    #[test]
+    fn docker_downloads_use_dockers_architecture_names() {
+        let user = manifest(
+            "  platforms: [linux/amd64, linux/arm64]\n  kubernetes: {version: v1.31.4, containerRuntime: docker}\n",
+        );
+        let expansion = Catalog::builtin()
+            .expand(user.spec().kubernetes.as_ref().unwrap())
+            .unwrap();
+        let sources = Sources::collect(&user, Some(&expansion)).unwrap();
+        let docker = sources
+            .binaries
+            .iter()
+            .find(|b| b.name == "docker")
+            .unwrap();
+        let amd64: bundle_spec::platform::Platform = "linux/amd64".parse().unwrap();
+        let arm64: bundle_spec::platform::Platform = "linux/arm64".parse().unwrap();
+        assert!(
+            docker.url_for(&amd64).contains("/x86_64/"),
+            "{}",
+            docker.url_for(&amd64)
+        );
+        assert!(
+            docker.url_for(&arm64).contains("/aarch64/"),
+            "{}",
+            docker.url_for(&arm64)
+        );
+    }
 }

@@ -402,6 +402,16 @@ pub enum ManifestError {
         /// The registry host.
         registry: String,
     },
+    /// An `archNames` entry is not an architecture and a plain name.
+    #[error(
+        "{at}: invalid `archNames` entry `{name}`; hint: map an architecture such as `amd64` to a name of letters, digits, `_`, `-` or `.`, e.g. `amd64: x86_64`"
+    )]
+    InvalidArchName {
+        /// Where the entry is.
+        at: crate::manifest::SourceLocation,
+        /// The key or value as written.
+        name: String,
+    },
     /// A `fileMirrors` key is not the `host[:port]` of download URLs.
     #[error(
         "{at}: invalid file mirror host `{host}`; hint: write the `host[:port]` of the download urls in lowercase, e.g. `dl.k8s.io`"

@@ -132,12 +132,11 @@ impl Wanted<'_> {
         if let Some(pinned) = pinned {
             return Ok(pinned);
         }
-        let BinaryChecksum::ChecksumUrl(template) = &self.binary.checksum else {
+        let Some(checksum_url) = self.binary.checksum_url_for(self.platform) else {
             return Err(BuildError::NoChecksum {
                 what: self.describe(),
             });
         };
-        let checksum_url = template.expand(&self.binary.version, self.platform);
         if !checksum_files.contains_key(&checksum_url) {
             let text = fetcher.text(&checksum_url).await?;
             checksum_files.insert(checksum_url.clone(), text);

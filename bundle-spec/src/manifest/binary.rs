@@ -23,6 +23,9 @@ pub struct Binary {
     pub url: UrlTemplate,
     /// How to verify what was downloaded.
     pub checksum: BinaryChecksum,
+    /// The project's own names for architectures in `{arch}` (`archNames: {amd64: x86_64}`, as
+    /// Docker's static binaries need); architectures not listed keep their OCI name.
+    pub arch_names: BTreeMap<String, String>,
     /// Where the manifest lists it.
     pub location: SourceLocation,
 }
@@ -30,7 +33,25 @@ pub struct Binary {
 impl Binary {
     /// The download URL for `platform`.
     pub fn url_for(&self, platform: &Platform) -> String {
-        self.url.expand(&self.version, platform)
+        self.url
+            .expand_with_arch(&self.version, platform, self.arch_name(platform))
+    }
+
+    /// The checksum file URL for `platform`, when the binary is verified by one.
+    pub fn checksum_url_for(&self, platform: &Platform) -> Option<String> {
+        match &self.checksum {
+            BinaryChecksum::ChecksumUrl(template) => {
+                Some(template.expand_with_arch(&self.version, platform, self.arch_name(platform)))
+            }
+            _ => None,
+        }
+    }
+
+    /// What `{arch}` becomes for `platform`.
+    pub fn arch_name<'a>(&'a self, platform: &'a Platform) -> &'a str {
+        self.arch_names
+            .get(platform.architecture())
+            .map_or(platform.architecture(), String::as_str)
     }
 }
 
@@ -118,8 +139,37 @@ fn validate(
         version,
         url,
         checksum,
+        arch_names: arch_names(file, &raw.value.arch_names)?,
         location,
     })
+}
+
+/// `archNames`: keys are architectures (normalised like platforms), values plain names.
+fn arch_names(
+    file: &Arc<str>,
+    raw: &SpannedMap<Spanned<String>>,
+) -> Result<BTreeMap<String, String>, ManifestError> {
+    let mut names = BTreeMap::new();
+    for (key, value) in &raw.0 {
+        let architecture =
+            parse_architecture(&key.value).map_err(|_| ManifestError::InvalidArchName {
+                at: SourceLocation::of(file, key),
+                name: key.value.clone(),
+            })?;
+        let plain = !value.value.is_empty()
+            && value
+                .value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !plain {
+            return Err(ManifestError::InvalidArchName {
+                at: SourceLocation::of(file, value),
+                name: value.value.clone(),
+            });
+        }
+        names.insert(architecture, value.value.clone());
+    }
+    Ok(names)
 }
 
 /// What checking a `sha256` needs to know about its binary.

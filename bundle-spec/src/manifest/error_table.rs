@@ -77,6 +77,7 @@ variants![
     InvalidEnvName,
     TlsWithPlainHttp,
     InvalidFileMirrorHost,
+    InvalidArchName,
     NothingToBundle,
 ];
 
@@ -191,6 +192,8 @@ fn cases() -> Vec<Case> {
         case!(TlsWithPlainHttp, registry("{plainHTTP: true, caFile: /ca.pem}"), "registry `docker.io` sets `plainHTTP` together with", "8:16"),
         case!(TlsWithPlainHttp, registry("{plainHTTP: true, insecureSkipVerify: true}"), "plain HTTP has no TLS", "8:16"),
         // File mirrors.
+        case!(InvalidArchName, binary("      checksumUrl: https://example.org/SUMS\n      archNames: {amd46: x86_64}\n"), "invalid `archNames` entry `amd46`", "11:19"),
+        case!(InvalidArchName, binary("      checksumUrl: https://example.org/SUMS\n      archNames: {amd64: \"x/y\"}\n"), "invalid `archNames` entry `x/y`", "11:26"),
         case!(InvalidFileMirrorHost, file_mirror("DL.k8s.io", "http://127.0.0.1:8080"), "invalid file mirror host `DL.k8s.io`", "8:5"),
         case!(InvalidFileMirrorHost, file_mirror("https://dl.k8s.io", "http://127.0.0.1:8080"), "write the `host[:port]` of the download urls", "8:5"),
         case!(InvalidUrl, file_mirror("dl.k8s.io", "127.0.0.1:8080/dl"), "invalid url `127.0.0.1:8080/dl`: it does not start with `https://`", "8:16"),

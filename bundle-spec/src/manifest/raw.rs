@@ -78,6 +78,8 @@ pub(super) struct RawBinary {
     pub(super) url: Option<Spanned<String>>,
     pub(super) sha256: Option<Spanned<RawSha256>>,
     pub(super) checksum_url: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) arch_names: SpannedMap<Spanned<String>>,
 }
 
 /// `sha256:` is either one digest or a map of architecture to digest.

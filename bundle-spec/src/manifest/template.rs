@@ -40,13 +40,19 @@ impl UrlTemplate {
 
     /// The URL for `version` on `platform`; `{arch}` is the architecture without variant.
     pub fn expand(&self, version: &str, platform: &Platform) -> String {
+        self.expand_with_arch(version, platform, platform.architecture())
+    }
+
+    /// The URL for `version` on `platform`, with `arch` for `{arch}` (a project's own name for
+    /// the architecture, e.g. Docker's `x86_64`).
+    pub fn expand_with_arch(&self, version: &str, platform: &Platform, arch: &str) -> String {
         self.segments
             .iter()
             .map(|segment| match segment {
                 Segment::Literal(text) => text.as_str(),
                 Segment::Version => version,
                 Segment::Os => platform.os(),
-                Segment::Arch => platform.architecture(),
+                Segment::Arch => arch,
             })
             .collect()
     }
