@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use bundle_spec::Sha256Digest;
 use bundle_spec::lock::LockedFile;
-use bundle_spec::manifest::{Binary, BinaryChecksum};
+use bundle_spec::manifest::Binary;
 use bundle_spec::platform::Platform;
 
 use crate::BuildError;
