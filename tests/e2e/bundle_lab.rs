@@ -682,25 +682,13 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
         .arg(dir.join("htpasswd"))
         .args(["kk", "s3cret"]);
     run_ok(&mut htpasswd);
-    let port = crate::labkit::free_port();
-    fs::write(
-        dir.join("config.yml"),
-        format!(
-            "version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nauth:\n  htpasswd: {{realm: kk-test, path: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            dir.join("data").display(),
+    let (auth_registry, _stop) = extra_registry(
+        &dir,
+        &format!(
+            "auth:\n  htpasswd: {{realm: kk-test, path: {}}}\n",
             dir.join("htpasswd").display()
         ),
-    )
-    .expect("config");
-    let server = Command::new("docker-registry")
-        .arg("serve")
-        .arg(dir.join("config.yml"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("docker-registry");
-    let _stop = StopOnDrop(server);
-    let auth_registry = format!("127.0.0.1:{port}");
+    );
     let mut copy = Command::new("skopeo");
     copy.args([
         "copy",
@@ -711,21 +699,7 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
     ])
     .arg(format!("docker://{}/lab/oci-media:1.0", b.lab.registry()))
     .arg(format!("docker://{auth_registry}/private/app:1"));
-    // The registry needs a moment to listen.
-    let pushed = (0..100).any(|_| {
-        let ok = run(&mut copy).status.success();
-        if !ok {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        ok
-    });
-    if !pushed {
-        let out = run(&mut copy);
-        panic!(
-            "could not push to the basic-auth registry:\n{}",
-            describe(&copy, &out)
-        );
-    }
+    push_when_listening(&mut copy);
     let manifest = b.path("private.yaml");
     fs::write(
         &manifest,
@@ -746,6 +720,102 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
     let mut right = b.build(&manifest, "r.tar.zst", "cache-r", &[]);
     run_ok(right.env("KK_TEST_REGISTRY_PASSWORD", "s3cret"));
     assert!(b.path("r.tar.zst").is_file());
+}
+
+/// Starts another real docker-registry in `dir` on a port of our own, with `extra` config (auth,
+/// TLS, ...) merged in; stopped when the returned guard drops.
+fn extra_registry(dir: &Path, extra: &str) -> (String, StopOnDrop) {
+    fs::create_dir_all(dir.join("data")).expect("dir");
+    let port = crate::labkit::free_port();
+    let tls = extra.contains("tls:");
+    let http = if tls {
+        String::new()
+    } else {
+        format!("http:\n  addr: 127.0.0.1:{port}\n")
+    };
+    let extra = extra.replace("{PORT}", &port.to_string());
+    fs::write(
+        dir.join("config.yml"),
+        format!(
+            "version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\n{http}{extra}",
+            dir.join("data").display()
+        ),
+    )
+    .expect("config");
+    let server = Command::new("docker-registry")
+        .arg("serve")
+        .arg(dir.join("config.yml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docker-registry");
+    (format!("127.0.0.1:{port}"), StopOnDrop(server))
+}
+
+/// Runs a push until the new registry listens (it needs a moment after starting).
+fn push_when_listening(copy: &mut Command) {
+    let pushed = (0..100).any(|_| {
+        let ok = run(copy).status.success();
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        ok
+    });
+    if !pushed {
+        let out = run(copy);
+        panic!("could not push to the registry:\n{}", describe(copy, &out));
+    }
+}
+
+#[test]
+fn a_registry_with_its_own_ca_is_trusted_through_ca_file_only() {
+    let b = Bench::new();
+    let dir = b.path("tls-registry");
+    let pki = dir.join("pki");
+    fs::create_dir_all(&pki).expect("dir");
+    let script = "set -e; cd \"$1\"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=kk-test-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > ext
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile ext -out server.crt 2>/dev/null";
+    let mut openssl = Command::new("bash");
+    openssl.args(["-c", script, "pki"]).arg(&pki);
+    run_ok(&mut openssl);
+    let (registry, _stop) = extra_registry(
+        &dir,
+        &format!(
+            "http:\n  addr: 127.0.0.1:{{PORT}}\n  tls: {{certificate: {}, key: {}}}\n",
+            pki.join("server.crt").display(),
+            pki.join("server.key").display()
+        ),
+    );
+    let certs = dir.join("certs");
+    fs::create_dir_all(&certs).expect("dir");
+    fs::copy(pki.join("ca.crt"), certs.join("ca.crt")).expect("ca");
+    let mut copy = Command::new("skopeo");
+    copy.args(["copy", "--src-tls-verify=false", "--dest-cert-dir"])
+        .arg(&certs)
+        .arg(format!("docker://{}/lab/oci-media:1.0", b.lab.registry()))
+        .arg(format!("docker://{registry}/secure/app:1"));
+    push_when_listening(&mut copy);
+    let manifest = |name: &str, settings: &str| {
+        let path = b.path(name);
+        fs::write(
+            &path,
+            format!("apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: tls}}\nspec:\n  images: [\"{registry}/secure/app:1\"]\n  registries: {{\"{registry}\": {settings}}}\n"),
+        )
+        .expect("manifest");
+        path
+    };
+    let without = manifest("without.yaml", "{}");
+    let err = failed(&mut b.build(&without, "u.tar.zst", "cache-u", &[]));
+    assert!(err.contains("secure/app:1"), "{err}");
+    let with = manifest(
+        "with.yaml",
+        &format!("{{caFile: \"{}\"}}", pki.join("ca.crt").display()),
+    );
+    run_ok(&mut b.build(&with, "t.tar.zst", "cache-t", &[]));
+    assert!(b.path("t.tar.zst").is_file());
 }
 
 /// Kills a server this test started (by its own PID) when the test ends.
