@@ -17,7 +17,6 @@ pub mod cache;
 pub mod catalog;
 pub mod error;
 pub mod fetch;
-pub mod inspect;
 pub mod lockfile;
 pub mod progress;
 pub mod resolve;

@@ -69,11 +69,11 @@ fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
     let context = || format!("cannot inspect `{}`", args.bundle.display());
     match args.output {
         Output::Text => {
-            print(&kk_bundle::inspect::inspect_text(&args.bundle).with_context(context)?)
+            print(&bundle_spec::inspect::inspect_text(&args.bundle).with_context(context)?)
         }
         Output::Json => print(&format!(
             "{:#}\n",
-            kk_bundle::inspect::inspect_json(&args.bundle).with_context(context)?
+            bundle_spec::inspect::inspect_json(&args.bundle).with_context(context)?
         )),
     }
 }

@@ -17,6 +17,13 @@ impl Sha256Digest {
         Self(Sha256::digest(bytes).into())
     }
 
+    /// The digest and length of everything `reader` yields.
+    pub fn of_reader(mut reader: impl Read) -> io::Result<(Self, u64)> {
+        let mut hashing = Hashing::new(io::sink());
+        let size = io::copy(&mut reader, &mut hashing)?;
+        Ok((hashing.finish().1, size))
+    }
+
     /// The digest a finished hasher computed.
     pub(crate) fn from_hasher(hasher: Sha256) -> Self {
         Self(hasher.finalize().into())

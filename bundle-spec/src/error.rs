@@ -677,6 +677,15 @@ pub enum BundleError {
         /// The member.
         member: MemberPath,
     },
+    /// A zstd frame holding part of a member is damaged.
+    #[error("member `{member}` is damaged")]
+    Damaged {
+        /// The member.
+        member: MemberPath,
+        /// The frame's error.
+        #[source]
+        source: Box<BundleError>,
+    },
     /// A member's content does not match the checksum list.
     #[error("member `{member}` has digest `{actual}`, the checksum list says `{expected}`")]
     DigestMismatch {
@@ -751,6 +760,14 @@ pub enum BundleError {
     /// A member the caller asked for is not in the bundle.
     #[error("the bundle has no member `{0}`")]
     NoSuchMember(String),
+}
+
+impl BundleError {
+    /// The error behind a failed read of a member's data during [`crate::Bundle::walk`]: the
+    /// bundle's own error (a corrupt frame, a truncated part) when it carried one, else an I/O error.
+    pub fn from_read_error(error: io::Error) -> Self {
+        from_io(error, Self::Read)
+    }
 }
 
 /// Takes a [`BundleError`] back out of an `io::Error` that carried it through a `Read` or

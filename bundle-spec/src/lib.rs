@@ -42,6 +42,7 @@ pub mod checksums;
 pub mod description;
 pub mod digest;
 mod error;
+pub mod inspect;
 pub mod layout;
 pub mod lock;
 pub mod manifest;

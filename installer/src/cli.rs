@@ -1,6 +1,8 @@
 //! Command line of `kk-install`.
 
-use clap::Parser;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Verifies a kk bundle and installs Kubernetes from it in an airgap.
 ///
@@ -8,7 +10,54 @@ use clap::Parser;
 /// verifies the bundle, checks the nodes, and installs the cluster from the bundle's content.
 #[derive(Debug, Parser)]
 #[command(name = "kk-install", version, arg_required_else_help = true)]
-pub(crate) struct Cli {}
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Checks everything in a bundle: header, checksum list, every member, every part.
+    Verify(BundleArg),
+    /// Shows what a bundle holds, from its header (no full decompression).
+    Inspect(InspectArgs),
+    /// Verifies a bundle while unpacking it into a content store (the registry's data).
+    Unpack(UnpackArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BundleArg {
+    /// The bundle: a file, a `.split.json` parts index, or a first part.
+    #[arg(long)]
+    pub(crate) bundle: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UnpackArgs {
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
+    /// The content store (an OCI image layout), created if needed; shared by all bundles.
+    #[arg(long)]
+    pub(crate) store: PathBuf,
+}
+
+/// How to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Output {
+    /// For people.
+    Text,
+    /// For programs.
+    Json,
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,140 @@
 //! `kk-install`: verifies kk bundles and installs Kubernetes in an airgap.
 
 mod cli;
+mod unpack;
 
-use clap::Parser;
+use std::io::{IsTerminal as _, Write as _};
+use std::process::ExitCode;
+use std::time::Instant;
 
-fn main() {
-    // No subcommands yet: parsing answers --help and --version, and rejects anything else.
-    let _cli = cli::Cli::parse();
+use anyhow::Context as _;
+use bundle_spec::Bundle;
+use clap::Parser as _;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use cli::{Cli, Command, Output};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Verify(args) => {
+            let started = Instant::now();
+            let mut bundle = open(&args.bundle)?;
+            let bar = progress(bundle.content_size());
+            let verified = bundle
+                .walk(&mut Counting(bar.clone()))
+                .with_context(|| format!("bundle `{}` is not intact", args.bundle.display()))?;
+            bar.finish_and_clear();
+            print(&format!(
+                "ok: {} members, {} verified in {:.1}s; identity {}\n",
+                verified.members,
+                bytesize::ByteSize(verified.bytes),
+                started.elapsed().as_secs_f64(),
+                bundle.identity()
+            ))
+        }
+        Command::Inspect(args) => {
+            let path = &args.bundle.bundle;
+            let context = || format!("cannot inspect `{}`", path.display());
+            match args.output {
+                Output::Text => {
+                    print(&bundle_spec::inspect::inspect_text(path).with_context(context)?)
+                }
+                Output::Json => print(&format!(
+                    "{:#}\n",
+                    bundle_spec::inspect::inspect_json(path).with_context(context)?
+                )),
+            }
+        }
+        Command::Unpack(args) => {
+            let started = Instant::now();
+            let mut bundle = open(&args.bundle.bundle)?;
+            let bar = progress(bundle.content_size());
+            let unpacked = unpack::unpack(&mut bundle, &args.store, &bar).with_context(|| {
+                format!(
+                    "cannot unpack `{}` into `{}`",
+                    args.bundle.bundle.display(),
+                    args.store.display()
+                )
+            })?;
+            bar.finish_and_clear();
+            print(&format!(
+                "unpacked {} members ({} verified) into {} in {:.1}s: {} blobs written, {} already present; identity {}\n",
+                unpacked.verified.members,
+                bytesize::ByteSize(unpacked.verified.bytes),
+                args.store.display(),
+                started.elapsed().as_secs_f64(),
+                unpacked.written,
+                unpacked.skipped,
+                bundle.identity()
+            ))
+        }
+    }
+}
+
+fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
+    Bundle::open(path).with_context(|| format!("cannot open bundle `{}`", path.display()))
+}
+
+/// A bar with bytes/s on a terminal; nothing otherwise (the final line reports).
+fn progress(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("[{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// Reads every member, counting bytes for the progress bar.
+struct Counting(ProgressBar);
+
+impl bundle_spec::read::MemberVisitor for Counting {
+    type Pending = ();
+
+    fn receive(
+        &mut self,
+        _: &bundle_spec::MemberHeader,
+        data: &mut dyn std::io::Read,
+    ) -> Result<(), bundle_spec::BundleError> {
+        let mut chunk = vec![0u8; 1 << 20];
+        loop {
+            match data.read(&mut chunk) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.0.inc(n as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(bundle_spec::BundleError::from_read_error(e)),
+            }
+        }
+    }
+
+    fn accept(
+        &mut self,
+        _: &bundle_spec::MemberHeader,
+        (): (),
+        _: bundle_spec::Sha256Digest,
+    ) -> Result<(), bundle_spec::BundleError> {
+        Ok(())
+    }
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")
 }

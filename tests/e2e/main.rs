@@ -7,6 +7,7 @@
 mod bundle_lab;
 mod cli;
 mod dist;
+mod install_bundle;
 mod lab;
 mod labkit;
 mod support;

@@ -261,6 +261,21 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             .map(Sha256Digest::from_hasher)
     }
 
+    /// The first tar block of the frame that failed to load, decoded as far as it goes: when a
+    /// frame is damaged after its start, this still names the member it holds.
+    pub(crate) fn salvage_first_block(&mut self) -> Option<[u8; 512]> {
+        let frame = self.table.frames.get(self.next)?;
+        // A frame whose header is damaged has no readable start; a corrupt later block still
+        // leaves the first ones decodable.
+        let compressed = self
+            .compressed
+            .get(..usize::try_from(frame.compressed_size).ok()?)?;
+        let mut decoder = zstd::stream::read::Decoder::new(compressed).ok()?;
+        let mut block = [0u8; 512];
+        decoder.read_exact(&mut block).ok()?;
+        Some(block)
+    }
+
     fn load_next(&mut self) -> Result<bool, BundleError> {
         let Some(frame) = self.table.frames.get(self.next).copied() else {
             return Ok(false);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use walk::MemberHeader;
+pub use walk::{MemberHeader, MemberVisitor};
 
 use crate::checksums::ChecksumList;
 use crate::description::{Description, FORMAT_VERSION, FormatVersion};
@@ -30,7 +30,7 @@ use crate::member::{
 use frames::{FrameReader, FrameTable};
 use source::Source;
 use unpack::Unpacker;
-use walk::{MemberVisitor, Step, Walker};
+use walk::{Step, Walker};
 
 /// An opened bundle whose header has been verified.
 #[derive(Debug)]
@@ -143,6 +143,12 @@ impl Bundle {
     /// but the members verified before it stay.
     pub fn unpack(&mut self, dir: &Path) -> Result<Verified, BundleError> {
         self.walk_all(&mut Unpacker::new(dir)?)
+    }
+
+    /// Verifies the whole bundle like [`verify`](Self::verify), handing every member to
+    /// `visitor` as it passes (the checksum list first, then the description, and so on).
+    pub fn walk<V: MemberVisitor>(&mut self, visitor: &mut V) -> Result<Verified, BundleError> {
+        self.walk_all(visitor)
     }
 
     fn walk_all<V: MemberVisitor>(&mut self, visitor: &mut V) -> Result<Verified, BundleError> {

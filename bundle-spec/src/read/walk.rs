@@ -26,8 +26,13 @@ pub struct MemberHeader {
     pub offset: u64,
 }
 
-/// What to do with members' bytes.
-pub(crate) trait MemberVisitor {
+/// What to do with members' bytes during [`Bundle::walk`](crate::Bundle::walk).
+///
+/// `receive` sees a member's bytes while the walker hashes them; `accept` is called only after
+/// the digest matched the checksum list. Whatever `receive` produced for a member that fails is
+/// dropped, so a visitor that writes files should write temporary ones in `receive` (dropping
+/// deletes them) and give them their names in `accept`.
+pub trait MemberVisitor {
     /// The result of receiving a member, held until its digest is checked.
     type Pending;
 
@@ -84,7 +89,8 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         let offset = self.frames.offset();
         let at_start = self.frames.at_frame_start();
         let mut block = [0u8; BLOCK as usize];
-        let read = read_full(&mut self.frames, &mut block)?;
+        let read =
+            read_full(&mut self.frames, &mut block).map_err(|error| self.name_damaged(error))?;
         if read < block.len() {
             return Err(BundleError::Truncated {
                 after: self.last.clone(),
@@ -96,8 +102,17 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         let member = self.header(&block, offset, at_start, list)?;
         let expected = list.map(|l| *l.get(&member.path).expect("checked in header"));
         let mut data = Hashing::new(Read::take(&mut self.frames, member.size));
-        let pending = visitor.receive(&member, &mut data)?;
-        io::copy(&mut data, &mut io::sink()).map_err(|e| from_io(e, BundleError::Read))?;
+        let in_member = |error: BundleError| match error {
+            // A damaged frame inside a member: say which member it damaged.
+            BundleError::Frame { .. } => BundleError::Damaged {
+                member: member.path.clone(),
+                source: Box::new(error),
+            },
+            other => other,
+        };
+        let pending = visitor.receive(&member, &mut data).map_err(in_member)?;
+        io::copy(&mut data, &mut io::sink())
+            .map_err(|e| in_member(from_io(e, BundleError::Read)))?;
         let (_, digest, size) = data.finish();
         if size != member.size {
             return Err(BundleError::Truncated {
@@ -206,6 +221,25 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
             return Err(BundleError::EndMarker);
         }
         Ok(())
+    }
+
+    /// A frame that failed while a header was being read: name the member it starts, if its
+    /// first block can still be decoded.
+    fn name_damaged(&mut self, error: BundleError) -> BundleError {
+        if !matches!(error, BundleError::Frame { .. }) {
+            return error;
+        }
+        let Some(block) = self.frames.salvage_first_block() else {
+            return error;
+        };
+        let header = tar::Header::from_byte_slice(&block);
+        match MemberPath::parse(&String::from_utf8_lossy(&header.path_bytes())) {
+            Some(member) => BundleError::Damaged {
+                member,
+                source: Box::new(error),
+            },
+            None => error,
+        }
     }
 
     /// The mtime every member has, once the first header was read.

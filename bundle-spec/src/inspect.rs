@@ -1,16 +1,16 @@
-//! `kk-bundle inspect`: what a bundle holds, read from its header through the seek table —
-//! without decompressing the blobs.
+//! What a bundle holds, read from its header through the seek table — without decompressing
+//! the blobs. `kk-bundle inspect` and `kk-install inspect` print this.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use bundle_spec::Bundle;
 use serde_json::json;
 
-use crate::error::BuildError;
+use crate::error::BundleError;
+use crate::read::Bundle;
 
 /// The bundle's header as JSON: identity, versions, sizes, artifacts, and the lock.
-pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BuildError> {
+pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BundleError> {
     let bundle = Bundle::open(path)?;
     let d = bundle.description();
     Ok(json!({
@@ -30,7 +30,7 @@ pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BuildError> {
 }
 
 /// The bundle's header as a table for people.
-pub fn inspect_text(path: &Path) -> Result<String, BuildError> {
+pub fn inspect_text(path: &Path) -> Result<String, BundleError> {
     let bundle = Bundle::open(path)?;
     let d = bundle.description();
     let mut out = String::new();

@@ -1,0 +1,343 @@
+//! The store: an unpacked bundle (an OCI image layout) and the repositories it serves.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bundle_spec::Sha256Digest;
+use serde::{Deserialize, Serialize};
+
+use super::names::{parse_ref_name, repository_name};
+use crate::error::RegistryError;
+
+/// The largest manifest the store reads (as the distribution reference implementation).
+const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// The media type of an OCI image manifest, the default for documents that name none.
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+/// The annotation naming an artifact in `index.json`.
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// An OCI descriptor, as far as the registry needs it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Descriptor {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) media_type: Option<String>,
+    pub(crate) digest: String,
+    pub(crate) size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) artifact_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) annotations: Option<BTreeMap<String, String>>,
+}
+
+/// An image index or manifest, as far as the registry needs it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Document {
+    #[serde(default)]
+    media_type: Option<String>,
+    #[serde(default)]
+    manifests: Option<Vec<Descriptor>>,
+    #[serde(default)]
+    subject: Option<Descriptor>,
+    #[serde(default)]
+    artifact_type: Option<String>,
+    #[serde(default)]
+    config: Option<Descriptor>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+/// One repository: its tags and the manifests it serves by digest.
+#[derive(Debug, Default)]
+pub(crate) struct Repository {
+    /// Tag → manifest digest.
+    pub(crate) tags: BTreeMap<String, Sha256Digest>,
+    /// Manifest digest → stored media type.
+    pub(crate) manifests: BTreeMap<Sha256Digest, String>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    repositories: BTreeMap<String, Repository>,
+    /// Subject digest → descriptors of the manifests that refer to it.
+    referrers: BTreeMap<Sha256Digest, Vec<Descriptor>>,
+}
+
+/// An unpacked bundle store, read once and served by [`super::router`].
+///
+/// Cloning is cheap: clones share the repository map.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+/// A manifest found while walking the layout: its digest, stored media type and content.
+struct Walked {
+    digest: Sha256Digest,
+    media_type: String,
+    document: Document,
+}
+
+impl Store {
+    /// Opens the OCI image layout in `dir`: reads `index.json` and every manifest and index
+    /// it reaches, and builds the repository map (see [`crate::registry`] for the names).
+    ///
+    /// Blob contents other than manifests are not read; a platform manifest missing from an
+    /// index (an omitted platform) is skipped.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, RegistryError> {
+        let root = dir.as_ref().to_path_buf();
+        if !root.join("oci-layout").is_file() {
+            return Err(RegistryError::NotALayout { dir: root });
+        }
+        let index_path = root.join("index.json");
+        let bytes = std::fs::read(&index_path).map_err(|source| RegistryError::Read {
+            path: index_path.clone(),
+            source,
+        })?;
+        let index: Document =
+            serde_json::from_slice(&bytes).map_err(|source| RegistryError::Json {
+                path: index_path.clone(),
+                source,
+            })?;
+
+        let mut repositories: BTreeMap<String, Repository> = BTreeMap::new();
+        // (repository, tag) → ref name, to report conflicts.
+        let mut tag_owner: BTreeMap<(String, String), String> = BTreeMap::new();
+        // Every manifest seen, with the repositories that reach it.
+        let mut seen: BTreeMap<Sha256Digest, (String, BTreeSet<String>)> = BTreeMap::new();
+        let mut referrers: BTreeMap<Sha256Digest, Vec<Descriptor>> = BTreeMap::new();
+
+        for descriptor in index.manifests.unwrap_or_default() {
+            let digest = parse_digest(&index_path, &descriptor.digest)?;
+            let repository = match descriptor
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(REF_NAME))
+            {
+                Some(ref_name) => {
+                    let (repository, tag) = name_of(ref_name)?;
+                    if let Some(tag) = tag {
+                        let key = (repository.clone(), tag.clone());
+                        if let Some(first) = tag_owner.get(&key) {
+                            let same = repositories.get(&repository).and_then(|r| r.tags.get(&tag))
+                                == Some(&digest);
+                            if !same {
+                                return Err(RegistryError::TagConflict {
+                                    repository,
+                                    tag,
+                                    first: first.clone(),
+                                    second: ref_name.clone(),
+                                });
+                            }
+                        }
+                        tag_owner.insert(key, ref_name.clone());
+                        repositories
+                            .entry(repository.clone())
+                            .or_default()
+                            .tags
+                            .insert(tag, digest);
+                    }
+                    repositories.entry(repository.clone()).or_default();
+                    Some(repository)
+                }
+                None => None,
+            };
+            let top = read_manifest(&root, digest, &descriptor, true)?;
+            walk(&root, top, repository.as_ref(), &mut seen, &mut referrers)?;
+        }
+
+        for (digest, (media_type, names)) in &seen {
+            for name in names {
+                if let Some(repository) = repositories.get_mut(name) {
+                    repository.manifests.insert(*digest, media_type.clone());
+                }
+            }
+        }
+        // A referrer is served by every repository that serves its subject.
+        for (subject, list) in &referrers {
+            for repository in repositories.values_mut() {
+                if repository.manifests.contains_key(subject) {
+                    for referrer in list {
+                        if let (Ok(digest), Some(media_type)) = (
+                            referrer.digest.parse::<Sha256Digest>(),
+                            &referrer.media_type,
+                        ) {
+                            repository.manifests.insert(digest, media_type.clone());
+                        }
+                    }
+                }
+            }
+        }
+
+        Ok(Self {
+            inner: Arc::new(Inner {
+                root,
+                repositories,
+                referrers,
+            }),
+        })
+    }
+
+    /// The repository names served, sorted.
+    pub fn repositories(&self) -> impl Iterator<Item = &str> {
+        self.inner.repositories.keys().map(String::as_str)
+    }
+
+    /// The repository named `name`.
+    pub(crate) fn repository(&self, name: &str) -> Option<&Repository> {
+        self.inner.repositories.get(name)
+    }
+
+    /// The descriptors of the manifests whose subject is `digest`, if `repository` serves it.
+    pub(crate) fn referrers(&self, repository: &Repository, digest: Sha256Digest) -> &[Descriptor] {
+        if repository.manifests.contains_key(&digest) {
+            self.inner.referrers.get(&digest).map_or(&[], Vec::as_slice)
+        } else {
+            &[]
+        }
+    }
+
+    /// The path of the blob `digest` (which may not exist).
+    pub(crate) fn blob_path(&self, digest: Sha256Digest) -> PathBuf {
+        blob_path(&self.inner.root, digest)
+    }
+}
+
+/// `blobs/sha256/<hex>` under `root`: the only kind of path the registry ever opens.
+fn blob_path(root: &Path, digest: Sha256Digest) -> PathBuf {
+    root.join("blobs").join("sha256").join(digest.hex())
+}
+
+fn parse_digest(path: &Path, text: &str) -> Result<Sha256Digest, RegistryError> {
+    text.parse().map_err(|source| RegistryError::Digest {
+        path: path.to_path_buf(),
+        digest: text.to_owned(),
+        source,
+    })
+}
+
+/// The repository name and tag of a ref name.
+fn name_of(ref_name: &str) -> Result<(String, Option<String>), RegistryError> {
+    let invalid = || RegistryError::RefName {
+        ref_name: ref_name.to_owned(),
+    };
+    let parsed = parse_ref_name(ref_name).ok_or_else(invalid)?;
+    let repository = repository_name(parsed.host, parsed.path).ok_or_else(invalid)?;
+    if let Some(tag) = parsed.tag
+        && !super::names::is_valid_tag(tag)
+    {
+        return Err(invalid());
+    }
+    Ok((repository, parsed.tag.map(str::to_owned)))
+}
+
+/// Reads and parses the manifest `descriptor` points to. `None` if the blob is absent and
+/// `required` is false (an omitted platform).
+fn read_manifest(
+    root: &Path,
+    digest: Sha256Digest,
+    descriptor: &Descriptor,
+    required: bool,
+) -> Result<Option<Walked>, RegistryError> {
+    let path = blob_path(root, digest);
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return if required {
+                Err(RegistryError::MissingManifest {
+                    digest: digest.to_string(),
+                    path,
+                })
+            } else {
+                Ok(None)
+            };
+        }
+        Err(source) => return Err(RegistryError::Read { path, source }),
+    };
+    let mut bytes = Vec::new();
+    file.take(MANIFEST_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| RegistryError::Read {
+            path: path.clone(),
+            source,
+        })?;
+    if bytes.len() as u64 > MANIFEST_LIMIT {
+        return Err(RegistryError::ManifestTooLarge {
+            digest: digest.to_string(),
+            size: std::fs::metadata(&path).map_or(MANIFEST_LIMIT + 1, |m| m.len()),
+            limit: MANIFEST_LIMIT,
+        });
+    }
+    let document: Document =
+        serde_json::from_slice(&bytes).map_err(|source| RegistryError::Json { path, source })?;
+    let media_type = descriptor
+        .media_type
+        .clone()
+        .or_else(|| document.media_type.clone())
+        .unwrap_or_else(|| OCI_MANIFEST.to_owned());
+    Ok(Some(Walked {
+        digest,
+        media_type,
+        document,
+    }))
+}
+
+/// Records `manifest` and, for an index, its present children, as reached from `repository`;
+/// collects referrers.
+fn walk(
+    root: &Path,
+    manifest: Option<Walked>,
+    repository: Option<&String>,
+    seen: &mut BTreeMap<Sha256Digest, (String, BTreeSet<String>)>,
+    referrers: &mut BTreeMap<Sha256Digest, Vec<Descriptor>>,
+) -> Result<(), RegistryError> {
+    let mut queue: Vec<Walked> = manifest.into_iter().collect();
+    while let Some(current) = queue.pop() {
+        let first_visit = !seen.contains_key(&current.digest);
+        let entry = seen
+            .entry(current.digest)
+            .or_insert_with(|| (current.media_type.clone(), BTreeSet::new()));
+        if let Some(name) = repository {
+            entry.1.insert(name.clone());
+        }
+        let path = blob_path(root, current.digest);
+        if first_visit && let Some(subject) = &current.document.subject {
+            let subject_digest = parse_digest(&path, &subject.digest)?;
+            let size = std::fs::metadata(&path)
+                .map_err(|source| RegistryError::Read {
+                    path: path.clone(),
+                    source,
+                })?
+                .len();
+            referrers
+                .entry(subject_digest)
+                .or_default()
+                .push(Descriptor {
+                    media_type: Some(current.media_type.clone()),
+                    digest: current.digest.to_string(),
+                    size,
+                    artifact_type: current.document.artifact_type.clone().or_else(|| {
+                        current
+                            .document
+                            .config
+                            .as_ref()
+                            .and_then(|c| c.media_type.clone())
+                    }),
+                    annotations: current.document.annotations.clone(),
+                });
+        }
+        for child in current.document.manifests.iter().flatten() {
+            let digest = parse_digest(&path, &child.digest)?;
+            if let Some(walked) = read_manifest(root, digest, child, false)? {
+                queue.push(walked);
+            }
+        }
+    }
+    Ok(())
+}

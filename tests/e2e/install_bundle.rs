@@ -1,0 +1,249 @@
+//! `kk-install verify`, `inspect` and `unpack` on bundles written by the bundle writer: real
+//! skopeo reads the store, tampered bundles are refused with the member named, nothing
+//! unverified is left behind.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bundle_spec::description::{BuilderInfo, SourceManifest};
+use bundle_spec::write::WriteOptions;
+use bundle_spec::{
+    Artifact, ArtifactKind, BlobFile, BundleContents, Description, FORMAT_VERSION, Lock,
+    Sha256Digest,
+};
+
+use crate::support::{binary, describe, run, run_ok};
+
+/// A bundle holding one single-layer image named `reference`, whose layer is `layer`.
+fn write_bundle(dir: &Path, name: &str, reference: &str, layer: &[u8]) -> PathBuf {
+    let blobs = dir.join(format!("{name}-blobs"));
+    fs::create_dir_all(&blobs).expect("dir");
+    let mut files = Vec::new();
+    let mut add = |bytes: &[u8]| {
+        let digest = Sha256Digest::of(bytes);
+        let path = blobs.join(digest.hex());
+        fs::write(&path, bytes).expect("blob");
+        files.push(BlobFile {
+            digest,
+            size: bytes.len() as u64,
+            path,
+        });
+        digest
+    };
+    let layer_digest = add(layer);
+    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"config":{}}"#;
+    let config_digest = add(config);
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{layer_digest}","size":{}}}]}}"#,
+        config.len(),
+        layer.len()
+    );
+    let manifest_digest = add(manifest.as_bytes());
+    let index: oci_spec::image::ImageIndex = serde_json::from_value(serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": manifest_digest.to_string(),
+            "size": manifest.len(),
+            "annotations": {"org.opencontainers.image.ref.name": reference},
+        }],
+    }))
+    .expect("index");
+    let created = "2026-11-22T00:00:00Z".parse().expect("time");
+    let description = Description {
+        format_version: FORMAT_VERSION,
+        builder: BuilderInfo {
+            name: "test".into(),
+            version: "0".into(),
+        },
+        created,
+        manifest: SourceManifest {
+            name: "m.yaml".into(),
+            text: String::new(),
+        },
+        lock: Lock::new(created),
+        artifacts: vec![Artifact {
+            kind: ArtifactKind::Image,
+            name: reference.rsplit_once(':').expect("tag").0.into(),
+            version: reference.rsplit_once(':').expect("tag").1.into(),
+            platform: Some("linux/amd64".into()),
+            reference: reference.into(),
+            digest: manifest_digest,
+            size: 0,
+            omitted_platforms: vec![],
+        }],
+    };
+    let target = dir.join(format!("{name}.tar.zst"));
+    bundle_spec::write_bundle(
+        &BundleContents {
+            description,
+            index,
+            blobs: files,
+        },
+        &target,
+        &WriteOptions::default(),
+    )
+    .expect("write");
+    target
+}
+
+fn kk_install(args: &[&str], bundle: &Path) -> Command {
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.arg(args[0])
+        .arg("--bundle")
+        .arg(bundle)
+        .args(&args[1..]);
+    cmd
+}
+
+fn failed(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        !out.status.success(),
+        "expected a failure:\n{}",
+        describe(cmd, &out)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Changes one byte of the compressed bundle inside the frames of the largest member.
+fn tamper(bundle: &Path, out: &Path) {
+    let mut bytes = fs::read(bundle).expect("bundle");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    fs::write(out, bytes).expect("tampered");
+}
+
+fn layer(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 7) as u8)
+        .collect()
+}
+
+#[test]
+fn verify_accepts_a_good_bundle_and_names_the_damaged_member_of_a_bad_one() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let good = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(400_000, 1),
+    );
+    let (out, _) = run_ok(&mut kk_install(&["verify"], &good));
+    assert!(
+        out.starts_with("ok: 7 members") && out.contains("identity sha256:"),
+        "{out}"
+    );
+    let bad = tmp.path().join("bad.tar.zst");
+    tamper(&good, &bad);
+    let err = failed(&mut kk_install(&["verify"], &bad));
+    assert!(
+        err.contains("member `blobs/sha256/"),
+        "the damaged member is not named: {err}"
+    );
+}
+
+#[test]
+fn inspect_reads_the_header() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = write_bundle(tmp.path(), "a", "docker.io/library/app:1", &layer(1000, 2));
+    let (out, _) = run_ok(&mut kk_install(&["inspect", "--output", "json"], &bundle));
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(json["artifacts"][0]["reference"], "docker.io/library/app:1");
+    assert_eq!(json["members"], 7);
+}
+
+#[test]
+fn unpack_builds_a_store_that_skopeo_reads_and_adds_bundles_to_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let first = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(300_000, 3),
+    );
+    let (out, _) = run_ok(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &first,
+    ));
+    assert!(out.contains("3 blobs written, 0 already present"), "{out}");
+    let mut skopeo = Command::new("skopeo");
+    skopeo
+        .arg("inspect")
+        .arg(format!("oci:{}:docker.io/library/app:1", store.display()));
+    let (inspected, _) = run_ok(&mut skopeo);
+    assert!(
+        inspected.contains("\"Architecture\": \"amd64\""),
+        "{inspected}"
+    );
+
+    // Again: everything is present and verified, nothing is rewritten.
+    let (out, _) = run_ok(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &first,
+    ));
+    assert!(out.contains("0 blobs written, 3 already present"), "{out}");
+
+    // A second bundle adds its image; the first stays listed.
+    let second = write_bundle(tmp.path(), "b", "quay.io/x/other:2", &layer(1000, 4));
+    run_ok(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &second,
+    ));
+    let index = fs::read_to_string(store.join("index.json")).expect("index");
+    assert!(
+        index.contains("docker.io/library/app:1") && index.contains("quay.io/x/other:2"),
+        "{index}"
+    );
+    assert_eq!(
+        fs::read_dir(store.join("kk-bundle"))
+            .expect("headers")
+            .count(),
+        2,
+        "one header directory per bundle"
+    );
+}
+
+#[test]
+fn a_failed_unpack_leaves_nothing_unverified_and_never_writes_beside_the_bundle() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let media = tmp.path().join("usb");
+    fs::create_dir(&media).expect("dir");
+    let good = write_bundle(&media, "a", "docker.io/library/app:1", &layer(400_000, 5));
+    let bad = media.join("bad.tar.zst");
+    tamper(&good, &bad);
+    let before: Vec<_> = fs::read_dir(&media)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    let store = tmp.path().join("store");
+    let err = failed(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &bad,
+    ));
+    assert!(err.contains("member `blobs/sha256/"), "{err}");
+    let after: Vec<_> = fs::read_dir(&media)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(before, after, "unpack wrote next to the bundle");
+    assert!(
+        !store.join("index.json").exists(),
+        "an index was published for a bundle that failed"
+    );
+    for entry in fs::read_dir(store.join("blobs/sha256")).expect("blobs") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(!name.starts_with('.'), "temporary file left: {name}");
+        let (digest, _) =
+            Sha256Digest::of_reader(fs::File::open(&path).expect("blob")).expect("hash");
+        assert_eq!(digest.hex(), name, "unverified blob {name} in the store");
+    }
+}
