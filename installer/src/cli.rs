@@ -23,6 +23,25 @@ pub(crate) enum Command {
     Inspect(InspectArgs),
     /// Verifies a bundle while unpacking it into a content store (the registry's data).
     Unpack(UnpackArgs),
+    /// The local OCI registry that serves a content store.
+    #[command(subcommand)]
+    Registry(RegistryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RegistryCommand {
+    /// Serves a content store read-only over the OCI distribution API (plain HTTP).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The content store made by `kk-install unpack`.
+    #[arg(long)]
+    pub(crate) store: PathBuf,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:5000")]
+    pub(crate) listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]

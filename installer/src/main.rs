@@ -12,7 +12,7 @@ use bundle_spec::Bundle;
 use clap::Parser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use cli::{Cli, Command, Output};
+use cli::{Cli, Command, Output, RegistryCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -55,6 +55,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     bundle_spec::inspect::inspect_json(path).with_context(context)?
                 )),
             }
+        }
+        Command::Registry(RegistryCommand::Serve(args)) => {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_env("KK_LOG")
+                        .unwrap_or_else(|_| "info".into()),
+                )
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .init();
+            let store = kk_install::registry::Store::open(&args.store)
+                .with_context(|| format!("cannot serve `{}`", args.store.display()))?;
+            let runtime =
+                tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::bind(args.listen)
+                    .await
+                    .with_context(|| format!("cannot listen on `{}`", args.listen))?;
+                tracing::info!(
+                    "serving {} on http://{}",
+                    args.store.display(),
+                    listener.local_addr()?
+                );
+                axum::serve(listener, kk_install::registry::router(store))
+                    .await
+                    .context("the registry stopped")
+            })
         }
         Command::Unpack(args) => {
             let started = Instant::now();

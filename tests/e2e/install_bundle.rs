@@ -17,6 +17,18 @@ use crate::support::{binary, describe, run, run_ok};
 
 /// A bundle holding one single-layer image named `reference`, whose layer is `layer`.
 fn write_bundle(dir: &Path, name: &str, reference: &str, layer: &[u8]) -> PathBuf {
+    write_bundle_split(dir, name, reference, layer, None)
+}
+
+/// Like [`write_bundle`], split into parts of `split` bytes when given; returns the first file
+/// written (the parts index for a split bundle).
+fn write_bundle_split(
+    dir: &Path,
+    name: &str,
+    reference: &str,
+    layer: &[u8],
+    split: Option<u64>,
+) -> PathBuf {
     let blobs = dir.join(format!("{name}-blobs"));
     fs::create_dir_all(&blobs).expect("dir");
     let mut files = Vec::new();
@@ -76,17 +88,17 @@ fn write_bundle(dir: &Path, name: &str, reference: &str, layer: &[u8]) -> PathBu
         }],
     };
     let target = dir.join(format!("{name}.tar.zst"));
-    bundle_spec::write_bundle(
-        &BundleContents {
-            description,
-            index,
-            blobs: files,
-        },
-        &target,
-        &WriteOptions::default(),
-    )
-    .expect("write");
-    target
+    let options = WriteOptions {
+        split_size: split,
+        ..WriteOptions::default()
+    };
+    let contents = BundleContents {
+        description,
+        index,
+        blobs: files,
+    };
+    let written = bundle_spec::write_bundle(&contents, &target, &options).expect("write");
+    written.output.paths[0].clone()
 }
 
 fn kk_install(args: &[&str], bundle: &Path) -> Command {
@@ -116,9 +128,16 @@ fn tamper(bundle: &Path, out: &Path) {
     fs::write(out, bytes).expect("tampered");
 }
 
+/// Incompressible bytes (like a gzip layer), different per `seed`.
 fn layer(len: usize, seed: u8) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ u64::from(seed);
     (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 7) as u8)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
         .collect()
 }
 
@@ -245,5 +264,101 @@ fn a_failed_unpack_leaves_nothing_unverified_and_never_writes_beside_the_bundle(
         let (digest, _) =
             Sha256Digest::of_reader(fs::File::open(&path).expect("blob")).expect("hash");
         assert_eq!(digest.hex(), name, "unverified blob {name} in the store");
+    }
+}
+
+#[test]
+fn a_split_bundle_unpacks_from_its_parts_and_a_missing_part_is_named() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let index = write_bundle_split(
+        tmp.path(),
+        "s",
+        "docker.io/library/app:1",
+        &layer(300_000, 6),
+        Some(64 << 10),
+    );
+    assert!(
+        index.to_string_lossy().ends_with(".split.json"),
+        "{}",
+        index.display()
+    );
+    let store = tmp.path().join("store");
+    let first_part = tmp.path().join("s.tar.zst.part001");
+    let (out, _) = run_ok(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &first_part,
+    ));
+    assert!(out.contains("3 blobs written"), "{out}");
+    fs::remove_file(tmp.path().join("s.tar.zst.part002")).expect("remove a part");
+    let err = failed(&mut kk_install(&["verify"], &index));
+    assert!(
+        err.contains("s.tar.zst.part002") && err.contains("missing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_registry_serves_an_unpacked_store_to_skopeo() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let bundle = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(200_000, 7),
+    );
+    run_ok(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &bundle,
+    ));
+    let port = crate::labkit::free_port();
+    let server = Command::new(binary("kk-install"))
+        .args(["registry", "serve", "--store"])
+        .arg(&store)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kk-install registry serve");
+    let _stop = Stop(server);
+    let mut skopeo = Command::new("skopeo");
+    skopeo
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
+    let served = (0..100)
+        .find_map(|_| {
+            let out = run(&mut skopeo);
+            if out.status.success() {
+                return Some(out.stdout);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            None
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "skopeo never got the manifest:\n{}",
+                describe(&skopeo, &run(&mut Command::new("true")))
+            )
+        });
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
+    let digest = index["manifests"][0]["digest"].as_str().expect("digest");
+    let stored = fs::read(
+        store
+            .join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:")),
+    )
+    .expect("manifest blob");
+    assert_eq!(served, stored, "the registry changed the manifest's bytes");
+}
+
+/// Stops a server this test started, by its own PID.
+struct Stop(std::process::Child);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
