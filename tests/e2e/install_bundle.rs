@@ -312,7 +312,7 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
         &bundle,
     ));
     let port = crate::labkit::free_port();
-    let server = Command::new(binary("kk-install"))
+    let registry = Command::new(binary("kk-install"))
         .args(["registry", "serve", "--store"])
         .arg(&store)
         .arg("--listen")
@@ -321,26 +321,26 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("kk-install registry serve");
-    let _stop = Stop(server);
+    let _stop = Stop(registry);
     let mut skopeo = Command::new("skopeo");
     skopeo
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
-    let served = (0..100)
-        .find_map(|_| {
-            let out = run(&mut skopeo);
-            if out.status.success() {
-                return Some(out.stdout);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            None
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "skopeo never got the manifest:\n{}",
-                describe(&skopeo, &run(&mut Command::new("true")))
-            )
-        });
+    // The server needs a moment to listen.
+    let mut last = run(&mut skopeo);
+    for _ in 0..100 {
+        if last.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        last = run(&mut skopeo);
+    }
+    assert!(
+        last.status.success(),
+        "skopeo never got the manifest:\n{}",
+        describe(&skopeo, &last)
+    );
+    let manifest_bytes = last.stdout;
     let index: serde_json::Value =
         serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
     let digest = index["manifests"][0]["digest"].as_str().expect("digest");
@@ -350,7 +350,10 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
             .join(digest.trim_start_matches("sha256:")),
     )
     .expect("manifest blob");
-    assert_eq!(served, stored, "the registry changed the manifest's bytes");
+    assert_eq!(
+        manifest_bytes, stored,
+        "the registry changed the manifest's bytes"
+    );
 }
 
 /// Stops a server this test started, by its own PID.
