@@ -30,8 +30,20 @@ pub(crate) enum Command {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum RegistryCommand {
-    /// Serves a content store read-only over the OCI distribution API (plain HTTP).
+    /// Serves a content store read-only over the OCI distribution API (TLS with `--tls-cert`).
     Serve(ServeArgs),
+    /// Creates (or reuses) a CA and issues the registry's serving certificate.
+    Cert(CertArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CertArgs {
+    /// Directory for `ca.crt`/`ca.key` (reused when present) and `registry.crt`/`registry.key`.
+    #[arg(long)]
+    pub(crate) ca_out: PathBuf,
+    /// DNS names and IP addresses the registry is reached by.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub(crate) names: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -42,6 +54,12 @@ pub(crate) struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:5000")]
     pub(crate) listen: std::net::SocketAddr,
+    /// Serve TLS with this PEM certificate (chain).
+    #[arg(long, requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! `kk-install`: verifies kk bundles and installs Kubernetes in an airgap.
 
 mod cli;
+mod tls;
 mod unpack;
 
 use std::io::{IsTerminal as _, Write as _};
@@ -56,32 +57,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 )),
             }
         }
-        Command::Registry(RegistryCommand::Serve(args)) => {
-            tracing_subscriber::fmt()
-                .with_env_filter(
-                    tracing_subscriber::EnvFilter::try_from_env("KK_LOG")
-                        .unwrap_or_else(|_| "info".into()),
-                )
-                .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal())
-                .init();
-            let store = kk_install::registry::Store::open(&args.store)
-                .with_context(|| format!("cannot serve `{}`", args.store.display()))?;
-            let runtime =
-                tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-            runtime.block_on(async {
-                let listener = tokio::net::TcpListener::bind(args.listen)
-                    .await
-                    .with_context(|| format!("cannot listen on `{}`", args.listen))?;
-                tracing::info!(
-                    "serving {} on http://{}",
-                    args.store.display(),
-                    listener.local_addr()?
-                );
-                axum::serve(listener, kk_install::registry::router(store))
-                    .await
-                    .context("the registry stopped")
-            })
+        Command::Registry(RegistryCommand::Serve(args)) => serve(&args),
+        Command::Registry(RegistryCommand::Cert(args)) => {
+            let issued = tls::issue(&args.ca_out, &args.names)?;
+            print(&format!(
+                "CA          {}\ncertificate {}\nkey         {}\n",
+                issued.ca_cert.display(),
+                issued.cert.display(),
+                issued.key.display()
+            ))
         }
         Command::Unpack(args) => {
             let started = Instant::now();
@@ -107,6 +91,48 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ))
         }
     }
+}
+
+/// `registry serve`: the store over HTTP, or HTTPS with rustls when given a certificate.
+fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KK_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let store = kk_install::registry::Store::open(&args.store)
+        .with_context(|| format!("cannot serve `{}`", args.store.display()))?;
+    let app = kk_install::registry::router(store).into_make_service();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => {
+                let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                    .await
+                    .with_context(|| {
+                        format!("cannot load `{}` and `{}`", cert.display(), key.display())
+                    })?;
+                tracing::info!(
+                    "serving {} on https://{}",
+                    args.store.display(),
+                    args.listen
+                );
+                axum_server::bind_rustls(args.listen, config)
+                    .serve(app)
+                    .await
+                    .context("the registry stopped")
+            }
+            _ => {
+                tracing::info!("serving {} on http://{}", args.store.display(), args.listen);
+                axum_server::bind(args.listen)
+                    .serve(app)
+                    .await
+                    .context("the registry stopped")
+            }
+        }
+    })
 }
 
 fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
