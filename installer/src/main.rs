@@ -107,30 +107,27 @@ fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
     let app = kk_install::registry::router(store).into_make_service();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => {
-                let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
-                    .await
-                    .with_context(|| {
-                        format!("cannot load `{}` and `{}`", cert.display(), key.display())
-                    })?;
-                tracing::info!(
-                    "serving {} on https://{}",
-                    args.store.display(),
-                    args.listen
-                );
-                axum_server::bind_rustls(args.listen, config)
-                    .serve(app)
-                    .await
-                    .context("the registry stopped")
-            }
-            _ => {
-                tracing::info!("serving {} on http://{}", args.store.display(), args.listen);
-                axum_server::bind(args.listen)
-                    .serve(app)
-                    .await
-                    .context("the registry stopped")
-            }
+        if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+            let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                .await
+                .with_context(|| {
+                    format!("cannot load `{}` and `{}`", cert.display(), key.display())
+                })?;
+            tracing::info!(
+                "serving {} on https://{}",
+                args.store.display(),
+                args.listen
+            );
+            axum_server::bind_rustls(args.listen, config)
+                .serve(app)
+                .await
+                .context("the registry stopped")
+        } else {
+            tracing::info!("serving {} on http://{}", args.store.display(), args.listen);
+            axum_server::bind(args.listen)
+                .serve(app)
+                .await
+                .context("the registry stopped")
         }
     })
 }

@@ -32,7 +32,7 @@ pub(crate) fn issue(dir: &Path, names: &[String]) -> anyhow::Result<Issued> {
         "give at least one name or address with `--names`"
     );
     fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
-    let issuer = load_or_create_ca(dir)?;
+    let ca = load_or_create_ca(dir)?;
     let mut params = CertificateParams::new(names.to_vec()).context("invalid `--names`")?;
     params.distinguished_name = name("kk registry");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
@@ -42,7 +42,7 @@ pub(crate) fn issue(dir: &Path, names: &[String]) -> anyhow::Result<Issued> {
     ];
     let key = KeyPair::generate().context("cannot generate a key")?;
     let cert = params
-        .signed_by(&key, &issuer)
+        .signed_by(&key, &ca)
         .context("cannot sign the registry certificate")?;
     let issued = Issued {
         ca_cert: dir.join("ca.crt"),

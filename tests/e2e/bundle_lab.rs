@@ -860,3 +860,182 @@ fn split_size_writes_parts_that_inspect_and_plain_tools_read() {
     let (names, _) = run_ok(&mut list);
     assert_eq!(names, "kk-bundle/SHA256SUMS\nkk-bundle/bundle.json\n");
 }
+
+/// Kills a server started by the test (by its own PID) and waits for it.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until `cmd` succeeds (a server that just started), returning its last output.
+fn retry(cmd: &mut Command) -> std::process::Output {
+    let mut last = run(cmd);
+    for _ in 0..100 {
+        if last.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        last = run(cmd);
+    }
+    assert!(
+        last.status.success(),
+        "never succeeded:\n{}",
+        describe(cmd, &last)
+    );
+    last
+}
+
+#[test]
+fn real_clients_pull_from_the_bundle_registry_over_tls() {
+    let b = Bench::new();
+    run_ok(&mut b.build(
+        &b.manifest,
+        "c.tar.zst",
+        "cache",
+        &["--platform", "linux/amd64", "--allow-missing-platforms"],
+    ));
+    let store = b.path("store");
+    let mut unpack = Command::new(binary("kk-install"));
+    unpack
+        .args(["unpack", "--bundle"])
+        .arg(b.path("c.tar.zst"))
+        .arg("--store")
+        .arg(&store);
+    run_ok(&mut unpack);
+    let pki = b.path("pki");
+    let mut cert = Command::new(binary("kk-install"));
+    cert.args(["registry", "cert", "--ca-out"])
+        .arg(&pki)
+        .args(["--names", "127.0.0.1,localhost"]);
+    run_ok(&mut cert);
+    let port = crate::labkit::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let server = Command::new(binary("kk-install"))
+        .args(["registry", "serve", "--store"])
+        .arg(&store)
+        .args(["--listen", &addr, "--tls-cert"])
+        .arg(pki.join("registry.crt"))
+        .arg("--tls-key")
+        .arg(pki.join("registry.key"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("registry serve");
+    let _server = Server(server);
+
+    // skopeo, trusting only our CA.
+    let certs = b.path("skopeo-certs");
+    fs::create_dir_all(&certs).expect("dir");
+    fs::copy(pki.join("ca.crt"), certs.join("ca.crt")).expect("ca");
+    let mut inspect = Command::new("skopeo");
+    inspect
+        .args(["inspect", "--raw", "--cert-dir"])
+        .arg(&certs)
+        .arg(format!("docker://{addr}/docker.io/library/busybox:1.36"));
+    let manifest_bytes = retry(&mut inspect).stdout;
+    assert_eq!(
+        sha256_of(&manifest_bytes),
+        sha256_of(&skopeo_raw(b.lab.registry(), "library/busybox:1.36"))
+    );
+
+    // helm pulls the OCI chart from the bundle. (helm talks plain HTTP to loopback addresses
+    // whatever it is told, so this registry instance serves without TLS.)
+    let plain_port = crate::labkit::free_port();
+    let plain = format!("127.0.0.1:{plain_port}");
+    let plain_server = Command::new(binary("kk-install"))
+        .args(["registry", "serve", "--store"])
+        .arg(&store)
+        .args(["--listen", &plain])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("registry serve");
+    let _plain_server = Server(plain_server);
+    let lab_registry = b.lab.registry().replace(':', "_");
+    let mut helm = b.lab.helm();
+    helm.current_dir(b.tmp.path()).args([
+        "pull",
+        &format!("oci://{plain}/{lab_registry}/charts/kk-demo"),
+        "--version",
+        "0.1.0",
+        "--plain-http",
+    ]);
+    retry(&mut helm);
+    assert!(b.path("kk-demo-0.1.0.tgz").is_file());
+
+    containerd_pulls_and_runs(&b, &addr, &pki.join("ca.crt"));
+}
+
+/// A real containerd with a `hosts.toml` mirror for docker.io pointing at our registry pulls
+/// `docker.io/library/busybox:1.36` by its original name and runs it. Its upstream `server` is a
+/// closed loopback port, so nothing can fall back to the internet (LAB-NOTES P1).
+fn containerd_pulls_and_runs(b: &Bench, registry: &str, ca: &Path) {
+    let c = b.path("containerd");
+    let hosts = c.join("certs.d/docker.io");
+    fs::create_dir_all(&hosts).expect("dir");
+    let closed = crate::labkit::free_port();
+    fs::write(
+        hosts.join("hosts.toml"),
+        format!("server = \"https://127.0.0.1:{closed}\"\n[host.\"https://{registry}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"{}\"\n", ca.display()),
+    )
+    .expect("hosts.toml");
+    let socket = c.join("containerd.sock");
+    fs::write(
+        c.join("config.toml"),
+        format!(
+            "version = 2\nroot = \"{root}/root\"\nstate = \"{root}/state\"\n[grpc]\n  address = \"{sock}\"\n[ttrpc]\n  address = \"{sock}.ttrpc\"\n[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"{root}/opt\"\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{root}/certs.d\"\n",
+            root = c.display(),
+            sock = socket.display()
+        ),
+    )
+    .expect("config");
+    let daemon = Command::new("containerd")
+        .arg("--config")
+        .arg(c.join("config.toml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("containerd");
+    let _daemon = Server(daemon);
+    let ctr = |args: &[&str]| {
+        let mut cmd = Command::new("ctr");
+        cmd.arg("-a").arg(&socket).args(args);
+        cmd
+    };
+    retry(&mut ctr(&["version"]));
+    let hosts_dir = c.join("certs.d");
+    let mut pull = ctr(&[
+        "images",
+        "pull",
+        "--hosts-dir",
+        hosts_dir.to_str().expect("utf-8"),
+        "docker.io/library/busybox:1.36",
+    ]);
+    run_ok(&mut pull);
+    let id = format!("kk-e2e-{}", std::process::id());
+    let fifo = c.join("fifo");
+    let mut container = ctr(&[
+        "run",
+        "--rm",
+        "--fifo-dir",
+        fifo.to_str().expect("utf-8"),
+        "docker.io/library/busybox:1.36",
+        &id,
+        "/bin/echo",
+        "hello from the bundle",
+    ]);
+    let (out, _) = run_ok(&mut container);
+    assert!(out.contains("hello from the bundle"), "{out}");
+    // runc leaves its cgroups in the shared v1 tree (LAB-NOTES P5).
+    for controller in fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let _ = fs::remove_dir(controller.path().join("default").join(&id));
+    }
+}

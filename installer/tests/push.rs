@@ -1,0 +1,392 @@
+//! Push mode against Debian's real `docker-registry` (distribution 2.8), checked with skopeo.
+#![allow(clippy::unwrap_used, clippy::too_many_lines)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bundle_spec::Sha256Digest;
+use kk_install::error::PushError;
+use kk_install::push::{Credentials, PushTarget, push};
+use kk_install::registry::Store;
+use serde_json::{Value, json};
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// A `docker-registry` process, killed by its PID when dropped.
+struct Registry {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Registry {
+    /// Starts a registry on a free port of 127.0.0.1; with `htpasswd`, basic auth is required.
+    fn start(htpasswd: Option<&Path>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let auth = htpasswd.map_or_else(String::new, |path| {
+            format!(
+                "auth:\n  htpasswd:\n    realm: x\n    path: {}\n",
+                path.display()
+            )
+        });
+        let config = format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{auth}",
+            dir.path().join("data").display()
+        );
+        let config_path = dir.path().join("config.yml");
+        std::fs::write(&config_path, config).unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let registry = Self {
+            child,
+            port,
+            _dir: dir,
+        };
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "docker-registry did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        registry
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn target(&self, credentials: Option<Credentials>) -> PushTarget {
+        PushTarget {
+            host: self.host(),
+            plain_http: true,
+            ca_file: None,
+            credentials,
+        }
+    }
+
+    /// `skopeo inspect --raw` of `reference` (`repo:tag` or `repo@digest`).
+    fn raw(&self, reference: &str, creds: Option<&str>) -> Vec<u8> {
+        let mut command = Command::new("skopeo");
+        command.args(["inspect", "--raw", "--tls-verify=false"]);
+        if let Some(creds) = creds {
+            command.args(["--creds", creds]);
+        }
+        let output = command
+            .arg(format!("docker://{}/{reference}", self.host()))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "skopeo inspect {reference}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    }
+}
+
+/// The hand-built store and the manifests to compare.
+struct Layout {
+    dir: tempfile::TempDir,
+    /// (target reference, stored bytes)
+    expected: Vec<(String, Vec<u8>)>,
+    /// Distinct blobs per repository, summed: what a first push must transfer or mount.
+    blob_count: usize,
+}
+
+fn put_blob(dir: &Path, bytes: &[u8]) -> Sha256Digest {
+    let digest = Sha256Digest::of(bytes);
+    std::fs::write(dir.join("blobs/sha256").join(digest.hex()), bytes).unwrap();
+    digest
+}
+
+fn descriptor(media_type: &str, digest: Sha256Digest, size: usize) -> Value {
+    json!({ "mediaType": media_type, "digest": digest.to_string(), "size": size })
+}
+
+fn blob_descriptor(dir: &Path, media_type: &str, bytes: &[u8]) -> Value {
+    descriptor(media_type, put_blob(dir, bytes), bytes.len())
+}
+
+fn named(mut descriptor: Value, ref_name: &str) -> Value {
+    descriptor["annotations"] = json!({ REF_NAME: ref_name });
+    descriptor
+}
+
+/// A manifest as stored: pretty-printed, so a re-serialising pusher would change its digest.
+fn manifest_bytes(value: &Value) -> Vec<u8> {
+    serde_json::to_vec_pretty(value).unwrap()
+}
+
+/// A platform image manifest with its own config and layer, plus `shared` as a second layer.
+fn image(dir: &Path, arch: &str, shared: &Value) -> (Vec<u8>, Value) {
+    let config = json!({ "architecture": arch, "os": "linux", "rootfs": { "type": "layers", "diff_ids": [] } });
+    let config = blob_descriptor(
+        dir,
+        "application/vnd.oci.image.config.v1+json",
+        &serde_json::to_vec(&config).unwrap(),
+    );
+    let layer = blob_descriptor(
+        dir,
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+        format!("layer for {arch}").repeat(1000).as_bytes(),
+    );
+    let bytes = manifest_bytes(&json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": config,
+        "layers": [layer, shared],
+    }));
+    let digest = put_blob(dir, &bytes);
+    let mut entry = descriptor(OCI_MANIFEST, digest, bytes.len());
+    entry["platform"] = json!({ "os": "linux", "architecture": arch });
+    (bytes, entry)
+}
+
+/// A store with: a two-platform OCI index (both present), a Docker v2 manifest sharing a
+/// layer with it, the same Docker manifest under a digest-only reference, and a file
+/// artifact. With `omit_arm64`, the index also lists an `arm64` manifest the store lacks.
+fn build_layout(omit_arm64: bool) -> Layout {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("blobs/sha256")).unwrap();
+    std::fs::write(root.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let mut expected = Vec::new();
+
+    let shared = blob_descriptor(
+        root,
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+        &b"shared layer ".repeat(5000),
+    );
+    let (amd64_bytes, amd64) = image(root, "amd64", &shared);
+    let (s390x_bytes, s390x) = image(root, "s390x", &shared);
+    let mut entries = vec![amd64.clone(), s390x.clone()];
+    let amd64_subject = descriptor(
+        OCI_MANIFEST,
+        amd64["digest"].as_str().unwrap().parse().unwrap(),
+        amd64_bytes.len(),
+    );
+    if omit_arm64 {
+        let mut arm64 = descriptor(OCI_MANIFEST, Sha256Digest::of(b"not in the store"), 16);
+        arm64["platform"] = json!({ "os": "linux", "architecture": "arm64", "variant": "v8" });
+        entries.push(arm64);
+    }
+    let index_bytes = manifest_bytes(&json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_INDEX,
+        "manifests": entries,
+    }));
+    let index = put_blob(root, &index_bytes);
+    expected.push((
+        "docker.io/library/busybox:1.36".to_owned(),
+        index_bytes.clone(),
+    ));
+    for (entry, bytes) in [(&amd64, amd64_bytes), (&s390x, s390x_bytes)] {
+        expected.push((
+            format!(
+                "docker.io/library/busybox@{}",
+                entry["digest"].as_str().unwrap()
+            ),
+            bytes,
+        ));
+    }
+
+    let docker_config = blob_descriptor(
+        root,
+        "application/vnd.docker.container.image.v1+json",
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#,
+    );
+    let mut docker_shared = shared.clone();
+    docker_shared["mediaType"] = json!("application/vnd.docker.image.rootfs.diff.tar.gzip");
+    let docker_bytes = manifest_bytes(&json!({
+        "schemaVersion": 2,
+        "mediaType": DOCKER_MANIFEST,
+        "config": docker_config,
+        "layers": [docker_shared],
+    }));
+    let docker = put_blob(root, &docker_bytes);
+    expected.push(("registry.local_5000/app:1".to_owned(), docker_bytes.clone()));
+    expected.push((format!("quay.io/x/app@{docker}"), docker_bytes.clone()));
+
+    let empty = blob_descriptor(root, "application/vnd.oci.empty.v1+json", b"{}");
+    let mut file_layer =
+        blob_descriptor(root, "application/octet-stream", b"#!/bin/sh\necho hello\n");
+    file_layer["annotations"] = json!({ "org.opencontainers.image.title": "hello.sh" });
+    let file_bytes = manifest_bytes(&json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": "application/vnd.kk.file.v1",
+        "config": empty.clone(),
+        "layers": [file_layer],
+    }));
+    let file = put_blob(root, &file_bytes);
+    expected.push(("kk.internal/files/hello:v1".to_owned(), file_bytes.clone()));
+
+    // A referrer of the amd64 manifest, listed in `index.json` without a name: pushed to
+    // `docker.io/library/busybox` by digest, after its subject.
+    let sbom_bytes = manifest_bytes(&json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": "application/vnd.example.sbom",
+        "config": empty,
+        "layers": [blob_descriptor(root, "application/json", br#"{"sbom":true}"#)],
+        "subject": amd64_subject,
+    }));
+    let sbom = put_blob(root, &sbom_bytes);
+    expected.push((
+        format!("docker.io/library/busybox@{sbom}"),
+        sbom_bytes.clone(),
+    ));
+
+    let index_json = json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_INDEX,
+        "manifests": [
+            named(descriptor(OCI_INDEX, index, index_bytes.len()), "docker.io/library/busybox:1.36"),
+            named(descriptor(DOCKER_MANIFEST, docker, docker_bytes.len()), "registry.local:5000/app:1"),
+            named(descriptor(DOCKER_MANIFEST, docker, docker_bytes.len()), &format!("quay.io/x/app@{docker}")),
+            named(descriptor(OCI_MANIFEST, file, file_bytes.len()), "kk.internal/files/hello:v1"),
+            descriptor(OCI_MANIFEST, sbom, sbom_bytes.len()),
+        ],
+    });
+    std::fs::write(
+        root.join("index.json"),
+        serde_json::to_vec(&index_json).unwrap(),
+    )
+    .unwrap();
+    // busybox: 2 configs, 2 own layers, shared, the empty config and the SBOM; app and
+    // quay.io/x/app: config, shared each; hello: empty config, file.
+    let blob_count = 7 + 2 + 2 + 2;
+    Layout {
+        dir,
+        expected,
+        blob_count,
+    }
+}
+
+fn check_bytes(registry: &Registry, layout: &Layout, creds: Option<&str>) {
+    for (reference, bytes) in &layout.expected {
+        assert_eq!(
+            &registry.raw(reference, creds),
+            bytes,
+            "{reference} is not byte for byte the stored manifest"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pushes_every_repository_byte_for_byte_and_skips_present_blobs() {
+    let registry = Registry::start(None);
+    let layout = build_layout(false);
+    let store = Store::open(layout.dir.path()).unwrap();
+    let target = registry.target(None);
+
+    let first = push(&store, &target, 4).await.unwrap();
+    assert_eq!(first.repositories, 4);
+    // busybox: index + 2 platform manifests + SBOM; app:1; quay.io/x/app by digest; hello:v1.
+    assert_eq!(first.manifests, 7);
+    assert_eq!(first.blobs_present, 0);
+    assert_eq!(
+        first.blobs_uploaded + first.blobs_mounted,
+        layout.blob_count
+    );
+    // The shared layer is mounted into the later repositories, not uploaded again; so is
+    // the Docker config from `quay.io/x/app` into `registry.local_5000/app`.
+    assert!(first.blobs_mounted >= 2, "{first:?}");
+    assert!(first.incomplete_indexes.is_empty());
+    check_bytes(&registry, &layout, None);
+
+    let second = push(&store, &target, 4).await.unwrap();
+    assert_eq!(second.blobs_uploaded, 0, "{second:?}");
+    assert_eq!(second.blobs_mounted, 0, "{second:?}");
+    assert_eq!(second.bytes_uploaded, 0);
+    assert_eq!(second.blobs_present, layout.blob_count);
+    assert_eq!(second.manifests, first.manifests);
+    check_bytes(&registry, &layout, None);
+}
+
+#[tokio::test]
+async fn basic_auth_is_required_and_the_password_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let htpasswd: PathBuf = dir.path().join("htpasswd");
+    let status = Command::new("htpasswd")
+        .args(["-Bbc"])
+        .arg(&htpasswd)
+        .args(["pusher", "right-horse-battery"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let registry = Registry::start(Some(&htpasswd));
+    let layout = build_layout(false);
+    let store = Store::open(layout.dir.path()).unwrap();
+
+    let wrong = registry.target(Some(Credentials {
+        username: "pusher".into(),
+        password: "wrong-staple-xyzzy".into(),
+    }));
+    assert!(!format!("{wrong:?}").contains("wrong-staple-xyzzy"));
+    let error = push(&store, &wrong, 2).await.unwrap_err();
+    let shown = format!("{error} {error:?}");
+    assert!(matches!(error, PushError::Unauthorized { .. }), "{shown}");
+    assert!(shown.contains(&registry.host()), "{shown}");
+    assert!(shown.contains("`pusher`"), "{shown}");
+    assert!(!shown.contains("wrong-staple-xyzzy"), "{shown}");
+
+    let anonymous = push(&store, &registry.target(None), 2).await.unwrap_err();
+    assert!(
+        matches!(anonymous, PushError::Unauthorized { username: None, .. }),
+        "{anonymous}"
+    );
+
+    let right = registry.target(Some(Credentials {
+        username: "pusher".into(),
+        password: "right-horse-battery".into(),
+    }));
+    let report = push(&store, &right, 2).await.unwrap();
+    assert_eq!(report.manifests, 7);
+    check_bytes(&registry, &layout, Some("pusher:right-horse-battery"));
+}
+
+/// Distribution 2.8 (Debian's `docker-registry`) refuses an index whose platform manifests it
+/// does not have (`400 MANIFEST_BLOB_UNKNOWN`): the push fails naming the image and platform.
+#[tokio::test]
+async fn an_index_with_omitted_platforms_is_refused_by_distribution() {
+    let registry = Registry::start(None);
+    let layout = build_layout(true);
+    let store = Store::open(layout.dir.path()).unwrap();
+    let error = push(&store, &registry.target(None), 2).await.unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        matches!(error, PushError::IncompleteIndex { .. }),
+        "{shown}"
+    );
+    assert!(shown.contains("docker.io/library/busybox:1.36"), "{shown}");
+    assert!(shown.contains("`linux/arm64/v8`"), "{shown}");
+    // The platforms the store has went up before the index was refused.
+    let (reference, bytes) = &layout.expected[1];
+    assert_eq!(&registry.raw(reference, None), bytes);
+}
