@@ -34,6 +34,33 @@ pub(crate) enum RegistryCommand {
     Serve(ServeArgs),
     /// Creates (or reuses) a CA and issues the registry's serving certificate.
     Cert(CertArgs),
+    /// Copies everything in a content store into an existing registry, digests unchanged.
+    Push(PushArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PushArgs {
+    /// The content store made by `kk-install unpack`.
+    #[arg(long)]
+    pub(crate) store: PathBuf,
+    /// The registry, `host[:port]`.
+    #[arg(long)]
+    pub(crate) to: String,
+    /// Talk plain HTTP to it.
+    #[arg(long, conflicts_with = "ca")]
+    pub(crate) plain_http: bool,
+    /// Trust this CA certificate (PEM) for it.
+    #[arg(long)]
+    pub(crate) ca: Option<PathBuf>,
+    /// User name for basic auth.
+    #[arg(long, requires = "password_env")]
+    pub(crate) username: Option<String>,
+    /// Environment variable holding the password (never a command-line argument).
+    #[arg(long, requires = "username")]
+    pub(crate) password_env: Option<String>,
+    /// Uploads at once.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) jobs: usize,
 }
 
 #[derive(Debug, Args)]

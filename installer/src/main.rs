@@ -58,6 +58,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Registry(RegistryCommand::Serve(args)) => serve(&args),
+        Command::Registry(RegistryCommand::Push(args)) => push(&args),
         Command::Registry(RegistryCommand::Cert(args)) => {
             let issued = tls::issue(&args.ca_out, &args.names)?;
             print(&format!(
@@ -91,6 +92,41 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ))
         }
     }
+}
+
+/// `registry push`: the store into an existing registry.
+fn push(args: &cli::PushArgs) -> anyhow::Result<()> {
+    let store = kk_install::registry::Store::open(&args.store)
+        .with_context(|| format!("cannot read `{}`", args.store.display()))?;
+    let credentials = match (&args.username, &args.password_env) {
+        (Some(username), Some(variable)) => Some(kk_install::push::Credentials {
+            username: username.clone(),
+            password: std::env::var(variable).with_context(|| {
+                format!("environment variable `{variable}` (the password) is not set")
+            })?,
+        }),
+        _ => None,
+    };
+    let target = kk_install::push::PushTarget {
+        host: args.to.clone(),
+        plain_http: args.plain_http,
+        ca_file: args.ca.clone(),
+        credentials,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let report = runtime
+        .block_on(kk_install::push::push(&store, &target, args.jobs))
+        .with_context(|| format!("cannot push `{}` to `{}`", args.store.display(), args.to))?;
+    print(&format!(
+        "pushed {} repositories, {} manifests to {}: {} blobs uploaded ({}), {} mounted, {} already there\n",
+        report.repositories,
+        report.manifests,
+        args.to,
+        report.blobs_uploaded,
+        bytesize::ByteSize(report.bytes_uploaded),
+        report.blobs_mounted,
+        report.blobs_present
+    ))
 }
 
 /// `registry serve`: the store over HTTP, or HTTPS with rustls when given a certificate.

@@ -365,3 +365,57 @@ impl Drop for Stop {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn registry_push_copies_the_store_into_a_real_registry_digests_unchanged() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let bundle = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(100_000, 8),
+    );
+    run_ok(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &bundle,
+    ));
+    let data = tmp.path().join("registry");
+    fs::create_dir_all(&data).expect("dir");
+    let port = crate::labkit::free_port();
+    fs::write(
+        tmp.path().join("registry.yml"),
+        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n", data.display()),
+    )
+    .expect("config");
+    let registry = Command::new("docker-registry")
+        .arg("serve")
+        .arg(tmp.path().join("registry.yml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docker-registry");
+    let _registry = Stop(registry);
+    let mut push = Command::new(binary("kk-install"));
+    push.args(["registry", "push", "--store"])
+        .arg(&store)
+        .args(["--to", &format!("127.0.0.1:{port}"), "--plain-http"]);
+    let mut last = run(&mut push);
+    for _ in 0..50 {
+        if last.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        last = run(&mut push);
+    }
+    assert!(last.status.success(), "{}", describe(&push, &last));
+    let mut skopeo = Command::new("skopeo");
+    skopeo
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
+    let (pulled, _) = run_ok(&mut skopeo);
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
+    let digest = index["manifests"][0]["digest"].as_str().expect("digest");
+    assert_eq!(Sha256Digest::of(pulled.as_bytes()).to_string(), digest);
+}
