@@ -419,3 +419,80 @@ fn registry_push_copies_the_store_into_a_real_registry_digests_unchanged() {
     let digest = index["manifests"][0]["digest"].as_str().expect("digest");
     assert_eq!(Sha256Digest::of(pulled.as_bytes()).to_string(), digest);
 }
+
+/// The compressed `(offset, size)` of every zstd frame, from the seek table at the end of the
+/// file (SPEC.md §2.3); the last entry is the integrity frame.
+fn frames(bundle: &[u8]) -> Vec<(usize, usize)> {
+    let le32 =
+        |at: usize| u32::from_le_bytes(bundle[at..at + 4].try_into().expect("4 bytes")) as usize;
+    let count = le32(bundle.len() - 9);
+    let entries = bundle.len() - 9 - 8 * count;
+    let mut offset = 0;
+    (0..count)
+        .map(|i| {
+            let size = le32(entries + 8 * i);
+            let frame = (offset, size);
+            offset += size;
+            frame
+        })
+        .collect()
+}
+
+#[test]
+fn tampered_bundles_are_refused_naming_the_member_and_leave_the_store_clean() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let good = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(200_000, 9),
+    );
+    let bytes = fs::read(&good).expect("bundle");
+    let frames = frames(&bytes);
+    // Members in order: SHA256SUMS, bundle.json, oci-layout, index.json, then blobs; each small
+    // member is one frame.
+    let flip_in_frame = |frame: usize| {
+        let (offset, size) = frames[frame];
+        let mut tampered = bytes.clone();
+        tampered[offset + size / 2] ^= 0x40;
+        tampered
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("checksum list", flip_in_frame(0), "kk-bundle/SHA256SUMS"),
+        ("description", flip_in_frame(1), "kk-bundle/bundle.json"),
+        ("index.json", flip_in_frame(3), "index.json"),
+        (
+            "truncated",
+            bytes[..bytes.len() - 100].to_vec(),
+            "truncated",
+        ),
+    ];
+    for (what, tampered, expected) in cases {
+        let path = tmp.path().join("t.tar.zst");
+        fs::write(&path, &tampered).expect("write");
+        let err = failed(&mut kk_install(&["verify"], &path));
+        assert!(err.contains(expected), "{what}: {err}");
+        let store = tmp.path().join(format!("store-{}", what.replace(' ', "-")));
+        let err = failed(&mut kk_install(
+            &["unpack", "--store", store.to_str().expect("utf-8")],
+            &path,
+        ));
+        assert!(err.contains(expected), "{what}: {err}");
+        assert!(
+            !store.join("index.json").exists(),
+            "{what}: an index was published"
+        );
+        let leftovers: Vec<_> = fs::read_dir(store.join("blobs/sha256"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name())
+                    .filter(|n| n.to_string_lossy().starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(
+            leftovers.is_empty(),
+            "{what}: temporary files left: {leftovers:?}"
+        );
+    }
+}
