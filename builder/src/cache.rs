@@ -375,9 +375,6 @@ fn open_locked(path: &Path) -> Result<Option<File>, BuildError> {
         .truncate(false)
         .open(path)
         .map_err(io_error)?;
-    // `File::try_lock` is stable since Rust 1.89, which serde-saphyr (a dependency of the
-    // workspace) already requires; the workspace's `rust-version` still says 1.85.
-    #[allow(clippy::incompatible_msrv)]
     let locked = file.try_lock();
     match locked {
         Ok(()) => Ok(Some(file)),

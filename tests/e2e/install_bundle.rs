@@ -496,3 +496,40 @@ fn tampered_bundles_are_refused_naming_the_member_and_leave_the_store_clean() {
         );
     }
 }
+
+/// Unmounts a file system the test mounted.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn unpack_refuses_before_writing_when_the_store_has_no_room() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = write_bundle(
+        tmp.path(),
+        "big",
+        "docker.io/library/big:1",
+        &layer(3 << 20, 10),
+    );
+    // A 1 MiB file system of our own for the store.
+    let small = tmp.path().join("small");
+    fs::create_dir(&small).expect("dir");
+    let mut mount = Command::new("mount");
+    mount
+        .args(["-t", "tmpfs", "-o", "size=1m", "kk-e2e-small"])
+        .arg(&small);
+    run_ok(&mut mount);
+    let _unmount = Unmount(small.clone());
+    let store = small.join("store");
+    let err = failed(&mut kk_install(
+        &["unpack", "--store", store.to_str().expect("utf-8")],
+        &bundle,
+    ));
+    assert!(err.contains("free") && err.contains("store"), "{err}");
+    let blobs = fs::read_dir(store.join("blobs/sha256")).map_or(0, Iterator::count);
+    assert_eq!(blobs, 0, "unpack wrote before refusing");
+}

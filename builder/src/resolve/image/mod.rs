@@ -122,14 +122,14 @@ pub async fn resolve_image(
 ) -> Result<ResolvedImage, BuildError> {
     let fetch = access.fetch_reference(&source.reference);
     let (top, top_blob) = pull_document(access, cache, source, &fetch).await?;
-    if let Some(pin) = source.reference.digest() {
-        if pin != top.digest.to_string() {
-            return Err(BuildError::ManifestDigest {
-                reference: source.name(),
-                expected: pin.to_owned(),
-                actual: top.digest,
-            });
-        }
+    if let Some(pin) = source.reference.digest()
+        && pin != top.digest.to_string()
+    {
+        return Err(BuildError::ManifestDigest {
+            reference: source.name(),
+            expected: pin.to_owned(),
+            actual: top.digest,
+        });
     }
     if let Some(locked) = locked
         && locked.digest != top.digest
