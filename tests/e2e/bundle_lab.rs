@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::labkit::Lab;
-use crate::support::{binary, describe, run, run_ok};
+use crate::support::{KillOnDrop, binary, describe, retry, run, run_ok};
 
 /// A lab, a scratch directory, and the lab manifest rendered for this lab.
 struct Bench {
@@ -699,7 +699,7 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
     ])
     .arg(format!("docker://{}/lab/oci-media:1.0", b.lab.registry()))
     .arg(format!("docker://{auth_registry}/private/app:1"));
-    push_when_listening(&mut copy);
+    retry(&mut copy);
     let manifest = b.path("private.yaml");
     fs::write(
         &manifest,
@@ -724,7 +724,7 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
 
 /// Starts another real docker-registry in `dir` on a port of our own, with `extra` config (auth,
 /// TLS, ...) merged in; stopped when the returned guard drops.
-fn extra_registry(dir: &Path, extra: &str) -> (String, StopOnDrop) {
+fn extra_registry(dir: &Path, extra: &str) -> (String, KillOnDrop) {
     fs::create_dir_all(dir.join("data")).expect("dir");
     let port = crate::labkit::free_port();
     let tls = extra.contains("tls:");
@@ -749,22 +749,7 @@ fn extra_registry(dir: &Path, extra: &str) -> (String, StopOnDrop) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("docker-registry");
-    (format!("127.0.0.1:{port}"), StopOnDrop(server))
-}
-
-/// Runs a push until the new registry listens (it needs a moment after starting).
-fn push_when_listening(copy: &mut Command) {
-    let pushed = (0..100).any(|_| {
-        let ok = run(copy).status.success();
-        if !ok {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        ok
-    });
-    if !pushed {
-        let out = run(copy);
-        panic!("could not push to the registry:\n{}", describe(copy, &out));
-    }
+    (format!("127.0.0.1:{port}"), KillOnDrop(server))
 }
 
 #[test]
@@ -797,7 +782,7 @@ openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 
         .arg(&certs)
         .arg(format!("docker://{}/lab/oci-media:1.0", b.lab.registry()))
         .arg(format!("docker://{registry}/secure/app:1"));
-    push_when_listening(&mut copy);
+    retry(&mut copy);
     let manifest = |name: &str, settings: &str| {
         let path = b.path(name);
         fs::write(
@@ -816,16 +801,6 @@ openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 
     );
     run_ok(&mut b.build(&with, "t.tar.zst", "cache-t", &[]));
     assert!(b.path("t.tar.zst").is_file());
-}
-
-/// Kills a server this test started (by its own PID) when the test ends.
-struct StopOnDrop(std::process::Child);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -859,34 +834,6 @@ fn split_size_writes_parts_that_inspect_and_plain_tools_read() {
     ]);
     let (names, _) = run_ok(&mut list);
     assert_eq!(names, "kk-bundle/SHA256SUMS\nkk-bundle/bundle.json\n");
-}
-
-/// Kills a server started by the test (by its own PID) and waits for it.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Waits until `cmd` succeeds (a server that just started), returning its last output.
-fn retry(cmd: &mut Command) -> std::process::Output {
-    let mut last = run(cmd);
-    for _ in 0..100 {
-        if last.status.success() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        last = run(cmd);
-    }
-    assert!(
-        last.status.success(),
-        "never succeeded:\n{}",
-        describe(cmd, &last)
-    );
-    last
 }
 
 #[test]
@@ -925,7 +872,7 @@ fn real_clients_pull_from_the_bundle_registry_over_tls() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("registry serve");
-    let _server = Server(server);
+    let _server = KillOnDrop(server);
 
     // skopeo, trusting only our CA.
     let certs = b.path("skopeo-certs");
@@ -954,7 +901,7 @@ fn real_clients_pull_from_the_bundle_registry_over_tls() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("registry serve");
-    let _plain_server = Server(plain_server);
+    let _plain_server = KillOnDrop(plain_server);
     let lab_registry = b.lab.registry().replace(':', "_");
     let mut helm = b.lab.helm();
     helm.current_dir(b.tmp.path()).args([
@@ -1000,7 +947,7 @@ fn containerd_pulls_and_runs(b: &Bench, registry: &str, ca: &Path) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("containerd");
-    let _daemon = Server(daemon);
+    let _daemon = KillOnDrop(daemon);
     let ctr = |args: &[&str]| {
         let mut cmd = Command::new("ctr");
         cmd.arg("-a").arg(&socket).args(args);

@@ -13,7 +13,7 @@ use bundle_spec::{
     Sha256Digest,
 };
 
-use crate::support::{binary, describe, run, run_ok};
+use crate::support::{KillOnDrop, binary, describe, retry, run, run_ok};
 
 /// A bundle holding one single-layer image named `reference`, whose layer is `layer`.
 fn write_bundle(dir: &Path, name: &str, reference: &str, layer: &[u8]) -> PathBuf {
@@ -321,26 +321,13 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("kk-install registry serve");
-    let _stop = Stop(registry);
+    let _stop = KillOnDrop(registry);
     let mut skopeo = Command::new("skopeo");
     skopeo
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
     // The server needs a moment to listen.
-    let mut last = run(&mut skopeo);
-    for _ in 0..100 {
-        if last.status.success() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        last = run(&mut skopeo);
-    }
-    assert!(
-        last.status.success(),
-        "skopeo never got the manifest:\n{}",
-        describe(&skopeo, &last)
-    );
-    let manifest_bytes = last.stdout;
+    let manifest_bytes = retry(&mut skopeo).stdout;
     let index: serde_json::Value =
         serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
     let digest = index["manifests"][0]["digest"].as_str().expect("digest");
@@ -354,16 +341,6 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
         manifest_bytes, stored,
         "the registry changed the manifest's bytes"
     );
-}
-
-/// Stops a server this test started, by its own PID.
-struct Stop(std::process::Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -395,20 +372,12 @@ fn registry_push_copies_the_store_into_a_real_registry_digests_unchanged() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("docker-registry");
-    let _registry = Stop(registry);
+    let _registry = KillOnDrop(registry);
     let mut push = Command::new(binary("kk-install"));
     push.args(["registry", "push", "--store"])
         .arg(&store)
         .args(["--to", &format!("127.0.0.1:{port}"), "--plain-http"]);
-    let mut last = run(&mut push);
-    for _ in 0..50 {
-        if last.status.success() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        last = run(&mut push);
-    }
-    assert!(last.status.success(), "{}", describe(&push, &last));
+    retry(&mut push);
     let mut skopeo = Command::new("skopeo");
     skopeo
         .args(["inspect", "--raw", "--tls-verify=false"])

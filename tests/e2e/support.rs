@@ -154,3 +154,33 @@ pub(crate) fn run_ok(cmd: &mut Command) -> (String, Output) {
         .unwrap_or_else(|err| panic!("stdout is not UTF-8: {err}\n{}", describe(cmd, &out)));
     (stdout, out)
 }
+
+/// A server a test started, killed by its own PID (and reaped) when the guard drops — also when
+/// the test fails.
+pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `cmd` until it succeeds, for clients of a server that has just started and may not
+/// listen yet; fails the test with the last output after about ten seconds.
+pub(crate) fn retry(cmd: &mut Command) -> Output {
+    let mut last = run(cmd);
+    for _ in 0..100 {
+        if last.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        last = run(cmd);
+    }
+    assert!(
+        last.status.success(),
+        "never succeeded:\n{}",
+        describe(cmd, &last)
+    );
+    last
+}
