@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::labkit::Lab;
-use crate::support::{KillOnDrop, binary, describe, retry, run, run_ok};
+use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
 
 /// A lab, a scratch directory, and the lab manifest rendered for this lab.
 struct Bench {
@@ -112,16 +112,6 @@ fn skopeo_raw(registry: &str, image: &str) -> Vec<u8> {
 
 fn sha256_of(bytes: &[u8]) -> String {
     bundle_spec::Sha256Digest::of(bytes).to_string()
-}
-
-fn failed(cmd: &mut Command) -> String {
-    let out = run(cmd);
-    assert!(
-        !out.status.success(),
-        "expected a failure:\n{}",
-        describe(cmd, &out)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -314,7 +304,7 @@ fn only_the_requested_platform_is_bundled_and_the_rest_is_recorded() {
 #[test]
 fn a_missing_platform_fails_naming_the_image() {
     let b = Bench::new();
-    let err = failed(&mut b.build(&b.manifest, "x.tar.zst", "cache", &[]));
+    let err = run_failing(&mut b.build(&b.manifest, "x.tar.zst", "cache", &[]));
     assert!(
         err.contains("lab.local/lab/docker-media:1.0")
             && err.contains("linux/arm64")
@@ -387,7 +377,7 @@ fn a_locked_build_fails_when_a_tag_moved() {
     .expect("manifest");
     run_ok(&mut b.build(&manifest, "m.tar.zst", "cache", &[]));
     copy("lab/app-b:1.0", "lab/moving:1");
-    let err = failed(&mut b.build(&manifest, "n.tar.zst", "cache", &["--locked"]));
+    let err = run_failing(&mut b.build(&manifest, "n.tar.zst", "cache", &["--locked"]));
     assert!(
         err.contains("drifted") && err.contains("lab/moving:1"),
         "{err}"
@@ -469,7 +459,7 @@ fn wrong_bytes_for_a_digest_fail_the_build_naming_the_blob() {
     let mut damaged = original.clone();
     damaged[0] ^= 0xff;
     fs::write(&data, damaged).expect("damage");
-    let err = failed(&mut b.build(
+    let err = run_failing(&mut b.build(
         &b.manifest,
         "w.tar.zst",
         "cache",
@@ -493,7 +483,7 @@ fn wrong_bytes_for_a_digest_fail_the_build_naming_the_blob() {
     // A file server sending damaged bytes for a binary: the checksum file catches it.
     b.lab
         .set_faults(r#"{"/runc/v1.1.5/runc.amd64": {"mode": "corrupt"}}"#);
-    let err = failed(&mut b.build(
+    let err = run_failing(&mut b.build(
         &b.manifest,
         "v.tar.zst",
         "cache2",
@@ -661,7 +651,7 @@ fn bad_manifests_fail_with_a_message_naming_the_problem() {
             .arg(tmp.path().join("x.tar.zst"))
             .arg("--cache")
             .arg(tmp.path().join("cache"));
-        let err = failed(&mut cmd);
+        let err = run_failing(&mut cmd);
         assert!(
             err.contains(expected) && err.contains("bad.yaml"),
             "for {body:?}: {err}"
@@ -709,13 +699,13 @@ fn registry_credentials_come_from_the_variable_the_manifest_names() {
     )
     .expect("manifest");
     let mut wrong = b.build(&manifest, "w.tar.zst", "cache-w", &[]);
-    let err = failed(wrong.env("KK_TEST_REGISTRY_PASSWORD", "wrong"));
+    let err = run_failing(wrong.env("KK_TEST_REGISTRY_PASSWORD", "wrong"));
     assert!(
         err.contains("private/app:1") && !err.contains("wrong"),
         "{err}"
     );
     let mut unset = b.build(&manifest, "u.tar.zst", "cache-u", &[]);
-    let err = failed(unset.env_remove("KK_TEST_REGISTRY_PASSWORD"));
+    let err = run_failing(unset.env_remove("KK_TEST_REGISTRY_PASSWORD"));
     assert!(err.contains("KK_TEST_REGISTRY_PASSWORD"), "{err}");
     let mut right = b.build(&manifest, "r.tar.zst", "cache-r", &[]);
     run_ok(right.env("KK_TEST_REGISTRY_PASSWORD", "s3cret"));
@@ -793,7 +783,7 @@ openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 
         path
     };
     let without = manifest("without.yaml", "{}");
-    let err = failed(&mut b.build(&without, "u.tar.zst", "cache-u", &[]));
+    let err = run_failing(&mut b.build(&without, "u.tar.zst", "cache-u", &[]));
     assert!(err.contains("secure/app:1"), "{err}");
     let with = manifest(
         "with.yaml",

@@ -13,7 +13,7 @@ use bundle_spec::{
     Sha256Digest,
 };
 
-use crate::support::{KillOnDrop, binary, describe, retry, run, run_ok};
+use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
 
 /// A bundle holding one single-layer image named `reference`, whose layer is `layer`.
 fn write_bundle(dir: &Path, name: &str, reference: &str, layer: &[u8]) -> PathBuf {
@@ -110,16 +110,6 @@ fn kk_install(args: &[&str], bundle: &Path) -> Command {
     cmd
 }
 
-fn failed(cmd: &mut Command) -> String {
-    let out = run(cmd);
-    assert!(
-        !out.status.success(),
-        "expected a failure:\n{}",
-        describe(cmd, &out)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// Changes one byte of the compressed bundle inside the frames of the largest member.
 fn tamper(bundle: &Path, out: &Path) {
     let mut bytes = fs::read(bundle).expect("bundle");
@@ -157,7 +147,7 @@ fn verify_accepts_a_good_bundle_and_names_the_damaged_member_of_a_bad_one() {
     );
     let bad = tmp.path().join("bad.tar.zst");
     tamper(&good, &bad);
-    let err = failed(&mut kk_install(&["verify"], &bad));
+    let err = run_failing(&mut kk_install(&["verify"], &bad));
     assert!(
         err.contains("member `blobs/sha256/"),
         "the damaged member is not named: {err}"
@@ -239,7 +229,7 @@ fn a_failed_unpack_leaves_nothing_unverified_and_never_writes_beside_the_bundle(
         .map(|e| e.expect("entry").file_name())
         .collect();
     let store = tmp.path().join("store");
-    let err = failed(&mut kk_install(
+    let err = run_failing(&mut kk_install(
         &["unpack", "--store", store.to_str().expect("utf-8")],
         &bad,
     ));
@@ -290,27 +280,33 @@ fn a_split_bundle_unpacks_from_its_parts_and_a_missing_part_is_named() {
     ));
     assert!(out.contains("3 blobs written"), "{out}");
     fs::remove_file(tmp.path().join("s.tar.zst.part002")).expect("remove a part");
-    let err = failed(&mut kk_install(&["verify"], &index));
+    let err = run_failing(&mut kk_install(&["verify"], &index));
     assert!(
         err.contains("s.tar.zst.part002") && err.contains("missing"),
         "{err}"
     );
 }
 
-#[test]
-fn the_registry_serves_an_unpacked_store_to_skopeo() {
+/// A store holding one unpacked bundle with the image `docker.io/library/app:1`.
+fn unpacked_store(layer_len: usize, seed: u8) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("tmp");
     let store = tmp.path().join("store");
     let bundle = write_bundle(
         tmp.path(),
         "a",
         "docker.io/library/app:1",
-        &layer(200_000, 7),
+        &layer(layer_len, seed),
     );
     run_ok(&mut kk_install(
         &["unpack", "--store", store.to_str().expect("utf-8")],
         &bundle,
     ));
+    (tmp, store)
+}
+
+#[test]
+fn the_registry_serves_an_unpacked_store_to_skopeo() {
+    let (_tmp, store) = unpacked_store(200_000, 7);
     let port = crate::labkit::free_port();
     let registry = Command::new(binary("kk-install"))
         .args(["registry", "serve", "--store"])
@@ -345,18 +341,7 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
 
 #[test]
 fn registry_push_copies_the_store_into_a_real_registry_digests_unchanged() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let store = tmp.path().join("store");
-    let bundle = write_bundle(
-        tmp.path(),
-        "a",
-        "docker.io/library/app:1",
-        &layer(100_000, 8),
-    );
-    run_ok(&mut kk_install(
-        &["unpack", "--store", store.to_str().expect("utf-8")],
-        &bundle,
-    ));
+    let (tmp, store) = unpacked_store(100_000, 8);
     let data = tmp.path().join("registry");
     fs::create_dir_all(&data).expect("dir");
     let port = crate::labkit::free_port();
@@ -439,10 +424,10 @@ fn tampered_bundles_are_refused_naming_the_member_and_leave_the_store_clean() {
     for (what, tampered, expected) in cases {
         let path = tmp.path().join("t.tar.zst");
         fs::write(&path, &tampered).expect("write");
-        let err = failed(&mut kk_install(&["verify"], &path));
+        let err = run_failing(&mut kk_install(&["verify"], &path));
         assert!(err.contains(expected), "{what}: {err}");
         let store = tmp.path().join(format!("store-{}", what.replace(' ', "-")));
-        let err = failed(&mut kk_install(
+        let err = run_failing(&mut kk_install(
             &["unpack", "--store", store.to_str().expect("utf-8")],
             &path,
         ));
@@ -494,7 +479,7 @@ fn unpack_refuses_before_writing_when_the_store_has_no_room() {
     run_ok(&mut mount);
     let _unmount = Unmount(small.clone());
     let store = small.join("store");
-    let err = failed(&mut kk_install(
+    let err = run_failing(&mut kk_install(
         &["unpack", "--store", store.to_str().expect("utf-8")],
         &bundle,
     ));

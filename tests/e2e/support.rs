@@ -155,6 +155,17 @@ pub(crate) fn run_ok(cmd: &mut Command) -> (String, Output) {
     (stdout, out)
 }
 
+/// Runs a command that must fail; returns its stderr as text.
+pub(crate) fn run_failing(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        !out.status.success(),
+        "expected a failure:\n{}",
+        describe(cmd, &out)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A server a test started, killed by its own PID (and reaped) when the guard drops — also when
 /// the test fails.
 pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
