@@ -28,6 +28,8 @@ fi
 #   gettext-base              envsubst: renders manifests/lab.yaml (scripts/lab/render.sh)
 #   bc, hyperfine             timings in the lab scripts, and benchmarks
 #   apache2-utils             htpasswd: a registry with basic auth in the builder's tests
+#   wrk                       the HTTP load generator of the registry benchmark (scripts/bench/registry.sh)
+#   openssh-client            ssh, ssh-keygen, ssh-keyscan for the node lab (scripts/lab/nodes.sh)
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
@@ -35,6 +37,7 @@ PACKAGES=(
   etcd-server etcd-client
   openssh-server fio iproute2
   curl python3 unzip gettext-base bc hyperfine apache2-utils
+  wrk openssh-client
 )
 # npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.

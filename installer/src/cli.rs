@@ -40,9 +40,8 @@ pub(crate) enum RegistryCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct PushArgs {
-    /// The content store made by `kk-install unpack`.
-    #[arg(long)]
-    pub(crate) store: PathBuf,
+    #[command(flatten)]
+    pub(crate) source: StoreSource,
     /// The registry, `host[:port]`.
     #[arg(long)]
     pub(crate) to: String,
@@ -75,9 +74,8 @@ pub(crate) struct CertArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The content store made by `kk-install unpack`.
-    #[arg(long)]
-    pub(crate) store: PathBuf,
+    #[command(flatten)]
+    pub(crate) source: StoreSource,
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:5000")]
     pub(crate) listen: std::net::SocketAddr,
@@ -110,7 +108,24 @@ pub(crate) struct UnpackArgs {
     #[command(flatten)]
     pub(crate) bundle: BundleArg,
     /// The content store (an OCI image layout), created if needed; shared by all bundles.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    pub(crate) store: PathBuf,
+}
+
+/// Where the registry's content lives unless `--store` says otherwise.
+pub(crate) const DEFAULT_STORE: &str = "/var/lib/kk/store";
+
+/// What the registry serves or pushes: a content store, filled first from a bundle if one is
+/// given. The registry always works from the unpacked store (one copy on disk, read in place);
+/// `--bundle` saves the separate `kk-install unpack` step and, like it, verifies every member
+/// and writes only what the store lacks.
+#[derive(Debug, Args)]
+pub(crate) struct StoreSource {
+    /// Unpack this bundle (a file, a `.split.json` parts index, or a first part) into the store first.
     #[arg(long)]
+    pub(crate) bundle: Option<PathBuf>,
+    /// The content store made by `kk-install unpack`.
+    #[arg(long, default_value = DEFAULT_STORE)]
     pub(crate) store: PathBuf,
 }
 

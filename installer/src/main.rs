@@ -68,36 +68,47 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 issued.key.display()
             ))
         }
-        Command::Unpack(args) => {
-            let started = Instant::now();
-            let mut bundle = open(&args.bundle.bundle)?;
-            let bar = progress(bundle.content_size());
-            let unpacked = unpack::unpack(&mut bundle, &args.store, &bar).with_context(|| {
-                format!(
-                    "cannot unpack `{}` into `{}`",
-                    args.bundle.bundle.display(),
-                    args.store.display()
-                )
-            })?;
-            bar.finish_and_clear();
-            print(&format!(
-                "unpacked {} members ({} verified) into {} in {:.1}s: {} blobs written, {} already present; identity {}\n",
-                unpacked.verified.members,
-                bytesize::ByteSize(unpacked.verified.bytes),
-                args.store.display(),
-                started.elapsed().as_secs_f64(),
-                unpacked.written,
-                unpacked.skipped,
-                bundle.identity()
-            ))
-        }
+        Command::Unpack(args) => unpack_into(&args.bundle.bundle, &args.store),
     }
+}
+
+/// Verifies `bundle` while unpacking it into `store`, and reports what it did.
+fn unpack_into(path: &std::path::Path, store: &std::path::Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut bundle = open(path)?;
+    let bar = progress(bundle.content_size());
+    let unpacked = unpack::unpack(&mut bundle, store, &bar).with_context(|| {
+        format!(
+            "cannot unpack `{}` into `{}`",
+            path.display(),
+            store.display()
+        )
+    })?;
+    bar.finish_and_clear();
+    print(&format!(
+        "unpacked {} members ({} verified) into {} in {:.1}s: {} blobs written, {} already present; identity {}\n",
+        unpacked.verified.members,
+        bytesize::ByteSize(unpacked.verified.bytes),
+        store.display(),
+        started.elapsed().as_secs_f64(),
+        unpacked.written,
+        unpacked.skipped,
+        bundle.identity()
+    ))
+}
+
+/// The store of `source`, after unpacking its bundle into it when one is given.
+fn filled_store(source: &cli::StoreSource) -> anyhow::Result<kk_install::registry::Store> {
+    if let Some(bundle) = &source.bundle {
+        unpack_into(bundle, &source.store)?;
+    }
+    kk_install::registry::Store::open(&source.store)
+        .with_context(|| format!("cannot read the store `{}`", source.store.display()))
 }
 
 /// `registry push`: the store into an existing registry.
 fn push(args: &cli::PushArgs) -> anyhow::Result<()> {
-    let store = kk_install::registry::Store::open(&args.store)
-        .with_context(|| format!("cannot read `{}`", args.store.display()))?;
+    let store = filled_store(&args.source)?;
     let credentials = match (&args.username, &args.password_env) {
         (Some(username), Some(variable)) => Some(kk_install::push::Credentials {
             username: username.clone(),
@@ -116,7 +127,13 @@ fn push(args: &cli::PushArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime
         .block_on(kk_install::push::push(&store, &target, args.jobs))
-        .with_context(|| format!("cannot push `{}` to `{}`", args.store.display(), args.to))?;
+        .with_context(|| {
+            format!(
+                "cannot push `{}` to `{}`",
+                args.source.store.display(),
+                args.to
+            )
+        })?;
     print(&format!(
         "pushed {} repositories, {} manifests to {}: {} blobs uploaded ({}), {} mounted, {} already there\n",
         report.repositories,
@@ -138,8 +155,8 @@ fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let store = kk_install::registry::Store::open(&args.store)
-        .with_context(|| format!("cannot serve `{}`", args.store.display()))?;
+    let store = filled_store(&args.source)?;
+    let served = args.source.store.display();
     let app = kk_install::registry::router(store).into_make_service();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
@@ -149,17 +166,13 @@ fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
                 .with_context(|| {
                     format!("cannot load `{}` and `{}`", cert.display(), key.display())
                 })?;
-            tracing::info!(
-                "serving {} on https://{}",
-                args.store.display(),
-                args.listen
-            );
+            tracing::info!("serving {served} on https://{}", args.listen);
             axum_server::bind_rustls(args.listen, config)
                 .serve(app)
                 .await
                 .context("the registry stopped")
         } else {
-            tracing::info!("serving {} on http://{}", args.store.display(), args.listen);
+            tracing::info!("serving {served} on http://{}", args.listen);
             axum_server::bind(args.listen)
                 .serve(app)
                 .await
