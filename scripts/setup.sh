@@ -29,7 +29,9 @@ fi
 #   bc, hyperfine             timings in the lab scripts, and benchmarks
 #   apache2-utils             htpasswd: a registry with basic auth in the builder's tests
 #   wrk                       the HTTP load generator of the registry benchmark (scripts/bench/registry.sh)
-#   openssh-client            ssh, ssh-keygen, ssh-keyscan for the node lab (scripts/lab/nodes.sh)
+#   openssh-client, openssl   ssh, ssh-keygen for the node lab; openssl hashes its user's password
+#   sudo                      a non-root lab user that installs through `sudo -n`
+#   socat conntrack ethtool ebtables   commands kubeadm's preflight requires, present on lab nodes
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
@@ -37,7 +39,8 @@ PACKAGES=(
   etcd-server etcd-client
   openssh-server fio iproute2
   curl python3 unzip gettext-base bc hyperfine apache2-utils
-  wrk openssh-client
+  wrk openssh-client openssl sudo
+  socat conntrack ethtool ebtables
 )
 # npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.

@@ -8,15 +8,106 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// kk-install runs on the disconnected side, with nothing but the bundle file (or its parts): it opens and
 /// verifies the bundle, checks the nodes, and installs the cluster from the bundle's content.
+///
+/// Without a subcommand, `kk-install --bundle B -i inventory.yaml` runs the install: `pre_hook`,
+/// precheck, `post_hook` (the install phases themselves come later).
 #[derive(Debug, Parser)]
-#[command(name = "kk-install", version, arg_required_else_help = true)]
+#[command(
+    name = "kk-install",
+    version,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
-    pub(crate) command: Command,
+    pub(crate) command: Option<Command>,
+    #[command(flatten)]
+    pub(crate) install: InstallArgs,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+}
+
+/// How to reach the nodes: flags every command that talks to nodes shares.
+#[derive(Debug, Args)]
+pub(crate) struct ReachArgs {
+    /// The `known_hosts` file host keys are checked against (default: `~/.ssh/known_hosts`).
+    #[arg(long, global = true)]
+    pub(crate) known_hosts: Option<PathBuf>,
+    /// Record the host key of a node `known_hosts` does not know instead of refusing it
+    /// (a changed key is always refused).
+    #[arg(long, global = true)]
+    pub(crate) accept_new_host_keys: bool,
+    /// Nodes worked on at once.
+    #[arg(long, global = true, default_value_t = 10)]
+    pub(crate) concurrency: usize,
+    /// Where hook scripts are taken from, and logs (`logs/<node>.log`) and facts
+    /// (`facts/<node>.json`) written to.
+    #[arg(long, global = true, default_value = ".")]
+    pub(crate) work_dir: PathBuf,
+}
+
+/// The install: a bundle and the cluster to put it on.
+#[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    /// The bundle: a file, a `.split.json` parts index, or a first part.
+    #[arg(long, requires = "inventory")]
+    pub(crate) bundle: Option<PathBuf>,
+    /// The inventory (KubeKey `kind: Inventory`).
+    #[arg(short = 'i', long, requires = "bundle")]
+    pub(crate) inventory: Option<PathBuf>,
+    /// The cluster config (KubeKey `kind: Config`); defaults apply without one.
+    #[arg(short = 'c', long)]
+    pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) checks: CheckOptions,
+}
+
+/// How the precheck runs.
+#[derive(Debug, Args)]
+pub(crate) struct CheckOptions {
+    /// Waive a precheck rule by id (`kubeadm.swap`) or id prefix (`kubeadm.port`); repeatable.
+    #[arg(long = "ignore", value_name = "ID")]
+    pub(crate) ignore: Vec<String>,
+    /// Data size of the etcd disk check (fio), per etcd node; etcd's own guidance uses 22m.
+    #[arg(long, default_value = "22m", value_parser = fio_size)]
+    pub(crate) fio_size: String,
+}
+
+/// A fio size: digits and an optional unit letter (it becomes part of a shell command).
+fn fio_size(text: &str) -> Result<String, String> {
+    let digits = text.trim_end_matches(['k', 'm', 'g', 'K', 'M', 'G']);
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && text.len() - digits.len() <= 1
+    {
+        Ok(text.to_owned())
+    } else {
+        Err(format!("`{text}` is not a size like `22m` or `2048k`"))
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PrecheckArgs {
+    /// The bundle: a file, a `.split.json` parts index, or a first part.
+    #[arg(long)]
+    pub(crate) bundle: PathBuf,
+    /// The inventory (KubeKey `kind: Inventory`).
+    #[arg(short = 'i', long)]
+    pub(crate) inventory: PathBuf,
+    /// The cluster config (KubeKey `kind: Config`); defaults apply without one.
+    #[arg(short = 'c', long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+    #[command(flatten)]
+    pub(crate) checks: CheckOptions,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Checks every node of the inventory and says every reason the install would fail.
+    Precheck(PrecheckArgs),
     /// Checks everything in a bundle: header, checksum list, every member, every part.
     Verify(BundleArg),
     /// Shows what a bundle holds, from its header (no full decompression).
@@ -146,6 +237,20 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn fio_sizes_are_checked_before_they_reach_a_shell() {
+        for (text, ok) in [
+            ("22m", true),
+            ("2048k", true),
+            ("100", true),
+            ("", false),
+            ("2mm", false),
+            ("1m;rm", false),
+        ] {
+            assert_eq!(super::fio_size(text).is_ok(), ok, "{text}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `kk-install`: verifies kk bundles and installs Kubernetes in an airgap.
 
 mod cli;
+mod nodes;
 mod tls;
 mod unpack;
 
@@ -27,7 +28,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return nodes::install(&cli.install, &cli.reach);
+    };
+    match command {
+        Command::Precheck(args) => nodes::precheck(&args, &cli.reach),
         Command::Verify(args) => {
             let started = Instant::now();
             let mut bundle = open(&args.bundle)?;
@@ -181,7 +186,7 @@ fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
     })
 }
 
-fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
+pub(crate) fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
     Bundle::open(path).with_context(|| format!("cannot open bundle `{}`", path.display()))
 }
 
@@ -231,7 +236,7 @@ impl bundle_spec::read::MemberVisitor for Counting {
     }
 }
 
-fn print(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print(text: &str) -> anyhow::Result<()> {
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())

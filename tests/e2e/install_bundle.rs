@@ -29,6 +29,33 @@ fn write_bundle_split(
     layer: &[u8],
     split: Option<u64>,
 ) -> PathBuf {
+    let image = TestImage {
+        reference,
+        layers: &[layer],
+    };
+    write_images(dir, name, &[image], split)
+}
+
+/// An image of a test bundle: its reference and one single-layer manifest per platform.
+pub(crate) struct TestImage<'a> {
+    /// The full reference, `host/path:tag`.
+    pub(crate) reference: &'a str,
+    /// One layer per platform: one makes a linux/amd64 manifest; more make an OCI image index
+    /// over manifests for [`PLATFORMS`], in that order.
+    pub(crate) layers: &'a [&'a [u8]],
+}
+
+/// The architectures of the platform manifests of a multi-layer [`TestImage`].
+const PLATFORMS: [&str; 4] = ["amd64", "arm64", "ppc64le", "s390x"];
+
+/// A bundle holding `images` (see [`TestImage`]), split into parts of `split` bytes when given;
+/// returns the first file written (the parts index for a split bundle).
+pub(crate) fn write_images(
+    dir: &Path,
+    name: &str,
+    images: &[TestImage<'_>],
+    split: Option<u64>,
+) -> PathBuf {
     let blobs = dir.join(format!("{name}-blobs"));
     fs::create_dir_all(&blobs).expect("dir");
     let mut files = Vec::new();
@@ -41,26 +68,16 @@ fn write_bundle_split(
             size: bytes.len() as u64,
             path,
         });
-        digest
+        (digest, bytes.len())
     };
-    let layer_digest = add(layer);
-    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"config":{}}"#;
-    let config_digest = add(config);
-    let manifest = format!(
-        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{layer_digest}","size":{}}}]}}"#,
-        config.len(),
-        layer.len()
-    );
-    let manifest_digest = add(manifest.as_bytes());
+    let (descriptors, artifacts): (Vec<_>, Vec<_>) = images
+        .iter()
+        .map(|image| add_image(&mut add, image))
+        .unzip();
     let index: oci_spec::image::ImageIndex = serde_json::from_value(serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "digest": manifest_digest.to_string(),
-            "size": manifest.len(),
-            "annotations": {"org.opencontainers.image.ref.name": reference},
-        }],
+        "manifests": descriptors,
     }))
     .expect("index");
     let created = "2026-11-22T00:00:00Z".parse().expect("time");
@@ -76,16 +93,7 @@ fn write_bundle_split(
             text: String::new(),
         },
         lock: Lock::new(created),
-        artifacts: vec![Artifact {
-            kind: ArtifactKind::Image,
-            name: reference.rsplit_once(':').expect("tag").0.into(),
-            version: reference.rsplit_once(':').expect("tag").1.into(),
-            platform: Some("linux/amd64".into()),
-            reference: reference.into(),
-            digest: manifest_digest,
-            size: 0,
-            omitted_platforms: vec![],
-        }],
+        artifacts,
     };
     let target = dir.join(format!("{name}.tar.zst"));
     let options = WriteOptions {
@@ -101,7 +109,79 @@ fn write_bundle_split(
     written.output.paths[0].clone()
 }
 
-fn kk_install(args: &[&str], bundle: &Path) -> Command {
+/// Adds the blobs of `image` through `add` (which stores a blob and returns its digest and
+/// size); returns its descriptor for `index.json` and its artifact for the description.
+fn add_image(
+    add: &mut impl FnMut(&[u8]) -> (Sha256Digest, usize),
+    image: &TestImage<'_>,
+) -> (serde_json::Value, Artifact) {
+    assert!(
+        (1..=PLATFORMS.len()).contains(&image.layers.len()),
+        "{}: 1 to {} layers",
+        image.reference,
+        PLATFORMS.len()
+    );
+    let mut platform_manifests = Vec::new();
+    let mut last = None;
+    for (layer, arch) in image.layers.iter().zip(PLATFORMS) {
+        let (layer_digest, layer_size) = add(layer);
+        let config = format!(
+            r#"{{"architecture":"{arch}","os":"linux","rootfs":{{"type":"layers","diff_ids":[]}},"config":{{}}}}"#
+        );
+        let (config_digest, config_size) = add(config.as_bytes());
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{config_size}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{layer_digest}","size":{layer_size}}}]}}"#
+        );
+        let (digest, size) = add(manifest.as_bytes());
+        last = Some((digest, size));
+        platform_manifests.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": digest.to_string(),
+            "size": size,
+            "platform": {"architecture": arch, "os": "linux"},
+        }));
+    }
+    let (media_type, (digest, size), platform) = if platform_manifests.len() == 1 {
+        (
+            "application/vnd.oci.image.manifest.v1+json",
+            last.expect("one manifest"),
+            Some("linux/amd64".to_owned()),
+        )
+    } else {
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": platform_manifests,
+        })
+        .to_string();
+        (
+            "application/vnd.oci.image.index.v1+json",
+            add(index.as_bytes()),
+            None,
+        )
+    };
+    let descriptor = serde_json::json!({
+        "mediaType": media_type,
+        "digest": digest.to_string(),
+        "size": size,
+        "annotations": {"org.opencontainers.image.ref.name": image.reference},
+    });
+    let (repository, tag) = image.reference.rsplit_once(':').expect("tag");
+    let artifact = Artifact {
+        kind: ArtifactKind::Image,
+        name: repository.into(),
+        version: tag.into(),
+        platform,
+        reference: image.reference.into(),
+        digest,
+        size: 0,
+        omitted_platforms: vec![],
+    };
+    (descriptor, artifact)
+}
+
+/// `kk-install ARGS[0] --bundle BUNDLE ARGS[1..]`.
+pub(crate) fn kk_install(args: &[&str], bundle: &Path) -> Command {
     let mut cmd = Command::new(binary("kk-install"));
     cmd.arg(args[0])
         .arg("--bundle")
@@ -119,7 +199,7 @@ fn tamper(bundle: &Path, out: &Path) {
 }
 
 /// Incompressible bytes (like a gzip layer), different per `seed`.
-fn layer(len: usize, seed: u8) -> Vec<u8> {
+pub(crate) fn layer(len: usize, seed: u8) -> Vec<u8> {
     let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ u64::from(seed);
     (0..len)
         .map(|_| {
@@ -486,4 +566,143 @@ fn unpack_refuses_before_writing_when_the_store_has_no_room() {
     assert!(err.contains("free") && err.contains("store"), "{err}");
     let blobs = fs::read_dir(store.join("blobs/sha256")).map_or(0, Iterator::count);
     assert_eq!(blobs, 0, "unpack wrote before refusing");
+}
+
+/// The digest `index.json` of `store` gives its first artifact.
+fn first_manifest_digest(store: &Path) -> String {
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
+    index["manifests"][0]["digest"]
+        .as_str()
+        .expect("digest")
+        .to_owned()
+}
+
+#[test]
+fn registry_serve_with_a_bundle_unpacks_it_first_and_refuses_a_tampered_one() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(300_000, 11),
+    );
+    let bad = tmp.path().join("bad.tar.zst");
+    tamper(&bundle, &bad);
+    let bad_store = tmp.path().join("bad-store");
+    let err = run_failing(
+        Command::new(binary("kk-install"))
+            .args(["registry", "serve", "--bundle"])
+            .arg(&bad)
+            .arg("--store")
+            .arg(&bad_store)
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{}", crate::labkit::free_port()),
+            ]),
+    );
+    assert!(err.contains("blobs/sha256/"), "{err}");
+    assert!(
+        !bad_store.join("index.json").exists(),
+        "a refused bundle published an index"
+    );
+
+    let store = tmp.path().join("store");
+    let port = crate::labkit::free_port();
+    let registry = Command::new(binary("kk-install"))
+        .args(["registry", "serve", "--bundle"])
+        .arg(&bundle)
+        .arg("--store")
+        .arg(&store)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kk-install registry serve");
+    let _stop = KillOnDrop(registry);
+    let mut skopeo = Command::new("skopeo");
+    skopeo
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
+    let served = retry(&mut skopeo).stdout;
+    assert_eq!(
+        Sha256Digest::of(&served).to_string(),
+        first_manifest_digest(&store),
+        "the registry did not serve the bundle's manifest byte for byte"
+    );
+}
+
+#[test]
+fn registry_push_from_a_bundle_over_tls_trusts_only_the_given_ca() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pki = tmp.path().join("pki");
+    run_ok(
+        Command::new(binary("kk-install"))
+            .args(["registry", "cert", "--ca-out"])
+            .arg(&pki)
+            .args(["--names", "127.0.0.1,localhost"]),
+    );
+    let data = tmp.path().join("registry");
+    fs::create_dir_all(&data).expect("dir");
+    let port = crate::labkit::free_port();
+    fs::write(
+        tmp.path().join("registry.yml"),
+        format!(
+            "version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n  tls: {{certificate: {}, key: {}}}\n",
+            data.display(),
+            pki.join("registry.crt").display(),
+            pki.join("registry.key").display()
+        ),
+    )
+    .expect("config");
+    let registry = Command::new("docker-registry")
+        .arg("serve")
+        .arg(tmp.path().join("registry.yml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docker-registry");
+    let _registry = KillOnDrop(registry);
+    let bundle = write_bundle(
+        tmp.path(),
+        "a",
+        "docker.io/library/app:1",
+        &layer(150_000, 12),
+    );
+    let store = tmp.path().join("store");
+    let push = |ca: Option<&Path>| {
+        let mut cmd = Command::new(binary("kk-install"));
+        cmd.args(["registry", "push", "--bundle"])
+            .arg(&bundle)
+            .arg("--store")
+            .arg(&store)
+            .args(["--to", &format!("127.0.0.1:{port}")]);
+        if let Some(ca) = ca {
+            cmd.arg("--ca").arg(ca);
+        }
+        cmd
+    };
+    // Wait for the registry with a trusted push, after checking an untrusted one fails: the
+    // registry may not listen yet, so the refusal must be about the certificate.
+    let mut trusted = push(Some(&pki.join("ca.crt")));
+    retry(&mut trusted);
+    let err = run_failing(&mut push(None));
+    assert!(
+        err.to_lowercase().contains("certificate") || err.contains("UnknownIssuer"),
+        "a push to a registry with an unknown CA must fail on the certificate: {err}"
+    );
+    let certs = tmp.path().join("certs");
+    fs::create_dir_all(&certs).expect("dir");
+    fs::copy(pki.join("ca.crt"), certs.join("ca.crt")).expect("ca");
+    let (pulled, _) = run_ok(
+        Command::new("skopeo")
+            .args(["inspect", "--raw", "--cert-dir"])
+            .arg(&certs)
+            .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1")),
+    );
+    assert_eq!(
+        Sha256Digest::of(pulled.as_bytes()).to_string(),
+        first_manifest_digest(&store)
+    );
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde_saphyr::Spanned;
 
-use super::raw::{RawBinary, RawSha256, SpannedMap};
+use super::SpannedMap;
+use super::raw::{RawBinary, RawSha256};
 use super::validate::{Seen, dns_name, plain_version, required};
 use super::{SourceLocation, UrlTemplate};
 use crate::ManifestError;

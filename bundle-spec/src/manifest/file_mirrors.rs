@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_saphyr::Spanned;
 
 use super::SourceLocation;
-use super::raw::SpannedMap;
+use super::SpannedMap;
 use super::url::{check_http_url, is_host_port};
 use crate::ManifestError;
 

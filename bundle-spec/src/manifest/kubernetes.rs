@@ -41,7 +41,7 @@ pub struct KubernetesVersion {
 
 impl KubernetesVersion {
     /// Parses `vMAJOR.MINOR.PATCH`, rejecting leading zeros as Kubernetes tags never have them.
-    fn parse(text: &str) -> Option<Self> {
+    pub fn parse(text: &str) -> Option<Self> {
         let mut numbers = text.strip_prefix('v')?.split('.').map(parse_number);
         let version = Self {
             major: numbers.next()??,

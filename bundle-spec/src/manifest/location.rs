@@ -1,14 +1,16 @@
-//! Where in the manifest something is, and turning parser errors into [`ManifestError`]s.
+//! Where in a YAML document something is, and turning parser errors into located, classified
+//! errors ([`YamlError`]) that this crate's [`ManifestError`] and the installer's inventory
+//! errors render.
 
 use std::fmt;
 use std::sync::Arc;
 
-use serde_saphyr::{Error as YamlError, MessageFormatter, Spanned, UserMessageFormatter};
+use serde_saphyr::{Error as SaphyrError, MessageFormatter, Spanned, UserMessageFormatter};
 
-use super::suggest::closest;
+use super::suggest::{Hint, closest};
 use crate::ManifestError;
 
-/// A position in a manifest: file name (as given for display), 1-based line and column.
+/// A position in a YAML document: file name (as given for display), 1-based line and column.
 ///
 /// Displays as `file:line:column`, the form editors and terminals turn into links. Columns count
 /// characters, not bytes. A location the parser could not determine has line 0 and displays
@@ -37,8 +39,9 @@ impl SourceLocation {
         self.column
     }
 
-    pub(super) fn new(file: &Arc<str>, location: serde_saphyr::Location) -> Self {
-        // Manifests beyond 4 billion lines are not a concern; saturate rather than fail.
+    /// The position serde-saphyr reported, in `file`.
+    pub fn new(file: &Arc<str>, location: serde_saphyr::Location) -> Self {
+        // Documents beyond 4 billion lines are not a concern; saturate rather than fail.
         let clamp = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
         Self {
             file: Arc::clone(file),
@@ -49,7 +52,7 @@ impl SourceLocation {
 
     /// Where a spanned value is used (for an alias, the alias rather than its anchor, since
     /// that is the entry the user is looking at).
-    pub(super) fn of<T>(file: &Arc<str>, spanned: &Spanned<T>) -> Self {
+    pub fn of<T>(file: &Arc<str>, spanned: &Spanned<T>) -> Self {
         Self::new(file, spanned.referenced)
     }
 }
@@ -64,44 +67,136 @@ impl fmt::Display for SourceLocation {
     }
 }
 
-/// Maps a serde-saphyr error to the matching [`ManifestError`] variant.
+/// A YAML document that does not deserialize into the expected shape: where, and what.
 ///
-/// Unknown fields, unknown enum values, missing fields and duplicate keys get their own
-/// variants (with a suggestion computed here, since serde only lists what was expected);
-/// everything else keeps serde-saphyr's user-facing message.
-pub(super) fn from_yaml_error(error: &YamlError, file: &Arc<str>) -> ManifestError {
+/// Displays as `file:line:column: problem`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {problem}")]
+#[non_exhaustive]
+pub struct YamlError {
+    /// Where the parser stopped.
+    pub at: SourceLocation,
+    /// What it found there.
+    pub problem: YamlProblem,
+}
+
+/// What is wrong with a YAML document, classified so callers can match on it.
+///
+/// Unknown fields and values carry the closest accepted name, since serde only lists what was
+/// expected; everything else keeps serde-saphyr's user-facing message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum YamlProblem {
+    /// A mapping has a key the schema does not know.
+    UnknownField {
+        /// The key as written.
+        field: String,
+        /// The known field closest to it, if one is close.
+        suggestion: Option<&'static str>,
+        /// Every field allowed there.
+        expected: Vec<&'static str>,
+    },
+    /// A value outside a closed set.
+    UnknownValue {
+        /// The value as written.
+        value: String,
+        /// The allowed value closest to it, if one is close.
+        suggestion: Option<&'static str>,
+        /// Every allowed value.
+        expected: Vec<&'static str>,
+    },
+    /// A required field is absent.
+    MissingField {
+        /// The field's name.
+        field: &'static str,
+    },
+    /// A mapping repeats a key.
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+    },
+    /// Anything else: syntax errors, wrong types, …, as the parser describes them.
+    Other {
+        /// The parser's description, control characters blanked.
+        message: String,
+    },
+}
+
+impl fmt::Display for YamlProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownField {
+                field,
+                suggestion,
+                expected,
+            } => write!(
+                f,
+                "unknown field `{field}`{}",
+                Hint::new(*suggestion, expected)
+            ),
+            Self::UnknownValue {
+                value,
+                suggestion,
+                expected,
+            } => write!(
+                f,
+                "unknown value `{value}`{}",
+                Hint::new(*suggestion, expected)
+            ),
+            Self::MissingField { field } => write!(f, "missing required field `{field}`"),
+            Self::DuplicateKey { key } => write!(
+                f,
+                "duplicate key `{key}`; hint: each key may appear once per mapping"
+            ),
+            Self::Other { message } => f.write_str(message),
+        }
+    }
+}
+
+/// Deserializes `text` the way every kk document is read: strict booleans (`true`/`false`
+/// only), duplicate keys rejected, errors located in `file` and classified.
+pub fn parse_yaml<'de, T: serde::Deserialize<'de>>(
+    text: &'de str,
+    file: &Arc<str>,
+) -> Result<T, YamlError> {
+    let options = serde_saphyr::options! {
+        // Callers render their own `file:line:column` messages; a snippet would only be dropped.
+        with_snippet: false,
+        strict_booleans: true,
+    };
+    serde_saphyr::from_str_with_options(text, options).map_err(|error| classify(&error, file))
+}
+
+fn classify(error: &SaphyrError, file: &Arc<str>) -> YamlError {
     let error = error.without_snippet();
     let at = SourceLocation::new(
         file,
         error.location().unwrap_or(serde_saphyr::Location::UNKNOWN),
     );
-    match error {
-        YamlError::SerdeUnknownField {
+    let problem = match error {
+        SaphyrError::SerdeUnknownField {
             field, expected, ..
-        } => ManifestError::UnknownField {
-            at,
+        } => YamlProblem::UnknownField {
             suggestion: closest(field, expected),
             field: field.clone(),
             expected: expected.clone(),
         },
-        YamlError::SerdeUnknownVariant {
+        SaphyrError::SerdeUnknownVariant {
             variant, expected, ..
-        } => ManifestError::UnknownValue {
-            at,
+        } => YamlProblem::UnknownValue {
             suggestion: closest(variant, expected),
             value: variant.clone(),
             expected: expected.clone(),
         },
-        YamlError::SerdeMissingField { field, .. } => ManifestError::MissingField { at, field },
-        YamlError::DuplicateMappingKey { key, .. } => ManifestError::DuplicateKey {
-            at,
+        SaphyrError::SerdeMissingField { field, .. } => YamlProblem::MissingField { field },
+        SaphyrError::DuplicateMappingKey { key, .. } => YamlProblem::DuplicateKey {
             key: key.clone().unwrap_or_default(),
         },
-        other => ManifestError::Yaml {
-            at,
+        other => YamlProblem::Other {
             message: printable(&UserMessageFormatter.format_message(other)),
         },
-    }
+    };
+    YamlError { at, problem }
 }
 
 /// The message with control characters blanked: it may quote the user's text, and the
@@ -111,4 +206,35 @@ fn printable(message: &str) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+impl From<YamlError> for ManifestError {
+    fn from(error: YamlError) -> Self {
+        let at = error.at;
+        match error.problem {
+            YamlProblem::UnknownField {
+                field,
+                suggestion,
+                expected,
+            } => Self::UnknownField {
+                at,
+                field,
+                suggestion,
+                expected,
+            },
+            YamlProblem::UnknownValue {
+                value,
+                suggestion,
+                expected,
+            } => Self::UnknownValue {
+                at,
+                value,
+                suggestion,
+                expected,
+            },
+            YamlProblem::MissingField { field } => Self::MissingField { at, field },
+            YamlProblem::DuplicateKey { key } => Self::DuplicateKey { at, key },
+            YamlProblem::Other { message } => Self::Yaml { at, message },
+        }
+    }
 }

@@ -43,6 +43,13 @@
 //!   alone, as `{arch}` is, so `linux/arm/v6` and `linux/arm/v7` share the `arm` entry.
 //! - Only the first error is reported: later checks often depend on earlier ones (a binary's
 //!   checksum on the platforms), and one precise message beats a cascade.
+//!
+//! # Shared with the installer
+//!
+//! The installer reads its inventory and config the same way, so the pieces that are not
+//! manifest-specific are public: [`parse_yaml`] (the parser options and the classified,
+//! located [`YamlError`]), [`SourceLocation`], [`SpannedMap`], the [`suggest`] hints, and the
+//! name checks [`is_dns_name`], [`is_host_port`] and [`is_env_name`].
 
 mod binary;
 mod chart;
@@ -52,7 +59,8 @@ mod kubernetes;
 mod location;
 mod raw;
 mod registry;
-pub(crate) mod suggest;
+mod spanned_map;
+pub mod suggest;
 mod template;
 mod url;
 mod validate;
@@ -70,9 +78,11 @@ pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
 pub use image::ImageRef;
 pub use kubernetes::{Cni, ContainerRuntime, Kubernetes, KubernetesVersion};
-pub use location::SourceLocation;
-pub use registry::{Credentials, RegistryConfig};
+pub use location::{SourceLocation, YamlError, YamlProblem, parse_yaml};
+pub use registry::{Credentials, RegistryConfig, is_env_name};
+pub use spanned_map::SpannedMap;
 pub use template::{PLACEHOLDERS, UrlTemplate};
+pub use url::{is_dns_name, is_host_port};
 
 use crate::ManifestError;
 use crate::platform::Platform;
@@ -174,13 +184,7 @@ fn parse<'de, T: serde::Deserialize<'de>>(
     text: &'de str,
     file: &Arc<str>,
 ) -> Result<T, ManifestError> {
-    let options = serde_saphyr::options! {
-        // We render our own `file:line:column` messages; a snippet would only be dropped.
-        with_snippet: false,
-        strict_booleans: true,
-    };
-    serde_saphyr::from_str_with_options(text, options)
-        .map_err(|error| location::from_yaml_error(&error, file))
+    parse_yaml(text, file).map_err(ManifestError::from)
 }
 
 fn check_header(header: &Spanned<RawHeader>, file: &Arc<str>) -> Result<(), ManifestError> {

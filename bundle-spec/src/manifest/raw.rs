@@ -7,13 +7,14 @@
 //! last key, validation points at its first.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
+use super::SpannedMap;
 use super::kubernetes::{Cni, ContainerRuntime};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
@@ -111,43 +112,6 @@ pub(super) struct RawRegistry {
     pub(super) ca_file: Option<PathBuf>,
 }
 
-/// A string-keyed mapping whose keys keep their location, in document order.
-///
-/// serde's map types drop key locations, and `Spanned` cannot be a `BTreeMap` key (it has no
-/// `Ord`); a registry host or architecture key can be invalid, so we keep the pairs ourselves.
-/// Repeated keys never reach us: serde-saphyr rejects them.
-pub(super) struct SpannedMap<V>(pub(super) Vec<(Spanned<String>, V)>);
-
-impl<V> Default for SpannedMap<V> {
-    fn default() -> Self {
-        Self(Vec::new())
-    }
-}
-
-impl<'de, V: Deserialize<'de>> Deserialize<'de> for SpannedMap<V> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(SpannedMapVisitor(PhantomData))
-    }
-}
-
-struct SpannedMapVisitor<V>(PhantomData<V>);
-
-impl<'de, V: Deserialize<'de>> Visitor<'de> for SpannedMapVisitor<V> {
-    type Value = SpannedMap<V>;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("a mapping")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key()? {
-            entries.push((key, map.next_value()?));
-        }
-        Ok(SpannedMap(entries))
-    }
-}
-
 impl<'de> Deserialize<'de> for RawSha256 {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Not `#[serde(untagged)]`: that buffers the value, losing the locations of the map's
@@ -170,8 +134,6 @@ impl<'de> Visitor<'de> for Sha256Visitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        SpannedMapVisitor(PhantomData)
-            .visit_map(map)
-            .map(RawSha256::PerArchitecture)
+        SpannedMap::deserialize(MapAccessDeserializer::new(map)).map(RawSha256::PerArchitecture)
     }
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use serde_saphyr::Spanned;
 
 use super::SourceLocation;
-use super::raw::{RawRegistry, SpannedMap};
+use super::SpannedMap;
+use super::raw::RawRegistry;
 use super::url::is_host_port;
 use crate::ManifestError;
 
@@ -104,17 +105,20 @@ fn check_host(file: &Arc<str>, raw: &Spanned<String>) -> Result<(), ManifestErro
     }
 }
 
-/// A portable environment variable name: letters, digits and `_`, not starting with a digit.
-fn env_name(file: &Arc<str>, raw: &Spanned<String>) -> Result<String, ManifestError> {
-    let name = &raw.value;
-    let valid = name
-        .bytes()
+/// Whether `name` is a portable environment variable name: letters, digits and `_`, not
+/// starting with a digit.
+pub fn is_env_name(name: &str) -> bool {
+    name.bytes()
         .next()
         .is_some_and(|first| !first.is_ascii_digit())
         && name
             .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_');
-    if valid {
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+}
+
+fn env_name(file: &Arc<str>, raw: &Spanned<String>) -> Result<String, ManifestError> {
+    let name = &raw.value;
+    if is_env_name(name) {
         Ok(name.clone())
     } else {
         Err(ManifestError::InvalidEnvName {

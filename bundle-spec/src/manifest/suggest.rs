@@ -1,4 +1,4 @@
-//! "Did you mean `x`?" hints for names the user mistyped.
+//! "Did you mean `x`?" hints for names the user mistyped, shared by every kk document reader.
 
 use std::fmt;
 
@@ -8,7 +8,7 @@ use std::fmt;
 const THRESHOLD: f64 = 0.8;
 
 /// The candidate closest to `input`, if any is close enough to be a plausible typo.
-pub(crate) fn closest(input: &str, candidates: &[&'static str]) -> Option<&'static str> {
+pub fn closest<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let input = input.to_ascii_lowercase();
     candidates
         .iter()
@@ -27,22 +27,22 @@ pub(crate) fn closest(input: &str, candidates: &[&'static str]) -> Option<&'stat
 ///
 /// Renders with a leading `; ` so messages read `unknown field `x`; did you mean `y`?`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Hint<'a> {
-    suggestion: Option<&'static str>,
+pub struct Hint<'a> {
+    suggestion: Option<&'a str>,
     fallback: Fallback<'a>,
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Fallback<'a> {
     /// List every accepted value.
-    Expected(&'a [&'static str]),
+    Expected(&'a [&'a str]),
     /// Too many accepted values to list: show one.
     Example(&'static str),
 }
 
 impl<'a> Hint<'a> {
     /// Suggests `suggestion`, or lists `expected`.
-    pub(crate) fn new(suggestion: Option<&'static str>, expected: &'a [&'static str]) -> Self {
+    pub fn new(suggestion: Option<&'a str>, expected: &'a [&'a str]) -> Self {
         Self {
             suggestion,
             fallback: Fallback::Expected(expected),
@@ -50,7 +50,7 @@ impl<'a> Hint<'a> {
     }
 
     /// Suggests `suggestion`, or shows `example` of an accepted value.
-    pub(crate) fn or_example(suggestion: Option<&'static str>, example: &'static str) -> Self {
+    pub(crate) fn or_example(suggestion: Option<&'a str>, example: &'static str) -> Self {
         Self {
             suggestion,
             fallback: Fallback::Example(example),

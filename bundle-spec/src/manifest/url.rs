@@ -33,7 +33,7 @@ pub(super) fn check_http_url(url: &str) -> Result<(), &'static str> {
 
 /// Whether `text` is `host[:port]`: lowercase DNS labels, an IPv4 address, or a bracketed
 /// IPv6 address, with an optional port from 1 to 65535.
-pub(super) fn is_host_port(text: &str) -> bool {
+pub fn is_host_port(text: &str) -> bool {
     let (host, port) = split_port(text);
     let port_ok = port.is_none_or(|port| {
         port.bytes().all(|byte| byte.is_ascii_digit()) && port.parse::<u16>().is_ok_and(|p| p > 0)
@@ -53,8 +53,9 @@ fn split_port(text: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// DNS labels of lowercase letters, digits and inner `-`. IPv4 addresses pass too.
-fn is_dns_name(host: &str) -> bool {
+/// Whether `host` is DNS labels of lowercase letters, digits and inner `-` (at most 63
+/// characters each, 253 in all). IPv4 addresses pass too.
+pub fn is_dns_name(host: &str) -> bool {
     let label_ok = |label: &str| {
         (1..=63).contains(&label.len())
             && label

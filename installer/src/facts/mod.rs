@@ -1,0 +1,152 @@
+//! What a node is: the facts the precheck rules judge, gathered in one round trip.
+//!
+//! [`GATHER_SCRIPT`] is one POSIX shell script that prints every fact the rules need in
+//! labelled sections (`@@name` lines); [`Facts::parse`] turns that text into [`Facts`]. The
+//! script only reads (`/proc`, `/sys`, `/etc/os-release`, `df`, `command -v`, `--version`
+//! flags): gathering facts never changes a node. Parsing happens here rather than on the node
+//! so that the node needs nothing but `sh` and coreutils, and so that every parser is tested
+//! from recorded text without a node.
+//!
+//! [`Facts`] serialises to JSON: `kk-install precheck` records each node's facts in the work
+//! directory, and the rules' unit tests start from such recordings.
+
+mod parse;
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use parse::GATHER_SCRIPT;
+
+use crate::error::SshError;
+use crate::ssh::Node;
+
+/// Gathers the facts of `node` in one round trip (one command).
+pub async fn gather(node: &Node) -> Result<Facts, SshError> {
+    let script = parse::gather_script();
+    let before = now();
+    let output = node.run_checked(&script).await?;
+    let text = output.stdout_text();
+    if !parse::is_complete(&text) {
+        return Err(SshError::CommandFailed {
+            node: node.name().to_owned(),
+            command: "the fact-gathering script".to_owned(),
+            code: output.code,
+            output: format!("its output stopped early:\n{}", output.combined_text()),
+        });
+    }
+    let mut facts = Facts::parse(&text);
+    // The script reads the clock first thing, so the time since `before` is the channel setup
+    // alone (milliseconds); the whole run would skew it by the script's own duration.
+    facts.clock_offset = facts.clock - before;
+    Ok(facts)
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Everything the precheck knows about one node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facts {
+    /// `/etc/os-release`: `ID`, `VERSION_ID`, `PRETTY_NAME`.
+    pub os: OsRelease,
+    /// `uname -r`.
+    pub kernel: String,
+    /// `uname -m` (`x86_64`, `aarch64`, …).
+    pub machine: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// `MemTotal`, in bytes.
+    pub memory_bytes: u64,
+    /// `SwapTotal`, in bytes.
+    pub swap_bytes: u64,
+    /// The node's current host name.
+    pub hostname: String,
+    /// Whether the host name resolves (`getent hosts`).
+    pub hostname_resolves: bool,
+    /// Addresses on the node's interfaces (without prefix length), by interface.
+    pub addresses: BTreeMap<String, Vec<String>>,
+    /// TCP ports something listens on, with the address it listens on.
+    pub listening: Vec<Listener>,
+    /// The sysctls the rules read, by dotted name; absent when the key does not exist.
+    pub sysctls: BTreeMap<String, String>,
+    /// Loaded kernel modules (`/proc/modules`).
+    pub modules: Vec<String>,
+    /// `cgroup2fs`, `tmpfs` (v1 or hybrid), as `stat -f` names the file system of `/sys/fs/cgroup`.
+    pub cgroup_fs: String,
+    /// The commands of interest found on `PATH`.
+    pub commands: Vec<String>,
+    /// Installed versions of kubelet, kubeadm, etcd, containerd, docker, runc (first line of
+    /// their version output), by program.
+    pub versions: BTreeMap<String, String>,
+    /// Files in `/etc/kubernetes/manifests`.
+    pub static_pods: Vec<String>,
+    /// Whether `/var/lib/etcd` exists and holds anything.
+    pub etcd_data_present: bool,
+    /// Free bytes on the file systems of the paths the install writes, by path.
+    pub free_bytes: BTreeMap<String, u64>,
+    /// The node's clock, in seconds since the epoch, as the script started.
+    pub clock: f64,
+    /// The uid the commands ran as.
+    pub uid: u32,
+    /// How far the node's clock is ahead of the installer's (negative: behind), in seconds,
+    /// measured from just before the script was sent.
+    pub clock_offset: f64,
+}
+
+/// The fields of `/etc/os-release` the rules use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OsRelease {
+    /// `ID`, e.g. `debian`, `ubuntu`, `rocky`.
+    pub id: String,
+    /// `VERSION_ID`, e.g. `12`, `22.04`.
+    pub version_id: String,
+    /// `PRETTY_NAME`, for messages.
+    pub pretty_name: String,
+}
+
+/// A listening TCP socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listener {
+    /// The local address (`0.0.0.0` and `::` mean all).
+    pub address: String,
+    /// The port.
+    pub port: u16,
+}
+
+impl Facts {
+    /// The architecture in Go/OCI spelling: `amd64`, `arm64`, or `uname -m` as it is.
+    pub fn arch(&self) -> &str {
+        match self.machine.as_str() {
+            "x86_64" => "amd64",
+            "aarch64" | "arm64" => "arm64",
+            other => other,
+        }
+    }
+
+    /// Whether something listens on TCP `port` on any address.
+    pub fn port_in_use(&self, port: u16) -> Option<&Listener> {
+        self.listening.iter().find(|l| l.port == port)
+    }
+
+    /// Whether `address` is one of the node's interface addresses.
+    pub fn has_address(&self, address: &str) -> bool {
+        self.addresses.values().flatten().any(|a| a == address)
+    }
+
+    /// Whether `command` was found on the node.
+    pub fn has_command(&self, command: &str) -> bool {
+        self.commands.iter().any(|c| c == command)
+    }
+
+    /// A sysctl's value, trimmed.
+    pub fn sysctl(&self, name: &str) -> Option<&str> {
+        self.sysctls.get(name).map(|v| v.trim())
+    }
+}

@@ -1,0 +1,259 @@
+//! From the raw config document to [`Config`]: defaults filled in, every value checked.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use bundle_spec::manifest::{
+    KubernetesVersion, SourceLocation, is_env_name, is_host_port, parse_yaml,
+};
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::config::{
+    Config, ControlPlaneEndpoint, EndpointKind, ExternalRegistry, ImageRegistry, KernelVersion,
+    KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig,
+};
+use super::document::{Context, is_host, metadata_name, port, required};
+use super::raw::{
+    EndpointType, RawClusterRequire, RawConfigDocument, RawConfigSpec, RawCri, RawEndpoint,
+    RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip, RawKubernetes, RegistryType,
+};
+use crate::error::InventoryError;
+
+/// Parses and validates a config whose header was checked.
+pub(super) fn config(text: &str, file: &Arc<str>) -> Result<Config, InventoryError> {
+    let document: Spanned<RawConfigDocument> = parse_yaml(text, file)?;
+    let mut cx = Context::new(file);
+    let document = document.value;
+    cx.drop_extra(document.extra, RawConfigDocument::FIELDS, "");
+    let mut config = Config {
+        source_name: file.to_string(),
+        name: metadata_name(&mut cx, document.metadata),
+        ..Config::default()
+    };
+    if let Some(spec) = document.spec {
+        apply_spec(&mut cx, spec, &mut config)?;
+    }
+    config.warnings = cx.into_warnings();
+    Ok(config)
+}
+
+/// Overrides the defaults in `config` with what `spec` sets.
+fn apply_spec(
+    cx: &mut Context,
+    spec: RawConfigSpec,
+    config: &mut Config,
+) -> Result<(), InventoryError> {
+    let extra = &mut config.extra;
+    cx.keep(spec.extra, RawConfigSpec::FIELDS, "", extra);
+    if let Some(raw) = spec.kubernetes {
+        config.kubernetes = kubernetes(cx, raw, extra)?;
+    }
+    if let Some(raw) = spec.etcd {
+        cx.keep(raw.extra, RawEtcd::FIELDS, "etcd.", extra);
+        if let Some(deployment_type) = raw.deployment_type {
+            config.etcd.deployment_type = deployment_type;
+        }
+    }
+    if let Some(raw) = spec.cri {
+        cx.keep(raw.extra, RawCri::FIELDS, "cri.", extra);
+        if let Some(container_manager) = raw.container_manager {
+            config.cri.container_manager = container_manager;
+        }
+    }
+    if let Some(raw) = spec.cni {
+        config.cni = super::network::cni(cx, raw, extra)?;
+    }
+    if let Some(raw) = spec.image_registry {
+        config.image_registry = image_registry(cx, raw, extra)?;
+    }
+    if let Some(raw) = spec.cluster_require {
+        config.precheck = precheck(cx, raw, extra)?;
+    }
+    Ok(())
+}
+
+fn kubernetes(
+    cx: &mut Context,
+    raw: RawKubernetes,
+    extra: &mut BTreeMap<String, Value>,
+) -> Result<KubernetesConfig, InventoryError> {
+    cx.keep(raw.extra, RawKubernetes::FIELDS, "kubernetes.", extra);
+    let mut kubernetes = KubernetesConfig::default();
+    if let Some(version) = raw.kube_version {
+        let parsed = KubernetesVersion::parse(&version.value).ok_or_else(|| {
+            InventoryError::InvalidKubeVersion {
+                at: cx.at(&version),
+                version: version.value.clone(),
+            }
+        })?;
+        kubernetes.kube_version = Some(parsed);
+    }
+    if let Some(raw) = raw.control_plane_endpoint {
+        kubernetes.control_plane_endpoint = endpoint(cx, raw, extra)?;
+    }
+    if let Some(raw) = raw.kube_proxy {
+        let prefix = "kubernetes.kube_proxy.";
+        cx.keep(raw.extra, RawKubeProxy::FIELDS, prefix, extra);
+        if let Some(mode) = raw.mode {
+            kubernetes.kube_proxy_mode = mode;
+        }
+    }
+    Ok(kubernetes)
+}
+
+fn endpoint(
+    cx: &mut Context,
+    raw: Spanned<RawEndpoint>,
+    extra: &mut BTreeMap<String, Value>,
+) -> Result<ControlPlaneEndpoint, InventoryError> {
+    let at = cx.at(&raw);
+    let raw = raw.value;
+    let prefix = "kubernetes.control_plane_endpoint.";
+    cx.keep(raw.extra, RawEndpoint::FIELDS, prefix, extra);
+    let mut endpoint = ControlPlaneEndpoint::default();
+    if let Some(host) = raw.host {
+        if !is_host(&host.value) {
+            return Err(InventoryError::InvalidHost {
+                at: cx.at(&host),
+                field: "control_plane_endpoint.host",
+                value: host.value,
+            });
+        }
+        endpoint.host = host.value;
+    }
+    if let Some(value) = raw.port {
+        endpoint.port = port(cx, &value, "control_plane_endpoint.port")?;
+    }
+    // KubeKey's defaults carry a `kube_vip` section (its image) whatever the type: its other
+    // keys are kept, and `address` is only required with `type: kube-vip`.
+    let kube_vip = raw.kube_vip.map(|raw| {
+        let at = cx.at(&raw);
+        let mut raw = raw.value;
+        let unknown = std::mem::take(&mut raw.extra);
+        cx.keep(
+            unknown,
+            RawKubeVip::FIELDS,
+            &format!("{prefix}kube_vip."),
+            extra,
+        );
+        (raw, at)
+    });
+    endpoint.kind = match raw.kind.map(|kind| kind.value) {
+        None | Some(EndpointType::Local) => EndpointKind::Local,
+        Some(EndpointType::Haproxy) => EndpointKind::Haproxy,
+        Some(EndpointType::KubeVip) => {
+            let (raw, at) = required(kube_vip, "kube_vip", &at)?;
+            EndpointKind::KubeVip(self::kube_vip(cx, raw, &at)?)
+        }
+    };
+    Ok(endpoint)
+}
+
+fn kube_vip(cx: &Context, raw: RawKubeVip, at: &SourceLocation) -> Result<KubeVip, InventoryError> {
+    let address = raw.address.filter(|address| !address.value.is_empty());
+    let address = required(address, "address", at)?;
+    let parsed: IpAddr = address
+        .value
+        .parse()
+        .map_err(|_| InventoryError::InvalidIp {
+            at: cx.at(&address),
+            field: "kube_vip.address",
+            value: address.value.clone(),
+            family: "IP",
+        })?;
+    Ok(KubeVip {
+        address: parsed,
+        mode: raw.mode.unwrap_or(KubeVipMode::Arp),
+    })
+}
+
+fn image_registry(
+    cx: &mut Context,
+    raw: Spanned<RawImageRegistry>,
+    extra: &mut BTreeMap<String, Value>,
+) -> Result<ImageRegistry, InventoryError> {
+    let at = cx.at(&raw);
+    let raw = raw.value;
+    cx.keep(
+        raw.extra,
+        RawImageRegistry::FIELDS,
+        "image_registry.",
+        extra,
+    );
+    if raw.kind.unwrap_or(RegistryType::Kk) == RegistryType::Kk {
+        let fields = [
+            ("address", &raw.address),
+            ("username", &raw.username),
+            ("password_env", &raw.password_env),
+        ];
+        if let Some((field, Some(value))) = fields.into_iter().find(|(_, value)| value.is_some()) {
+            return Err(InventoryError::RegistryFieldNeedsExternal {
+                at: cx.at(value),
+                field,
+            });
+        }
+        return Ok(ImageRegistry::Kk);
+    }
+    let address = required(raw.address, "address", &at)?;
+    if !is_host_port(&address.value) {
+        return Err(InventoryError::InvalidRegistryAddress {
+            at: cx.at(&address),
+            address: address.value,
+        });
+    }
+    let (username, password_env) = match (raw.username, raw.password_env) {
+        (Some(username), Some(env)) if is_env_name(&env.value) => {
+            (Some(username.value), Some(env.value))
+        }
+        (Some(_), Some(env)) => {
+            return Err(InventoryError::InvalidEnvName {
+                at: cx.at(&env),
+                name: env.value,
+            });
+        }
+        (None, None) => (None, None),
+        _ => return Err(InventoryError::IncompleteCredentials { at }),
+    };
+    Ok(ImageRegistry::External(ExternalRegistry {
+        address: address.value,
+        username,
+        password_env,
+    }))
+}
+
+fn precheck(
+    cx: &mut Context,
+    raw: RawClusterRequire,
+    extra: &mut BTreeMap<String, Value>,
+) -> Result<PrecheckConfig, InventoryError> {
+    cx.keep(
+        raw.extra,
+        RawClusterRequire::FIELDS,
+        "cluster_require.",
+        extra,
+    );
+    let defaults = PrecheckConfig::default();
+    let min_kernel_version = match raw.min_kernel_version {
+        None => defaults.min_kernel_version,
+        Some(version) => KernelVersion::parse(&version.value).ok_or_else(|| {
+            InventoryError::InvalidKernelVersion {
+                at: cx.at(&version),
+                version: version.value.clone(),
+            }
+        })?,
+    };
+    Ok(PrecheckConfig {
+        allow_unsupported_distribution: raw
+            .allow_unsupported_distribution_setup
+            .unwrap_or(defaults.allow_unsupported_distribution),
+        min_control_plane_memory_mb: raw
+            .minimal_master_memory_mb
+            .map_or(defaults.min_control_plane_memory_mb, |mb| mb.value),
+        min_worker_memory_mb: raw
+            .minimal_node_memory_mb
+            .map_or(defaults.min_worker_memory_mb, |mb| mb.value),
+        min_kernel_version,
+    })
+}

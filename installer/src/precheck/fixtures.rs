@@ -1,0 +1,197 @@
+//! Test fixtures: a small inventory, healthy facts, and lookups into a report.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::facts::{Facts, Listener, OsRelease};
+use crate::inventory::{Config, Inventory};
+
+use super::{BundleFacts, CheckResult, ClusterFacts, Context, Report, Status, evaluate};
+
+/// node1: control plane, etcd, image registry and worker; node2 and node3: workers.
+pub(super) const INVENTORY: &str = "\
+apiVersion: install.kk.io/v1alpha1
+kind: Inventory
+spec:
+  hosts:
+    node1: {internal_ipv4: 10.0.0.1}
+    node2: {internal_ipv4: 10.0.0.2}
+    node3: {internal_ipv4: 10.0.0.3}
+  groups:
+    kube_control_plane: {hosts: [node1]}
+    kube_worker: {hosts: [node1, node2, node3]}
+    etcd: {hosts: [node1]}
+    image_registry: {hosts: [node1]}
+";
+
+/// Parses an inventory, panicking on errors.
+pub(super) fn inventory(text: &str) -> Inventory {
+    Inventory::from_str_named(text, "inventory.yaml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parses a config, panicking on errors.
+pub(super) fn config(spec: &str) -> Config {
+    let text = format!("apiVersion: install.kk.io/v1alpha1\nkind: Config\nspec:\n{spec}");
+    Config::from_str_named(&text, "config.yaml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The facts of a healthy Debian 12 node with 2 CPUs and 4 GiB, no address yet.
+pub(super) fn debian() -> Facts {
+    let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    Facts {
+        os: OsRelease {
+            id: "debian".to_owned(),
+            version_id: "12".to_owned(),
+            pretty_name: "Debian GNU/Linux 12 (bookworm)".to_owned(),
+        },
+        kernel: "6.1.0-18-amd64".to_owned(),
+        machine: "x86_64".to_owned(),
+        cpus: 2,
+        memory_bytes: 4 << 30,
+        swap_bytes: 0,
+        hostname: "debian".to_owned(),
+        hostname_resolves: true,
+        addresses: BTreeMap::new(),
+        listening: vec![Listener {
+            address: "0.0.0.0".to_owned(),
+            port: 22,
+        }],
+        sysctls: BTreeMap::from([("net.ipv4.ip_forward".to_owned(), "1".to_owned())]),
+        modules: strings(&["overlay", "br_netfilter"]),
+        cgroup_fs: "cgroup2fs".to_owned(),
+        commands: strings(&[
+            "ip",
+            "iptables",
+            "mount",
+            "nsenter",
+            "ebtables",
+            "ethtool",
+            "socat",
+            "tc",
+            "touch",
+            "conntrack",
+            "fio",
+        ]),
+        versions: BTreeMap::new(),
+        static_pods: Vec::new(),
+        etcd_data_present: false,
+        free_bytes: ["/", "/var/lib", "/usr/local/bin", "/etc", "/opt"]
+            .into_iter()
+            .map(|path| (path.to_owned(), 50 << 30))
+            .collect(),
+        clock: 1_795_000_000.0,
+        uid: 0,
+        clock_offset: 0.1,
+    }
+}
+
+/// Healthy facts of a node with `address` on `eth0`.
+pub(super) fn node_facts(address: &str) -> Facts {
+    let mut facts = debian();
+    facts
+        .addresses
+        .insert("eth0".to_owned(), vec![address.to_owned()]);
+    facts
+}
+
+/// Everything a [`Context`] borrows, owned, so tests can change one thing.
+#[derive(Debug, Clone)]
+pub(super) struct Fixture {
+    pub(super) inventory: Inventory,
+    pub(super) config: Config,
+    pub(super) facts: BTreeMap<String, Facts>,
+    pub(super) bundle: BundleFacts,
+    pub(super) cluster: ClusterFacts,
+}
+
+impl Fixture {
+    /// [`INVENTORY`], the default config, healthy facts, and a bundle for amd64 with v1.31.4.
+    pub(super) fn three_nodes() -> Self {
+        let facts = [
+            ("node1", "10.0.0.1"),
+            ("node2", "10.0.0.2"),
+            ("node3", "10.0.0.3"),
+        ]
+        .into_iter()
+        .map(|(name, address)| (name.to_owned(), node_facts(address)))
+        .collect();
+        Self {
+            inventory: inventory(INVENTORY),
+            config: Config::default(),
+            facts,
+            bundle: BundleFacts {
+                platforms: vec!["linux/amd64".to_owned()],
+                kubernetes_version: Some("v1.31.4".to_owned()),
+                content_bytes: 3 << 30,
+                binaries: [
+                    "kubeadm",
+                    "kubelet",
+                    "kubectl",
+                    "etcd",
+                    "containerd",
+                    "runc",
+                ]
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+                images: vec![
+                    "registry.k8s.io/pause:3.10".to_owned(),
+                    "quay.io/calico/node:v3.28.2".to_owned(),
+                ],
+            },
+            cluster: ClusterFacts {
+                vip_answers: None,
+                etcd_fsync_p99_seconds: BTreeMap::from([("node1".to_owned(), 0.002)]),
+            },
+        }
+    }
+
+    /// The fixture's facts of `node`, to change.
+    pub(super) fn node(&mut self, node: &str) -> &mut Facts {
+        self.facts.get_mut(node).unwrap_or_else(|| panic!("{node}"))
+    }
+
+    /// Runs every rule.
+    pub(super) fn evaluate(&self, ignore: &BTreeSet<String>) -> Report {
+        let context = Context {
+            inventory: &self.inventory,
+            config: &self.config,
+            facts: &self.facts,
+            bundle: &self.bundle,
+            cluster: &self.cluster,
+        };
+        evaluate(&context, ignore)
+    }
+
+    /// The result of rule `id` on `node`.
+    pub(super) fn on(&self, node: &str, id: &str) -> CheckResult {
+        let report = self.evaluate(&BTreeSet::new());
+        let results = report.nodes.get(node).unwrap_or_else(|| panic!("{node}"));
+        find(results, id)
+    }
+
+    /// The result of cluster rule `id`.
+    pub(super) fn cluster(&self, id: &str) -> CheckResult {
+        find(&self.evaluate(&BTreeSet::new()).cluster, id)
+    }
+}
+
+fn find(results: &[CheckResult], id: &str) -> CheckResult {
+    results
+        .iter()
+        .find(|r| r.id == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no result `{id}` in {results:#?}"))
+}
+
+/// Asserts `result` has `status` and its message contains every one of `words`.
+#[track_caller]
+pub(super) fn expect(result: &CheckResult, status: Status, words: &[&str]) {
+    assert_eq!(result.status, status, "{result:?}");
+    for word in words {
+        assert!(
+            result.message.contains(word),
+            "`{}` lacks `{word}`",
+            result.message
+        );
+    }
+}

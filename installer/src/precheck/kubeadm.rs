@@ -1,0 +1,306 @@
+//! `kubeadm.*`: what `kubeadm init`/`join` preflight checks, judged before kubeadm runs so
+//! that every node's problems are reported at once.
+
+use super::{CheckResult, Node, list, mib};
+use crate::inventory::{EtcdDeploymentType, KubeProxyMode};
+
+/// kubeadm's own minimum memory for a control-plane node, in MiB.
+pub(super) const KUBEADM_MEMORY_MIB: u64 = 1700;
+
+/// kubeadm's minimum CPUs for a control-plane node.
+pub(super) const KUBEADM_CPUS: u32 = 2;
+
+/// Commands kubeadm and the kubelet need on `PATH` (kubeadm's list, and `conntrack` for
+/// kube-proxy).
+pub(super) const COMMANDS: &[&str] = &[
+    "ip",
+    "iptables",
+    "mount",
+    "nsenter",
+    "ebtables",
+    "ethtool",
+    "socat",
+    "tc",
+    "touch",
+    "conntrack",
+];
+
+/// Kernel modules kube-proxy's IPVS mode needs.
+pub(super) const IPVS_MODULES: &[&str] =
+    &["ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_sh", "nf_conntrack"];
+
+/// Ports kubeadm checks, and which nodes need them free.
+#[derive(Debug, Clone, Copy)]
+enum PortUser {
+    /// Every Kubernetes node (the kubelet).
+    Kubernetes,
+    /// Control-plane nodes.
+    ControlPlane,
+    /// etcd members.
+    Etcd,
+}
+
+const PORTS: &[(u16, &str, PortUser)] = &[
+    (6443, "kube-apiserver", PortUser::ControlPlane),
+    (10250, "the kubelet", PortUser::Kubernetes),
+    (10257, "kube-controller-manager", PortUser::ControlPlane),
+    (10259, "kube-scheduler", PortUser::ControlPlane),
+    (2379, "etcd clients", PortUser::Etcd),
+    (2380, "etcd peers", PortUser::Etcd),
+];
+
+pub(super) fn node(node: &Node) -> Vec<CheckResult> {
+    let mut results = vec![root(node), cpu(node), memory(node)];
+    results.extend(
+        PORTS
+            .iter()
+            .map(|&(port, user, who)| port_free(node, port, user, who)),
+    );
+    results.extend([
+        on_kubernetes(node, "kubeadm.manifests", manifests),
+        on_kubernetes(node, "kubeadm.swap", swap),
+        on_kubernetes(node, "kubeadm.ip_forward", ip_forward),
+        on_kubernetes(node, "kubeadm.commands", commands),
+        on_kubernetes(node, "kubeadm.cgroups", cgroups),
+        on_kubernetes(node, "kubeadm.hostname_resolves", hostname_resolves),
+        etcd_data_dir(node),
+        on_kubernetes(node, "kubeadm.ipvs_modules", ipvs_modules),
+    ]);
+    results
+}
+
+/// `rule` on Kubernetes nodes; `skip` elsewhere.
+fn on_kubernetes(node: &Node, id: &str, rule: fn(&Node, &str) -> CheckResult) -> CheckResult {
+    if node.is_kubernetes() {
+        rule(node, id)
+    } else {
+        CheckResult::skip(id, "not a Kubernetes node")
+    }
+}
+
+/// `kubeadm.root`: commands run as root (directly or through sudo).
+fn root(node: &Node) -> CheckResult {
+    const ID: &str = "kubeadm.root";
+    match node.facts.uid {
+        0 => CheckResult::pass(ID, "commands run as root"),
+        uid => CheckResult::fail(
+            ID,
+            format!(
+                "commands run as uid {uid}, not root; fix: connect as root, or as a user allowed to `sudo` without a password"
+            ),
+        ),
+    }
+}
+
+/// `kubeadm.cpu`: two CPUs on the control plane.
+fn cpu(node: &Node) -> CheckResult {
+    const ID: &str = "kubeadm.cpu";
+    if !node.host.roles.is_control_plane() {
+        return CheckResult::skip(ID, "not a control-plane node");
+    }
+    let cpus = node.facts.cpus;
+    if cpus >= KUBEADM_CPUS {
+        CheckResult::pass(ID, format!("{cpus} CPUs"))
+    } else {
+        CheckResult::fail(
+            ID,
+            format!(
+                "{cpus} CPU(s), fewer than the {KUBEADM_CPUS} kubeadm requires of a control-plane node; fix: give the node {KUBEADM_CPUS} or more CPUs"
+            ),
+        )
+    }
+}
+
+/// `kubeadm.memory`: kubeadm's 1700 MiB on the control plane, whatever the config says.
+fn memory(node: &Node) -> CheckResult {
+    const ID: &str = "kubeadm.memory";
+    if !node.host.roles.is_control_plane() {
+        return CheckResult::skip(ID, "not a control-plane node");
+    }
+    let found = mib(node.facts.memory_bytes);
+    if found >= KUBEADM_MEMORY_MIB {
+        CheckResult::pass(ID, format!("{found} MiB"))
+    } else {
+        CheckResult::fail(
+            ID,
+            format!(
+                "{found} MiB of memory, less than the {KUBEADM_MEMORY_MIB} MiB kubeadm requires of a control-plane node; fix: add memory"
+            ),
+        )
+    }
+}
+
+/// `kubeadm.port.<n>`: the port is free on the nodes that will listen on it.
+fn port_free(node: &Node, port: u16, user: &str, who: PortUser) -> CheckResult {
+    let id = format!("kubeadm.port.{port}");
+    let (applies, reason) = match who {
+        PortUser::Kubernetes => (node.is_kubernetes(), "not a Kubernetes node"),
+        PortUser::ControlPlane => (
+            node.host.roles.is_control_plane(),
+            "not a control-plane node",
+        ),
+        PortUser::Etcd => (node.is_etcd_member(), "not an etcd member"),
+    };
+    if !applies {
+        return CheckResult::skip(id, reason);
+    }
+    match node.facts.port_in_use(port) {
+        None => CheckResult::pass(id, format!("{port} free for {user}")),
+        Some(listener) => CheckResult::fail(
+            id,
+            format!(
+                "port {port}, needed by {user}, is in use (something listens on {}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it), or reset the old cluster",
+                listener.address
+            ),
+        ),
+    }
+}
+
+/// `kubeadm.manifests`: no static pod manifests are left over.
+fn manifests(node: &Node, id: &str) -> CheckResult {
+    let pods = &node.facts.static_pods;
+    if pods.is_empty() {
+        CheckResult::pass(id, "/etc/kubernetes/manifests is empty")
+    } else {
+        CheckResult::fail(
+            id,
+            format!(
+                "/etc/kubernetes/manifests already holds {}; fix: `kubeadm reset` the old cluster, or remove the files",
+                list(pods)
+            ),
+        )
+    }
+}
+
+/// `kubeadm.swap`: swap is off.
+fn swap(node: &Node, id: &str) -> CheckResult {
+    let swap = node.facts.swap_bytes;
+    if swap == 0 {
+        CheckResult::pass(id, "swap is off")
+    } else {
+        CheckResult::fail(
+            id,
+            format!(
+                "swap is on ({} MiB); fix: `swapoff -a` and remove the swap entries from /etc/fstab",
+                mib(swap)
+            ),
+        )
+    }
+}
+
+/// `kubeadm.ip_forward`: IPv4 forwarding, and IPv6 forwarding on a node with an IPv6 address.
+fn ip_forward(node: &Node, id: &str) -> CheckResult {
+    let mut keys = vec!["net.ipv4.ip_forward"];
+    if node.host.internal_ipv6.is_some() {
+        keys.push("net.ipv6.conf.all.forwarding");
+    }
+    let off: Vec<String> = keys
+        .iter()
+        .filter(|key| node.facts.sysctl(key) != Some("1"))
+        .map(|key| format!("{key} = {}", node.facts.sysctl(key).unwrap_or("(absent)")))
+        .collect();
+    if off.is_empty() {
+        return CheckResult::pass(id, format!("{} = 1", keys.join(", ")));
+    }
+    CheckResult::fail(
+        id,
+        format!(
+            "{}; fix: set it to 1 in /etc/sysctl.d/99-kubernetes.conf and run `sysctl --system`",
+            off.join(", ")
+        ),
+    )
+}
+
+/// `kubeadm.commands`: the commands kubeadm needs are installed.
+fn commands(node: &Node, id: &str) -> CheckResult {
+    let missing: Vec<&str> = COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| !node.facts.has_command(c))
+        .collect();
+    if missing.is_empty() {
+        CheckResult::pass(id, "all found")
+    } else {
+        CheckResult::fail(
+            id,
+            format!(
+                "missing {}; fix: install them from the distribution's packages (e.g. iproute2, iptables, util-linux, ebtables, ethtool, socat, conntrack)",
+                list(&missing)
+            ),
+        )
+    }
+}
+
+/// `kubeadm.cgroups`: a cgroup file system is mounted.
+fn cgroups(node: &Node, id: &str) -> CheckResult {
+    match node.facts.cgroup_fs.as_str() {
+        "cgroup2fs" => CheckResult::pass(id, "cgroup v2"),
+        "tmpfs" => CheckResult::pass(id, "cgroup v1 (Kubernetes prefers v2)"),
+        other => CheckResult::fail(
+            id,
+            format!(
+                "/sys/fs/cgroup is `{other}`, not a cgroup file system; fix: boot with cgroups mounted (systemd does this)"
+            ),
+        ),
+    }
+}
+
+/// `kubeadm.hostname_resolves`: a warning, as in kubeadm.
+fn hostname_resolves(node: &Node, id: &str) -> CheckResult {
+    let hostname = &node.facts.hostname;
+    if node.facts.hostname_resolves {
+        CheckResult::pass(id, format!("`{hostname}` resolves"))
+    } else {
+        CheckResult::warn(
+            id,
+            format!("host name `{hostname}` does not resolve; fix: add it to /etc/hosts or DNS"),
+        )
+    }
+}
+
+/// `kubeadm.etcd_data_dir`: kubeadm's stacked etcd needs an empty /var/lib/etcd.
+fn etcd_data_dir(node: &Node) -> CheckResult {
+    const ID: &str = "kubeadm.etcd_data_dir";
+    if node.cx.config.etcd.deployment_type != EtcdDeploymentType::Internal {
+        return CheckResult::skip(ID, "etcd is external (see `etcd.installed`)");
+    }
+    if !node.is_etcd_member() {
+        return CheckResult::skip(ID, "not an etcd member");
+    }
+    if node.facts.etcd_data_present {
+        CheckResult::fail(
+            ID,
+            "/var/lib/etcd is not empty; fix: back it up if it matters, then empty it (`kubeadm reset` does)",
+        )
+    } else {
+        CheckResult::pass(ID, "/var/lib/etcd is empty or absent")
+    }
+}
+
+/// `kubeadm.ipvs_modules`: the IPVS modules, with kube-proxy in IPVS mode. A warning: the
+/// modules may be built in or loadable (`/proc/modules` lists loaded ones only).
+fn ipvs_modules(node: &Node, id: &str) -> CheckResult {
+    let mode = node.cx.config.kubernetes.kube_proxy_mode;
+    if mode != KubeProxyMode::Ipvs {
+        return CheckResult::skip(id, format!("kube-proxy mode is {mode}"));
+    }
+    let missing: Vec<&str> = IPVS_MODULES
+        .iter()
+        .copied()
+        .filter(|m| !node.facts.modules.iter().any(|loaded| loaded == m))
+        .collect();
+    if missing.is_empty() {
+        CheckResult::pass(id, "IPVS modules loaded")
+    } else {
+        CheckResult::warn(
+            id,
+            format!(
+                "modules {} are not loaded; fix: `modprobe` them and list them in /etc/modules-load.d/ipvs.conf",
+                list(&missing)
+            ),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

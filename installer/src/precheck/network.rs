@@ -1,0 +1,287 @@
+//! `network.*`: node interfaces, the pod and service ranges, dual stack, the network plugin
+//! and the pod address space.
+
+use std::net::IpAddr;
+
+use super::version::Version;
+use super::{CheckResult, Context, Node, list};
+use crate::inventory::{Cidr, ClusterCidr, Host, K8S_CLUSTER, NetworkPlugin};
+
+/// Dual stack became stable (on by default) in Kubernetes 1.21 and exists from 1.20.
+const DUAL_STACK_SINCE: Version = Version::new(1, 20, 0);
+
+/// Hybridnet's own requirement.
+const HYBRIDNET_SINCE: Version = Version::new(1, 16, 0);
+
+pub(super) fn node(node: &Node) -> Vec<CheckResult> {
+    vec![interface(node)]
+}
+
+pub(super) fn cluster(cx: &Context) -> Vec<CheckResult> {
+    vec![
+        cidr(cx),
+        dual_stack(cx),
+        plugin(cx),
+        address_space(cx),
+        hybridnet(cx),
+    ]
+}
+
+/// The internal addresses of `host`.
+fn internal_addresses(host: &Host) -> Vec<IpAddr> {
+    host.internal_ipv4
+        .map(IpAddr::V4)
+        .into_iter()
+        .chain(host.internal_ipv6.map(IpAddr::V6))
+        .collect()
+}
+
+/// `network.interface`: each internal address is on one of the node's interfaces.
+fn interface(node: &Node) -> CheckResult {
+    const ID: &str = "network.interface";
+    let wanted = internal_addresses(node.host);
+    if wanted.is_empty() {
+        return CheckResult::skip(ID, "no internal address (see `kubernetes.ip`)");
+    }
+    let on = |address: &IpAddr| {
+        node.facts
+            .addresses
+            .iter()
+            .find_map(|(interface, addresses)| {
+                addresses
+                    .iter()
+                    .any(|a| a.parse::<IpAddr>().ok() == Some(*address))
+                    .then_some(interface.as_str())
+            })
+    };
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|a| on(a).is_none())
+        .map(ToString::to_string)
+        .collect();
+    if missing.is_empty() {
+        let found: Vec<String> = wanted
+            .iter()
+            .map(|a| format!("{a} on {}", on(a).unwrap_or_default()))
+            .collect();
+        return CheckResult::pass(ID, found.join(", "));
+    }
+    let has: Vec<&String> = node.facts.addresses.values().flatten().collect();
+    CheckResult::fail(
+        ID,
+        format!(
+            "internal address {} is on none of the node's interfaces (it has {}); fix: correct `internal_ipv4`/`internal_ipv6` in the inventory",
+            list(&missing),
+            if has.is_empty() {
+                "none".to_owned()
+            } else {
+                list(&has)
+            },
+        ),
+    )
+}
+
+/// `network.cidr`: what the ranges are, and that they hold no node and do not overlap (the
+/// config reader already refused malformed and overlapping ranges; this reports them).
+fn cidr(cx: &Context) -> CheckResult {
+    const ID: &str = "network.cidr";
+    let cni = &cx.config.cni;
+    let (pod, service) = (cni.pod_cidr, cni.service_cidr);
+    for s in service.ranges() {
+        if let Some(p) = pod.ranges().find(|p| p.overlaps(&s)) {
+            return CheckResult::fail(
+                ID,
+                format!(
+                    "service range {s} overlaps pod range {p}; fix: choose disjoint `cni.pod_cidr` and `cni.service_cidr`"
+                ),
+            );
+        }
+    }
+    for host in cx.inventory.hosts() {
+        for address in internal_addresses(host) {
+            let range = pod
+                .ranges()
+                .chain(service.ranges())
+                .find(|r| r.contains(address));
+            if let Some(range) = range {
+                return CheckResult::fail(
+                    ID,
+                    format!(
+                        "node `{}` address {address} is inside cluster range {range}; fix: choose `cni.pod_cidr` and `cni.service_cidr` outside the nodes' network",
+                        host.name
+                    ),
+                );
+            }
+        }
+    }
+    CheckResult::pass(
+        ID,
+        format!("pods {}, services {}", show(pod), show(service)),
+    )
+}
+
+fn show(cidr: ClusterCidr) -> String {
+    cidr.ranges()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `network.dual_stack`: dual stack needs Kubernetes 1.20 and both addresses on every node.
+fn dual_stack(cx: &Context) -> CheckResult {
+    const ID: &str = "network.dual_stack";
+    let cni = &cx.config.cni;
+    if !cni.pod_cidr.is_dual_stack() && !cni.service_cidr.is_dual_stack() {
+        return CheckResult::skip(ID, "single stack");
+    }
+    match cx.kube_version() {
+        Some(v) if Version::from(v) < DUAL_STACK_SINCE => {
+            return CheckResult::fail(
+                ID,
+                format!(
+                    "dual stack needs Kubernetes v{DUAL_STACK_SINCE} or newer, not {v}; fix: install a newer version, or use one address family"
+                ),
+            );
+        }
+        None => {
+            return CheckResult::warn(
+                ID,
+                "dual stack, but the version to install is unknown (see `kubernetes.version`)",
+            );
+        }
+        Some(_) => {}
+    }
+    let single: Vec<&str> = cx
+        .inventory
+        .group_members(K8S_CLUSTER)
+        .into_iter()
+        .filter(|h| h.internal_ipv4.is_none() || h.internal_ipv6.is_none())
+        .map(|h| h.name.as_str())
+        .collect();
+    if single.is_empty() {
+        CheckResult::pass(ID, "dual stack; every node has an IPv4 and an IPv6 address")
+    } else {
+        CheckResult::fail(
+            ID,
+            format!(
+                "dual stack, but nodes {} lack `internal_ipv4` or `internal_ipv6`; fix: give every Kubernetes node both, or use one address family",
+                list(&single)
+            ),
+        )
+    }
+}
+
+/// `network.plugin`: a plugin kk installs, and its images in the bundle.
+fn plugin(cx: &Context) -> CheckResult {
+    const ID: &str = "network.plugin";
+    let plugin = cx.config.cni.plugin;
+    if plugin == NetworkPlugin::None {
+        return CheckResult::pass(
+            ID,
+            "none: install a network plugin yourself after the cluster is up",
+        );
+    }
+    let name = plugin.as_str();
+    if cx.bundle.images.iter().any(|image| image.contains(name)) {
+        CheckResult::pass(ID, format!("{name}, its images are in the bundle"))
+    } else {
+        CheckResult::fail(
+            ID,
+            format!(
+                "`cni.type` is {name}, but the bundle has no {name} image; fix: build the bundle with {name} (or set `cni.type` to the plugin it carries)"
+            ),
+        )
+    }
+}
+
+/// `network.address_space`: each node range holds `max_pods`, and there are enough node
+/// ranges for the Kubernetes nodes. A range's usable addresses are 2^(host bits) − 2 (network
+/// and broadcast aside, as KubeKey and the config reader count).
+fn address_space(cx: &Context) -> CheckResult {
+    const ID: &str = "network.address_space";
+    let cni = &cx.config.cni;
+    let nodes = cx.inventory.group_members(K8S_CLUSTER).len();
+    let mut shown = Vec::new();
+    for (range, mask, field) in [
+        (
+            cni.pod_cidr.ipv4(),
+            cni.ipv4_mask_size,
+            "cni.ipv4_mask_size",
+        ),
+        (
+            cni.pod_cidr.ipv6(),
+            cni.ipv6_mask_size,
+            "cni.ipv6_mask_size",
+        ),
+    ] {
+        let Some(range) = range else { continue };
+        match node_ranges(range, mask, cni.max_pods, nodes, field) {
+            Ok(text) => shown.push(text),
+            Err(problem) => return CheckResult::fail(ID, problem),
+        }
+    }
+    CheckResult::pass(ID, shown.join("; "))
+}
+
+/// What `/mask` ranges out of `range` give, or what is wrong.
+fn node_ranges(
+    range: Cidr,
+    mask: u8,
+    max_pods: u32,
+    nodes: usize,
+    field: &str,
+) -> Result<String, String> {
+    let width: u8 = if range.is_ipv4() { 32 } else { 128 };
+    if mask < range.prefix() || mask > width {
+        return Err(format!(
+            "`{field}` {mask} does not fit pod range {range}; fix: use a mask size from {} to {width}",
+            range.prefix()
+        ));
+    }
+    let usable = 2_u64
+        .checked_pow(u32::from(width - mask))
+        .map_or(u64::MAX, |n| n.saturating_sub(2));
+    if u64::from(max_pods) > usable {
+        return Err(format!(
+            "a /{mask} node range holds {usable} pod addresses, fewer than `cni.max_pods` {max_pods}; fix: lower `cni.max_pods` or `{field}`"
+        ));
+    }
+    let ranges = 2_u64
+        .checked_pow(u32::from(mask - range.prefix()))
+        .unwrap_or(u64::MAX);
+    if (nodes as u64) > ranges {
+        return Err(format!(
+            "pod range {range} has {ranges} node ranges of /{mask}, fewer than the {nodes} Kubernetes nodes; fix: widen `cni.pod_cidr` or raise `{field}`"
+        ));
+    }
+    Ok(format!(
+        "{range}: /{mask} per node, {usable} pod addresses for {max_pods} pods, {ranges} node ranges for {nodes} nodes"
+    ))
+}
+
+/// `network.hybridnet`: hybridnet needs Kubernetes 1.16.
+fn hybridnet(cx: &Context) -> CheckResult {
+    const ID: &str = "network.hybridnet";
+    let plugin = cx.config.cni.plugin;
+    if plugin != NetworkPlugin::Hybridnet {
+        return CheckResult::skip(ID, format!("`cni.type` is {plugin}"));
+    }
+    match cx.kube_version() {
+        Some(v) if Version::from(v) >= HYBRIDNET_SINCE => {
+            CheckResult::pass(ID, format!("{v} (hybridnet needs v{HYBRIDNET_SINCE})"))
+        }
+        Some(v) => CheckResult::fail(
+            ID,
+            format!(
+                "hybridnet needs Kubernetes v{HYBRIDNET_SINCE} or newer, not {v}; fix: install a newer version or another plugin"
+            ),
+        ),
+        None => CheckResult::warn(
+            ID,
+            "the version to install is unknown (see `kubernetes.version`)",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

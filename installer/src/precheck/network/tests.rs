@@ -1,0 +1,195 @@
+use super::super::Status::{Fail, Pass, Skip, Warn};
+use super::super::fixtures::{Fixture, config, expect, inventory};
+
+/// Two nodes with both address families.
+const DUAL: &str = "\
+apiVersion: install.kk.io/v1alpha1
+kind: Inventory
+spec:
+  hosts:
+    node1: {internal_ipv4: 10.0.0.1, internal_ipv6: 'fd00::1'}
+    node2: {internal_ipv4: 10.0.0.2, internal_ipv6: 'fd00::2'}
+  groups:
+    kube_control_plane: {hosts: [node1]}
+    kube_worker: {hosts: [node2]}
+";
+
+#[test]
+fn interfaces() {
+    let mut fixture = Fixture::three_nodes();
+    expect(
+        &fixture.on("node1", "network.interface"),
+        Pass,
+        &["10.0.0.1 on eth0"],
+    );
+    fixture.node("node1").addresses.clear();
+    fixture
+        .node("node1")
+        .addresses
+        .insert("ens3".to_owned(), vec!["192.168.1.5".to_owned()]);
+    expect(
+        &fixture.on("node1", "network.interface"),
+        Fail,
+        &["`10.0.0.1`", "`192.168.1.5`", "internal_ipv4"],
+    );
+    // IPv6 spelled differently by `ip` still matches.
+    fixture.inventory = inventory(DUAL);
+    fixture.node("node1").addresses.insert(
+        "eth0".to_owned(),
+        vec!["10.0.0.1".to_owned(), "fd00:0::1".to_owned()],
+    );
+    expect(
+        &fixture.on("node1", "network.interface"),
+        Pass,
+        &["fd00::1 on eth0"],
+    );
+}
+
+#[test]
+fn cidrs_report_and_refuse_nodes_inside() {
+    let mut fixture = Fixture::three_nodes();
+    expect(
+        &fixture.cluster("network.cidr"),
+        Pass,
+        &["pods 10.233.64.0/18, services 10.233.0.0/18"],
+    );
+    fixture.config = config("  cni: {pod_cidr: 10.0.0.0/16, service_cidr: 10.96.0.0/16}\n");
+    expect(
+        &fixture.cluster("network.cidr"),
+        Fail,
+        &["`node1` address 10.0.0.1", "10.0.0.0/16"],
+    );
+    // Overlap is refused when reading the config; the rule still reports it.
+    let mut overlapping = config("  cni: {pod_cidr: 10.244.0.0/16}\n");
+    overlapping.cni.service_cidr = "10.244.128.0/20".parse().expect("valid");
+    fixture.config = overlapping;
+    expect(&fixture.cluster("network.cidr"), Fail, &["overlaps"]);
+}
+
+#[test]
+fn dual_stack_in_both_forms() {
+    let mut fixture = Fixture::three_nodes();
+    expect(
+        &fixture.cluster("network.dual_stack"),
+        Skip,
+        &["single stack"],
+    );
+    fixture.inventory = inventory(DUAL);
+    fixture.facts.remove("node3");
+    for cni in [
+        "  cni: {pod_cidr: 10.233.64.0/18/fd85:ee78:d8a6:8600::/56, service_cidr: '10.233.0.0/18,fd86::1000/116'}\n",
+        "  cni: {pod_cidr: '10.233.64.0/18,fd85:ee78:d8a6:8600::/56'}\n",
+    ] {
+        fixture.config = config(cni);
+        expect(
+            &fixture.cluster("network.dual_stack"),
+            Pass,
+            &["dual stack"],
+        );
+        expect(
+            &fixture.cluster("network.cidr"),
+            Pass,
+            &["10.233.64.0/18,fd85"],
+        );
+    }
+    fixture.config = config(
+        "  kubernetes: {kube_version: v1.19.16}\n  cni: {pod_cidr: '10.233.64.0/18,fd85::/56'}\n",
+    );
+    fixture.bundle.kubernetes_version = None;
+    expect(
+        &fixture.cluster("network.dual_stack"),
+        Fail,
+        &["v1.20.0", "v1.19.16"],
+    );
+    fixture.config = config("  cni: {pod_cidr: '10.233.64.0/18,fd85::/56'}\n");
+    expect(&fixture.cluster("network.dual_stack"), Warn, &["unknown"]);
+    fixture.bundle.kubernetes_version = Some("v1.31.4".to_owned());
+    fixture.inventory = inventory(super::super::fixtures::INVENTORY);
+    expect(
+        &fixture.cluster("network.dual_stack"),
+        Fail,
+        &["`node1`", "internal_ipv6"],
+    );
+}
+
+#[test]
+fn plugins_need_their_images() {
+    let mut fixture = Fixture::three_nodes();
+    expect(&fixture.cluster("network.plugin"), Pass, &["calico"]);
+    fixture.config = config("  cni: {type: cilium}\n");
+    expect(
+        &fixture.cluster("network.plugin"),
+        Fail,
+        &["cilium", "bundle"],
+    );
+    fixture.config = config("  cni: {type: none}\n");
+    expect(&fixture.cluster("network.plugin"), Pass, &["yourself"]);
+}
+
+#[test]
+fn address_space_boundaries() {
+    let mut fixture = Fixture::three_nodes();
+    expect(
+        &fixture.cluster("network.address_space"),
+        Pass,
+        &[
+            "/24 per node, 254 pod addresses for 110 pods",
+            "64 node ranges for 3 nodes",
+        ],
+    );
+    // A /24 node range holds 254 pods: exactly full passes, one more fails.
+    fixture.config.cni.max_pods = 254;
+    expect(
+        &fixture.cluster("network.address_space"),
+        Pass,
+        &["254 pod addresses for 254 pods"],
+    );
+    fixture.config.cni.max_pods = 255;
+    expect(
+        &fixture.cluster("network.address_space"),
+        Fail,
+        &["254 pod addresses", "255", "cni.ipv4_mask_size"],
+    );
+    // Node ranges: a /23 has two /24s, one fewer than the three nodes; a /22 has room.
+    fixture.config = config("  cni: {pod_cidr: 10.233.64.0/23}\n");
+    expect(
+        &fixture.cluster("network.address_space"),
+        Fail,
+        &["2 node ranges", "3 Kubernetes nodes"],
+    );
+    fixture.config = config("  cni: {pod_cidr: 10.233.64.0/22}\n");
+    expect(
+        &fixture.cluster("network.address_space"),
+        Pass,
+        &["4 node ranges for 3 nodes"],
+    );
+    // A mask wider than the pod range.
+    fixture.config.cni.ipv4_mask_size = 20;
+    expect(
+        &fixture.cluster("network.address_space"),
+        Fail,
+        &["does not fit"],
+    );
+    // IPv6: 2^64 − 2 addresses, never short.
+    fixture.config = config("  cni: {pod_cidr: 'fd85::/56', service_cidr: 'fd86::/112'}\n");
+    expect(
+        &fixture.cluster("network.address_space"),
+        Pass,
+        &["fd85::/56: /64 per node", "256 node ranges"],
+    );
+}
+
+#[test]
+fn hybridnet_only_with_hybridnet() {
+    let mut fixture = Fixture::three_nodes();
+    expect(&fixture.cluster("network.hybridnet"), Skip, &["calico"]);
+    fixture.config = config("  cni: {type: hybridnet}\n");
+    expect(&fixture.cluster("network.hybridnet"), Pass, &["v1.31.4"]);
+    fixture.config = config("  kubernetes: {kube_version: v1.15.3}\n  cni: {type: hybridnet}\n");
+    fixture.bundle.kubernetes_version = None;
+    expect(
+        &fixture.cluster("network.hybridnet"),
+        Fail,
+        &["v1.16.0", "v1.15.3"],
+    );
+}
