@@ -14,7 +14,11 @@ mod lab {
         Auth, Connector, HostKeyPolicy, Node, NodeLog, Password, Target, Timeouts, fan_out,
     };
 
+    use std::process::Command;
+
+    use crate::install_bundle::{TestImage, layer, write_images};
     use crate::nodekit::Nodes;
+    use crate::support::{KillOnDrop, binary, retry, run_ok};
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
@@ -247,6 +251,96 @@ mod lab {
         assert!(
             !log.contains(&password),
             "the password reached the log:\n{log}"
+        );
+        nodes.down();
+    }
+
+    #[test]
+    fn rsa_and_ecdsa_keys_log_in_and_the_agent_is_used_when_no_key_is_given() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let nodes = Nodes::start(&tmp.path().join("nodes"), 1);
+        let ip = nodes.ips()[0].clone();
+        let rt = runtime();
+        for (kind, bits) in [("rsa", "3072"), ("ecdsa", "256")] {
+            let key = tmp.path().join(format!("id_{kind}"));
+            run_ok(
+                Command::new("ssh-keygen")
+                    .args(["-q", "-t", kind, "-b", bits, "-N", "", "-f"])
+                    .arg(&key),
+            );
+            let public = fs::read_to_string(key.with_extension("pub")).expect("public key");
+            nodes.on(
+                &ip,
+                &format!("echo '{}' >> /root/.ssh/authorized_keys", public.trim()),
+            );
+            let node = rt.block_on(connect(
+                &target(&nodes, 0, "root", Auth::Key(key)),
+                &lab_policy(&nodes),
+                NodeLog::discard(),
+            ));
+            let out = rt.block_on(node.run_checked("hostname")).expect("run");
+            assert_eq!(out.stdout_text(), "node1\n", "{kind} key");
+            rt.block_on(node.close());
+        }
+
+        // No key and no password in the inventory: the agent of SSH_AUTH_SOCK is asked.
+        let socket = tmp.path().join("agent.sock");
+        let agent = Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&socket)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("ssh-agent");
+        let _agent = KillOnDrop(agent);
+        let mut add = Command::new("ssh-add");
+        add.arg(nodes.var("KK_NODES_KEY"))
+            .env("SSH_AUTH_SOCK", &socket);
+        retry(&mut add);
+        let inventory = tmp.path().join("inventory.yaml");
+        fs::write(
+            &inventory,
+            format!(
+                "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nspec:\n  hosts:\n    node1: {{internal_ipv4: {ip}}}\n  groups:\n    kube_control_plane: {{hosts: [node1]}}\n    etcd: {{hosts: [node1]}}\n"
+            ),
+        )
+        .expect("inventory");
+        let bundle = write_images(
+            tmp.path(),
+            "b",
+            &[TestImage {
+                reference: "docker.io/library/app:1",
+                layers: &[&layer(1_000, 2)],
+            }],
+            None,
+        );
+        let mut precheck = Command::new(binary("kk-install"));
+        precheck
+            .args([
+                "precheck",
+                "--output",
+                "json",
+                "--fio-size",
+                "1m",
+                "--bundle",
+            ])
+            .arg(&bundle)
+            .arg("-i")
+            .arg(&inventory)
+            .arg("--known-hosts")
+            .arg(nodes.var("KK_NODES_KNOWN_HOSTS"))
+            .arg("--work-dir")
+            .arg(tmp.path().join("work"))
+            .env("SSH_AUTH_SOCK", &socket)
+            .env("HOME", tmp.path());
+        let out = crate::support::run(&mut precheck);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", crate::support::describe(&precheck, &out)));
+        assert!(
+            report["nodes"]["node1"]
+                .as_array()
+                .is_some_and(|l| !l.is_empty()),
+            "node1 was reached through the agent: {report:#}"
         );
         nodes.down();
     }
