@@ -2,7 +2,6 @@
 //! the bundle covers the node's architecture, the disks hold what the bundle brings, the
 //! registry's port is free, and the clocks agree.
 
-use serde_json::Value;
 
 use super::{CheckResult, Node, gib};
 use crate::inventory::ImageRegistry;
@@ -95,25 +94,13 @@ fn disk_space(node: &Node) -> CheckResult {
     CheckResult::pass(ID, shown.join("; "))
 }
 
-/// The port kk's registry listens on: `image_registry.port`, else 5443.
-fn registry_port_number(node: &Node) -> u16 {
-    node.cx
-        .config
-        .extra
-        .get("image_registry.port")
-        .and_then(Value::as_u64)
-        .and_then(|port| u16::try_from(port).ok())
-        .filter(|port| *port != 0)
-        .unwrap_or(REGISTRY_PORT)
-}
-
 /// `airgap.registry_port`: the registry's port is free on its host.
 fn registry_port(node: &Node) -> CheckResult {
     const ID: &str = "airgap.registry_port";
     if !runs_registry(node) {
         return CheckResult::skip(ID, "does not run kk's registry");
     }
-    let port = registry_port_number(node);
+    let port = REGISTRY_PORT;
     match node.facts.port_in_use(port) {
         None => CheckResult::pass(ID, format!("{port} free")),
         Some(listener) => CheckResult::fail(
@@ -240,12 +227,6 @@ mod tests {
             &fixture.on("node1", "airgap.registry_port"),
             Fail,
             &["5443", "in use"],
-        );
-        fixture.config = config("  image_registry: {port: 5000}\n");
-        expect(
-            &fixture.on("node1", "airgap.registry_port"),
-            Pass,
-            &["5000 free"],
         );
         fixture.config =
             config("  image_registry: {type: external, address: harbor.example.com}\n");
