@@ -2,7 +2,6 @@
 //! the bundle covers the node's architecture, the disks hold what the bundle brings, the
 //! registry's port is free, and the clocks agree.
 
-
 use super::{CheckResult, Node, gib};
 use crate::inventory::ImageRegistry;
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
@@ -19,6 +19,15 @@ use super::store::{Repository, Store};
 pub(crate) const API_VERSION: &str = "docker-distribution-api-version";
 const DIGEST: &str = "docker-content-digest";
 const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+/// Contents up to this size (every manifest, config and small layer) are read whole, in the
+/// blocking call that opens them, and sent in one piece. A streamed body's first chunk comes
+/// from another blocking read after the response head was flushed alone, and Nagle's algorithm
+/// (the listener does not set `TCP_NODELAY`) then holds that small second segment until the
+/// client's delayed ACK: small responses would take up to 40 ms each.
+const WHOLE_LIMIT: u64 = 64 * 1024;
+/// The chunk size when streaming larger blobs. Each chunk is one blocking read on tokio's
+/// pool; `ReaderStream`'s default of 4 KiB would cost a thread hand-off per 4 KiB.
+const CHUNK: usize = 256 * 1024;
 
 /// An error response: status, OCI error code, message and detail.
 #[derive(Debug)]
@@ -357,10 +366,10 @@ async fn manifest(
         return Err(unknown());
     };
     let media_type = repository.manifests.get(&digest).ok_or_else(unknown)?;
-    let Some(file) = open_blob(store, digest).await else {
+    let Some(content) = open_blob(store, digest, !head).await else {
         return Err(unknown());
     };
-    serve(file, digest, media_type, None, head).await
+    serve(content, digest, media_type, None, head).await
 }
 
 async fn blob(
@@ -369,7 +378,7 @@ async fn blob(
     headers: &HeaderMap,
     head: bool,
 ) -> Result<Response, ApiError> {
-    let Some(file) = open_blob(store, digest).await else {
+    let Some(content) = open_blob(store, digest, !head).await else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "BLOB_UNKNOWN",
@@ -378,18 +387,47 @@ async fn blob(
         .detail(json!({ "digest": digest.to_string() })));
     };
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    serve(file, digest, "application/octet-stream", range, head).await
+    serve(content, digest, "application/octet-stream", range, head).await
 }
 
-/// Opens `blobs/sha256/<hex>` if it is a regular file (not a link), with its size.
-async fn open_blob(store: &Store, digest: Sha256Digest) -> Option<(tokio::fs::File, u64)> {
-    let path = store.blob_path(digest);
-    let metadata = tokio::fs::symlink_metadata(&path).await.ok()?;
-    if !metadata.is_file() {
-        return None;
+/// A blob of the store, opened.
+#[derive(Debug)]
+enum Content {
+    /// All of it (a blob of at most [`WHOLE_LIMIT`] bytes, for a GET).
+    Whole(Bytes),
+    /// The open file and its size, to stream from (or only the size, for a HEAD).
+    File(std::fs::File, u64),
+}
+
+impl Content {
+    fn size(&self) -> u64 {
+        match self {
+            Self::Whole(bytes) => bytes.len() as u64,
+            Self::File(_, size) => *size,
+        }
     }
-    let file = tokio::fs::File::open(&path).await.ok()?;
-    Some((file, metadata.len()))
+}
+
+/// Opens `blobs/sha256/<hex>` if it is a regular file (not a link); reads it whole when it is
+/// small and `read` is set. One blocking call for all of it, rather than a hand-off to tokio's
+/// blocking pool per step (stat, open, read).
+async fn open_blob(store: &Store, digest: Sha256Digest, read: bool) -> Option<Content> {
+    let path = store.blob_path(digest);
+    let opened = tokio::task::spawn_blocking(move || -> std::io::Result<Option<Content>> {
+        let metadata = std::fs::symlink_metadata(&path)?;
+        if !metadata.is_file() {
+            return Ok(None);
+        }
+        let mut file = std::fs::File::open(&path)?;
+        let size = metadata.len();
+        if !read || size > WHOLE_LIMIT {
+            return Ok(Some(Content::File(file, size)));
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::io::Read::read_to_end(&mut file, &mut bytes)?;
+        Ok(Some(Content::Whole(bytes.into())))
+    });
+    opened.await.ok()?.ok()?
 }
 
 /// The byte range a `Range` header asks for, inclusive. `Ok(None)` to serve the whole
@@ -438,28 +476,33 @@ fn byte_range(range: Option<&str>, size: u64) -> Result<Option<(u64, u64)>, ApiE
     Ok(Some((first, last)))
 }
 
-/// Streams a blob file (or a range of it) with the registry's headers.
+/// Sends a blob (or a range of it) with the registry's headers.
 async fn serve(
-    (mut file, size): (tokio::fs::File, u64),
+    content: Content,
     digest: Sha256Digest,
     media_type: &str,
     range: Option<&str>,
     head: bool,
 ) -> Result<Response, ApiError> {
+    let size = content.size();
     let range = byte_range(range, size)?;
     let (status, start, length) = match range {
         Some((first, last)) => (StatusCode::PARTIAL_CONTENT, first, last - first + 1),
         None => (StatusCode::OK, 0, size),
     };
-    let body = if head {
-        Body::empty()
-    } else {
-        if start > 0 {
-            file.seek(std::io::SeekFrom::Start(start))
-                .await
-                .map_err(|e| io_error(&e))?;
+    let body = match content {
+        _ if head => Body::empty(),
+        // `size` is the length of `bytes`, and the range lies within it.
+        Content::Whole(bytes) => Body::from(bytes.slice(start as usize..(start + length) as usize)),
+        Content::File(file, _) => {
+            let mut file = tokio::fs::File::from_std(file);
+            if start > 0 {
+                file.seek(std::io::SeekFrom::Start(start))
+                    .await
+                    .map_err(|e| io_error(&e))?;
+            }
+            Body::from_stream(ReaderStream::with_capacity(file.take(length), CHUNK))
         }
-        Body::from_stream(ReaderStream::new(file.take(length)))
     };
     let mut response = Response::new(body);
     *response.status_mut() = status;
@@ -494,7 +537,13 @@ fn io_error(error: &std::io::Error) -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use super::byte_range;
+    use std::io::Write as _;
+
+    use axum::body::Bytes;
+    use axum::http::{StatusCode, header};
+    use bundle_spec::Sha256Digest;
+
+    use super::{CHUNK, Content, WHOLE_LIMIT, byte_range, serve};
 
     #[test]
     fn ranges() {
@@ -511,5 +560,70 @@ mod tests {
             assert!(byte_range(Some(bad), 10).is_err(), "{bad}");
         }
         assert!(byte_range(Some("bytes=0-"), 0).is_err());
+    }
+
+    /// A blob above [`WHOLE_LIMIT`] is streamed in [`CHUNK`]s from the file; a small one is
+    /// sent from memory. Both give the same bytes and headers for the whole blob and for every
+    /// form of range, also across chunk boundaries.
+    #[tokio::test]
+    async fn streamed_and_whole_blobs_serve_the_same_ranges() {
+        let bytes: Vec<u8> = (0..2 * CHUNK + 1000).map(|i| (i % 251) as u8).collect();
+        assert!(bytes.len() as u64 > WHOLE_LIMIT);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&bytes).unwrap();
+        let size = bytes.len();
+        let digest = Sha256Digest::of(&bytes);
+        let cases = [
+            (None, 0, size),
+            (Some("bytes=10-19".to_owned()), 10, 20),
+            (
+                Some(format!("bytes={}-{}", CHUNK - 5, CHUNK + 5)),
+                CHUNK - 5,
+                CHUNK + 6,
+            ),
+            (Some("bytes=-300000".to_owned()), size - 300_000, size),
+            (Some(format!("bytes={}-", CHUNK + 1)), CHUNK + 1, size),
+            (Some(format!("bytes=0-{}", 10 * size)), 0, size),
+        ];
+        for (range, from, to) in cases {
+            for whole in [false, true] {
+                let content = if whole {
+                    Content::Whole(Bytes::from(bytes.clone()))
+                } else {
+                    // A file of its own per request, as the server opens one, at offset 0.
+                    Content::File(std::fs::File::open(file.path()).unwrap(), size as u64)
+                };
+                let response = serve(
+                    content,
+                    digest,
+                    "application/octet-stream",
+                    range.as_deref(),
+                    false,
+                )
+                .await
+                .unwrap();
+                let what = format!("{range:?}, whole: {whole}");
+                let expected = if range.is_some() {
+                    StatusCode::PARTIAL_CONTENT
+                } else {
+                    StatusCode::OK
+                };
+                assert_eq!(response.status(), expected, "{what}");
+                let length = response.headers()[header::CONTENT_LENGTH].to_str().unwrap();
+                assert_eq!(length, (to - from).to_string(), "{what}");
+                if range.is_some() {
+                    let content_range = response.headers()[header::CONTENT_RANGE].to_str().unwrap();
+                    assert_eq!(
+                        content_range,
+                        format!("bytes {from}-{}/{size}", to - 1),
+                        "{what}"
+                    );
+                }
+                let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+                    .await
+                    .unwrap();
+                assert_eq!(body.as_ref(), &bytes[from..to], "{what}");
+            }
+        }
     }
 }
