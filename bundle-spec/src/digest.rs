@@ -146,6 +146,94 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
+/// A sha256 fed from one thread and computed on another, so that a reader can decode and write
+/// while the previous bytes are hashed: on two cores this is most of what separates a
+/// verifying unpack from plain `zstd -d | tar -x` (see BENCHMARKS.md).
+///
+/// Bytes are copied into buffers the worker hands back once hashed, so large frames do not
+/// cost fresh pages each time. At most two chunks are in flight.
+#[derive(Debug)]
+pub(crate) struct BackgroundHasher {
+    work: std::sync::mpsc::SyncSender<Work>,
+    spent: std::sync::mpsc::Receiver<Vec<u8>>,
+    digests: std::sync::mpsc::Receiver<(Sha256Digest, u64)>,
+}
+
+#[derive(Debug)]
+enum Work {
+    Bytes(Vec<u8>),
+    /// Report the digest of everything since the last `Finish`, and start over.
+    Finish,
+}
+
+impl BackgroundHasher {
+    pub(crate) fn new() -> Self {
+        let (work, queue) = std::sync::mpsc::sync_channel(1);
+        let (give_back, spent) = std::sync::mpsc::channel();
+        let (report, digests) = std::sync::mpsc::channel();
+        // The worker ends when `work` is dropped with this hasher.
+        std::thread::spawn(move || {
+            let (mut hasher, mut count) = (Sha256::new(), 0u64);
+            for item in queue {
+                match item {
+                    Work::Bytes(chunk) => {
+                        hasher.update(&chunk);
+                        count += chunk.len() as u64;
+                        let _ = give_back.send(chunk);
+                    }
+                    Work::Finish => {
+                        let digest = Sha256Digest::from_hasher(std::mem::take(&mut hasher));
+                        let _ = report.send((digest, std::mem::take(&mut count)));
+                    }
+                }
+            }
+        });
+        Self {
+            work,
+            spent,
+            digests,
+        }
+    }
+
+    /// Queues a copy of `bytes` for hashing.
+    pub(crate) fn update(&self, bytes: &[u8]) {
+        let mut chunk = self.spent.try_recv().unwrap_or_default();
+        chunk.clear();
+        chunk.extend_from_slice(bytes);
+        // Sends fail only if the worker died; `finish` then reports no digest.
+        let _ = self.work.send(Work::Bytes(chunk));
+    }
+
+    /// The digest and length of everything queued since the last call; `None` if the worker
+    /// is gone (the caller must then treat the content as unverified).
+    pub(crate) fn finish(&self) -> Option<(Sha256Digest, u64)> {
+        self.work.send(Work::Finish).ok()?;
+        self.digests.recv().ok()
+    }
+}
+
+/// A reader that hands everything it reads to a [`BackgroundHasher`].
+pub(crate) struct HashedReader<'h, R> {
+    inner: R,
+    hasher: &'h BackgroundHasher,
+}
+
+impl<'h, R> HashedReader<'h, R> {
+    pub(crate) fn new(inner: R, hasher: &'h BackgroundHasher) -> Self {
+        Self { inner, hasher }
+    }
+}
+
+impl<R: Read> Read for HashedReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            self.hasher.update(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +269,20 @@ mod tests {
         r.read_to_end(&mut out).unwrap();
         let (_, d, n) = r.finish();
         assert_eq!((d, n), (Sha256Digest::of(b"abc"), 3));
+    }
+
+    #[test]
+    fn background_hasher_matches_and_starts_over_after_each_finish() {
+        let hasher = BackgroundHasher::new();
+        let long = vec![7u8; 100_000];
+        for text in [&b"abc"[..], b"", &long] {
+            let mut reader = HashedReader::new(text, &hasher);
+            let mut out = Vec::new();
+            reader.read_to_end(&mut out).unwrap();
+            assert_eq!(
+                hasher.finish(),
+                Some((Sha256Digest::of(text), text.len() as u64))
+            );
+        }
     }
 }

@@ -3,10 +3,9 @@
 
 use std::io::{self, Read, Seek, SeekFrom};
 
-use sha2::{Digest as _, Sha256};
 use zeekstd::SeekTable;
 
-use crate::digest::Sha256Digest;
+use crate::digest::{BackgroundHasher, Sha256Digest};
 use crate::error::BundleError;
 use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
 
@@ -210,7 +209,7 @@ pub(crate) struct FrameReader<'a, S> {
     position: usize,
     decompressor: zstd::bulk::Decompressor<'static>,
     /// The sha256 of the compressed frames read so far, when reading started at frame 0.
-    file_hash: Option<Sha256>,
+    file_hash: Option<BackgroundHasher>,
 }
 
 impl<'a, S: Read + Seek> FrameReader<'a, S> {
@@ -228,7 +227,7 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             content: Vec::new(),
             position: 0,
             decompressor: zstd::bulk::Decompressor::new().map_err(BundleError::Read)?,
-            file_hash: (first == 0).then(Sha256::new),
+            file_hash: (first == 0).then(BackgroundHasher::new),
         })
     }
 
@@ -252,13 +251,10 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
         self.position == self.content.len() && self.next == self.table.frames.len()
     }
 
-    /// The sha256 of all data frames, once they were all read from the first.
-    pub(crate) fn file_digest(&self) -> Option<Sha256Digest> {
+    /// The sha256 of all data frames, once they were all read from the first (asked once).
+    pub(crate) fn file_digest(&mut self) -> Option<Sha256Digest> {
         let done = self.next == self.table.frames.len();
-        self.file_hash
-            .clone()
-            .filter(|_| done)
-            .map(Sha256Digest::from_hasher)
+        Some(self.file_hash.take().filter(|_| done)?.finish()?.0)
     }
 
     /// The first tar block of the frame that failed to load, decoded as far as it goes: when a

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::io::{self, Read, Seek};
 
 use crate::checksums::ChecksumList;
-use crate::digest::{Hashing, Sha256Digest};
+use crate::digest::{BackgroundHasher, HashedReader, Sha256Digest};
 use crate::error::{BundleError, from_io};
 use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, canonical_header, padding};
 use crate::read::frames::FrameReader;
@@ -64,6 +64,8 @@ pub(crate) enum Step {
 /// Walks the members of a tar stream held in frames.
 pub(crate) struct Walker<'a, S> {
     frames: FrameReader<'a, S>,
+    /// Hashes member content beside the decoding (one worker for the whole walk).
+    hasher: BackgroundHasher,
     mtime: Option<u64>,
     seen: HashSet<MemberPath>,
     last: Option<MemberPath>,
@@ -73,6 +75,7 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
     pub(crate) fn new(frames: FrameReader<'a, S>, mtime: Option<u64>) -> Self {
         Self {
             frames,
+            hasher: BackgroundHasher::new(),
             mtime,
             seen: HashSet::new(),
             last: None,
@@ -101,7 +104,7 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         }
         let member = self.header(&block, offset, at_start, list)?;
         let expected = list.map(|l| *l.get(&member.path).expect("checked in header"));
-        let mut data = Hashing::new(Read::take(&mut self.frames, member.size));
+        let mut data = HashedReader::new(Read::take(&mut self.frames, member.size), &self.hasher);
         let in_member = |error: BundleError| match error {
             // A damaged frame inside a member: say which member it damaged.
             BundleError::Frame { .. } => BundleError::Damaged {
@@ -113,7 +116,10 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         let pending = visitor.receive(&member, &mut data).map_err(in_member)?;
         io::copy(&mut data, &mut io::sink())
             .map_err(|e| in_member(from_io(e, BundleError::Read)))?;
-        let (_, digest, size) = data.finish();
+        let (digest, size) = self
+            .hasher
+            .finish()
+            .ok_or_else(|| BundleError::Read(io::Error::other("the hashing thread stopped")))?;
         if size != member.size {
             return Err(BundleError::Truncated {
                 after: Some(member.path),
@@ -248,7 +254,7 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
     }
 
     /// The sha256 of every data frame, once the walk read them all from the first.
-    pub(crate) fn file_digest(&self) -> Option<Sha256Digest> {
+    pub(crate) fn file_digest(&mut self) -> Option<Sha256Digest> {
         self.frames.file_digest()
     }
 
