@@ -164,6 +164,9 @@ fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
     let served = args.source.store.display();
     let app = kk_install::registry::router(store).into_make_service();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    // Without TCP_NODELAY the last small segment of a response waits for the client's delayed
+    // ACK (up to 40 ms on Linux): one client pulling a layer would see that on every blob.
+    let no_delay = axum_server::accept::NoDelayAcceptor;
     runtime.block_on(async {
         if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
             let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
@@ -172,13 +175,16 @@ fn serve(args: &cli::ServeArgs) -> anyhow::Result<()> {
                     format!("cannot load `{}` and `{}`", cert.display(), key.display())
                 })?;
             tracing::info!("serving {served} on https://{}", args.listen);
-            axum_server::bind_rustls(args.listen, config)
+            let tls = axum_server::tls_rustls::RustlsAcceptor::new(config).acceptor(no_delay);
+            axum_server::bind(args.listen)
+                .acceptor(tls)
                 .serve(app)
                 .await
                 .context("the registry stopped")
         } else {
             tracing::info!("serving {served} on http://{}", args.listen);
             axum_server::bind(args.listen)
+                .acceptor(no_delay)
                 .serve(app)
                 .await
                 .context("the registry stopped")
