@@ -204,6 +204,14 @@ impl BackgroundHasher {
         let _ = self.work.send(Work::Bytes(chunk));
     }
 
+    /// Queues `chunk` itself for hashing (no copy) and returns a spent buffer to reuse, with
+    /// its old length and contents (overwrite them: keeping the length spares re-zeroing it).
+    pub(crate) fn update_owned(&self, chunk: Vec<u8>) -> Vec<u8> {
+        let spare = self.spent.try_recv().unwrap_or_default();
+        let _ = self.work.send(Work::Bytes(chunk));
+        spare
+    }
+
     /// The digest and length of everything queued since the last call; `None` if the worker
     /// is gone (the caller must then treat the content as unverified).
     pub(crate) fn finish(&self) -> Option<(Sha256Digest, u64)> {

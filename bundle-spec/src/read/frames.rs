@@ -290,9 +290,6 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
                 io::ErrorKind::UnexpectedEof => corrupt("the bundle ends inside it".into()),
                 _ => crate::error::from_io(e, BundleError::Read),
             })?;
-        if let Some(hash) = &mut self.file_hash {
-            hash.update(&self.compressed);
-        }
         check_frame_header(&self.compressed, frame.size).map_err(corrupt)?;
         let length = zstd::zstd_safe::find_frame_compressed_size(&self.compressed)
             .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_owned()))?;
@@ -313,6 +310,12 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
                 "it decodes to {n} bytes, not {}",
                 frame.size
             )));
+        }
+        // Hashed once decoded (a frame that fails refuses the bundle anyway, and its bytes stay
+        // here for `salvage_first_block`); handed over whole rather than copied.
+        if let Some(hash) = &self.file_hash {
+            let spare = hash.update_owned(std::mem::take(&mut self.compressed));
+            self.compressed = spare;
         }
         self.next += 1;
         self.position = 0;
