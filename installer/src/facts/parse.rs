@@ -12,40 +12,41 @@ const COMMANDS: &str = "ip iptables mount nsenter ebtables ethtool socat tc touc
 
 /// The script run on every node; it only reads. `{commands}` is filled with the commands the
 /// rules look for.
+///
+/// It starts as few processes as it can (one `grep` reads every small file, one `df` every
+/// path): on a node, a process costs about as much as reading a file, and a precheck of many
+/// nodes sharing a hypervisor pays for each of them on every node.
 pub const GATHER_SCRIPT: &str = r#"export LC_ALL=C
 s() { printf '\n@@%s\n' "$1"; }
 s clock; date +%s.%N
-s os-release; cat /etc/os-release 2>/dev/null
-s kernel; uname -r
-s machine; uname -m
+s files
+grep -H '' /etc/os-release /proc/meminfo /proc/net/tcp /proc/net/tcp6 /proc/modules \
+  /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding \
+  /proc/sys/net/bridge/bridge-nf-call-iptables /proc/sys/net/bridge/bridge-nf-call-ip6tables 2>/dev/null
+s uname; uname -rm
 s cpus; nproc 2>/dev/null || getconf _NPROCESSORS_ONLN
-s meminfo; cat /proc/meminfo
-s hostname; hostname
+h=$(hostname)
+s hostname; echo "$h"
 # getaddrinfo (`ahosts`), not `hosts`: the latter asks DNS for an IPv6 address even when
 # /etc/hosts answers, and an airgapped resolver makes that wait out its timeout.
-s resolves; if timeout 5 getent ahosts "$(hostname)" >/dev/null 2>&1; then echo yes; else echo no; fi
+s resolves; if timeout 5 getent ahosts "$h" >/dev/null 2>&1; then echo yes; else echo no; fi
 s addresses; ip -o addr show 2>/dev/null
-s tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
-s sysctls
-for k in net/ipv4/ip_forward net/ipv6/conf/all/forwarding net/bridge/bridge-nf-call-iptables net/bridge/bridge-nf-call-ip6tables; do
-  [ -r "/proc/sys/$k" ] && printf '%s=%s\n' "$k" "$(cat "/proc/sys/$k")"
-done
-s modules; cut -d' ' -f1 /proc/modules 2>/dev/null
 s cgroup; stat -fc %T /sys/fs/cgroup 2>/dev/null
 s commands
 for c in {commands}; do command -v "$c" >/dev/null 2>&1 && echo "$c"; done
-s versions
-for p in kubelet etcd containerd docker runc; do
-  command -v "$p" >/dev/null 2>&1 && printf '%s=%s\n' "$p" "$("$p" --version 2>&1 | head -n 1)"
+for p in kubelet etcd containerd docker; do
+  command -v "$p" >/dev/null 2>&1 && s "version $p" && "$p" --version 2>&1
 done
-command -v kubeadm >/dev/null 2>&1 && printf 'kubeadm=%s\n' "$(kubeadm version -o short 2>&1 | head -n 1)"
+command -v kubeadm >/dev/null 2>&1 && s "version kubeadm" && kubeadm version -o short 2>&1
 s manifests; ls -1A /etc/kubernetes/manifests 2>/dev/null
 s etcd-data; if [ -n "$(ls -A /var/lib/etcd 2>/dev/null)" ]; then echo yes; else echo no; fi
-s disk
+s disk-paths
+set --
 for d in / /var/lib /usr/local/bin /etc /opt; do
-  p=$d; while [ ! -e "$p" ]; do p=$(dirname "$p"); done
-  printf '%s %s\n' "$d" "$(df -P -B1 "$p" | awk 'NR==2 {print $4}')"
+  p=$d; while [ ! -e "$p" ]; do p=${p%/*}; p=${p:-/}; done
+  echo "$d"; set -- "$@" "$p"
 done
+s df; df -P -B1 "$@" 2>/dev/null
 s uid; id -u
 s end
 "#;
@@ -62,41 +63,79 @@ impl Facts {
     pub fn parse(output: &str) -> Self {
         let sections = split_sections(output);
         let text = |name: &str| sections.get(name).map_or("", |s| s.trim());
-        let (memory_bytes, swap_bytes) = meminfo(text("meminfo"));
+        let files = files(text("files"));
+        let file = |name: &str| files.get(name).map_or("", String::as_str);
+        let (memory_bytes, swap_bytes) = meminfo(file("/proc/meminfo"));
+        let (kernel, machine) = text("uname").split_once(' ').unwrap_or((text("uname"), ""));
+        let tcp = format!("{}\n{}", file("/proc/net/tcp"), file("/proc/net/tcp6"));
         Self {
-            os: os_release(text("os-release")),
-            kernel: text("kernel").to_owned(),
-            machine: text("machine").to_owned(),
+            os: os_release(file("/etc/os-release")),
+            kernel: kernel.to_owned(),
+            machine: machine.to_owned(),
             cpus: text("cpus").parse().unwrap_or(0),
             memory_bytes,
             swap_bytes,
             hostname: text("hostname").to_owned(),
             hostname_resolves: text("resolves") == "yes",
             addresses: addresses(text("addresses")),
-            listening: listeners(text("tcp")),
-            sysctls: key_values(text("sysctls"))
-                .map(|(k, v)| (k.replace('/', "."), v.to_owned()))
+            listening: listeners(&tcp),
+            sysctls: files
+                .iter()
+                .filter_map(|(path, value)| {
+                    let name = path.strip_prefix("/proc/sys/")?.replace('/', ".");
+                    Some((name, value.trim().to_owned()))
+                })
                 .collect(),
-            modules: lines(text("modules")),
+            modules: file("/proc/modules")
+                .lines()
+                .filter_map(|line| line.split_whitespace().next())
+                .map(str::to_owned)
+                .collect(),
             cgroup_fs: text("cgroup").to_owned(),
             commands: lines(text("commands")),
-            versions: key_values(text("versions"))
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            versions: sections
+                .iter()
+                .filter_map(|(name, body)| {
+                    let program = name.strip_prefix("version ")?;
+                    let first = body.trim().lines().next().unwrap_or_default();
+                    Some((program.to_owned(), first.trim().to_owned()))
+                })
                 .collect(),
             static_pods: lines(text("manifests")),
             etcd_data_present: text("etcd-data") == "yes",
-            free_bytes: text("disk")
-                .lines()
-                .filter_map(|line| {
-                    let (path, free) = line.split_once(' ')?;
-                    Some((path.to_owned(), free.trim().parse().ok()?))
-                })
-                .collect(),
+            free_bytes: free_bytes(text("disk-paths"), text("df")),
             clock: text("clock").parse().unwrap_or(0.0),
             uid: text("uid").parse().unwrap_or(u32::MAX),
             clock_offset: 0.0,
         }
     }
+}
+
+/// `grep -H '' FILE…` output: each file's lines, by file name.
+fn files(text: &str) -> BTreeMap<String, String> {
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    for line in text.lines() {
+        if let Some((path, content)) = line.split_once(':') {
+            let file = files.entry(path.to_owned()).or_default();
+            file.push_str(content);
+            file.push('\n');
+        }
+    }
+    files
+}
+
+/// Free bytes by requested path: the paths, one a line, and `df -P -B1` of the existing
+/// directory each one stands for, in the same order (column 4 is the available space).
+fn free_bytes(paths: &str, df: &str) -> BTreeMap<String, u64> {
+    let available = df
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().nth(3).and_then(|v| v.parse().ok()));
+    paths
+        .lines()
+        .zip(available)
+        .filter_map(|(path, free)| Some((path.to_owned(), free?)))
+        .collect()
 }
 
 /// Whether the output is complete: the script's last section marker arrived.
@@ -225,25 +264,32 @@ mod tests {
 
     /// Output of the script on a lab node (trimmed where long).
     const NODE: &str = r#"
-@@os-release
-PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
-NAME="Debian GNU/Linux"
-VERSION_ID="12"
-ID=debian
+@@clock
+1795000000.250000000
 
-@@kernel
-6.1.0-18-amd64
+@@files
+/etc/os-release:PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+/etc/os-release:NAME="Debian GNU/Linux"
+/etc/os-release:VERSION_ID="12"
+/etc/os-release:ID=debian
+/proc/meminfo:MemTotal:       24624464 kB
+/proc/meminfo:MemFree:        20000000 kB
+/proc/meminfo:SwapTotal:             0 kB
+/proc/net/tcp:  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
+/proc/net/tcp:   1: 0100007F:192B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1
+/proc/net/tcp:   2: 0B00FA0A:0016 0C00FA0A:D431 01 00000000:00000000 00:00000000 00000000     0        0 3 1
+/proc/net/tcp6:   0: 00000000000000000000000001000000:1A0B 00000000000000000000000000000000:0000 0A 0 0 0 0 0 4 1
+/proc/modules:overlay 151552 0 - Live 0x0000000000000000
+/proc/modules:br_netfilter 32768 0 - Live 0x0000000000000000
+/proc/sys/net/ipv4/ip_forward:1
+/proc/sys/net/bridge/bridge-nf-call-iptables:1
 
-@@machine
-x86_64
+@@uname
+6.1.0-18-amd64 x86_64
 
 @@cpus
 2
-
-@@meminfo
-MemTotal:       24624464 kB
-MemFree:        20000000 kB
-SwapTotal:             0 kB
 
 @@hostname
 node1
@@ -256,21 +302,6 @@ no
 2: eth0@if9    inet 10.250.0.11/16 brd 10.250.255.255 scope global eth0\       valid_lft forever
 2: eth0@if9    inet6 fe80::1/64 scope link \       valid_lft forever preferred_lft forever
 
-@@tcp
-  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
-   1: 0100007F:192B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1
-   2: 0B00FA0A:0016 0C00FA0A:D431 01 00000000:00000000 00:00000000 00000000     0        0 3 1
-   0: 00000000000000000000000001000000:1A0B 00000000000000000000000000000000:0000 0A 0 0 0 0 0 4 1
-
-@@sysctls
-net/ipv4/ip_forward=1
-net/bridge/bridge-nf-call-iptables=1
-
-@@modules
-overlay
-br_netfilter
-
 @@cgroup
 tmpfs
 
@@ -279,9 +310,12 @@ ip
 mount
 touch
 
-@@versions
-etcd=etcd Version: 3.4.23
-containerd=containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1
+@@version etcd
+etcd Version: 3.4.23
+Git SHA: Not provided (use ./build instead of go build)
+
+@@version containerd
+containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1
 
 @@manifests
 kube-apiserver.yaml
@@ -289,12 +323,16 @@ kube-apiserver.yaml
 @@etcd-data
 yes
 
-@@disk
-/ 53687091200
-/var/lib 53687091200
+@@disk-paths
+/
+/var/lib
+/opt
 
-@@clock
-1795000000.250000000
+@@df
+Filesystem       1-blocks        Used    Available Capacity Mounted on
+/dev/vda     270000000000 10000000000 53687091200      16% /
+/dev/vda     270000000000 10000000000 53687091200      16% /
+/dev/vdb      10000000000  1000000000  9000000000      10% /
 
 @@uid
 0
@@ -333,6 +371,7 @@ yes
         assert_eq!(facts.static_pods, ["kube-apiserver.yaml"]);
         assert!(facts.etcd_data_present);
         assert_eq!(facts.free_bytes["/var/lib"], 53_687_091_200);
+        assert_eq!(facts.free_bytes["/opt"], 9_000_000_000);
         assert!((facts.clock - 1_795_000_000.25).abs() < 1e-6);
         assert_eq!(facts.uid, 0);
         assert!(is_complete(NODE));
@@ -356,11 +395,11 @@ yes
 
     #[test]
     fn missing_sections_stay_empty() {
-        let facts = Facts::parse("\n@@kernel\n6.8.0\n");
-        assert_eq!(facts.kernel, "6.8.0");
+        let facts = Facts::parse("\n@@uname\n6.8.0 aarch64\n");
+        assert_eq!((facts.kernel.as_str(), facts.arch()), ("6.8.0", "arm64"));
         assert!(facts.os.id.is_empty() && facts.listening.is_empty());
         assert_eq!(facts.uid, u32::MAX);
-        assert!(!is_complete("\n@@kernel\n6.8.0\n"));
+        assert!(!is_complete("\n@@uname\n6.8.0 aarch64\n"));
     }
 
     #[test]
