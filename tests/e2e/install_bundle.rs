@@ -384,29 +384,69 @@ fn unpacked_store(layer_len: usize, seed: u8) -> (tempfile::TempDir, PathBuf) {
     (tmp, store)
 }
 
-#[test]
-fn the_registry_serves_an_unpacked_store_to_skopeo() {
-    let (_tmp, store) = unpacked_store(200_000, 7);
+/// Debian's `docker-registry` on a free loopback port, its data in `dir`; TLS with the
+/// `registry.crt`/`registry.key` of `pki` when given.
+fn docker_registry(dir: &Path, pki: Option<&Path>) -> (u16, KillOnDrop) {
+    let data = dir.join("registry");
+    fs::create_dir_all(&data).expect("dir");
+    let port = crate::labkit::free_port();
+    let tls = pki.map_or_else(String::new, |pki| {
+        format!(
+            "  tls: {{certificate: {}, key: {}}}\n",
+            pki.join("registry.crt").display(),
+            pki.join("registry.key").display()
+        )
+    });
+    let config = dir.join("registry.yml");
+    fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n{tls}",
+            data.display()
+        ),
+    )
+    .expect("config");
+    let registry = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("docker-registry");
+    (port, KillOnDrop(registry))
+}
+
+/// `kk-install registry serve ARGS` on a free loopback port.
+fn serve(args: &[&std::ffi::OsStr]) -> (u16, KillOnDrop) {
     let port = crate::labkit::free_port();
     let registry = Command::new(binary("kk-install"))
-        .args(["registry", "serve", "--store"])
-        .arg(&store)
+        .args(["registry", "serve"])
+        .args(args)
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("kk-install registry serve");
-    let _stop = KillOnDrop(registry);
+    (port, KillOnDrop(registry))
+}
+
+/// The manifest of `docker.io/library/app:1` as skopeo gets it from our registry on `port`,
+/// retried while the server starts listening.
+fn skopeo_raw(port: u16) -> Vec<u8> {
     let mut skopeo = Command::new("skopeo");
     skopeo
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
-    // The server needs a moment to listen.
-    let manifest_bytes = retry(&mut skopeo).stdout;
-    let index: serde_json::Value =
-        serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
-    let digest = index["manifests"][0]["digest"].as_str().expect("digest");
+    retry(&mut skopeo).stdout
+}
+
+#[test]
+fn the_registry_serves_an_unpacked_store_to_skopeo() {
+    let (_tmp, store) = unpacked_store(200_000, 7);
+    let (port, _stop) = serve(&["--store".as_ref(), store.as_os_str()]);
+    let manifest_bytes = skopeo_raw(port);
+    let digest = first_manifest_digest(&store);
     let stored = fs::read(
         store
             .join("blobs/sha256")
@@ -422,22 +462,7 @@ fn the_registry_serves_an_unpacked_store_to_skopeo() {
 #[test]
 fn registry_push_copies_the_store_into_a_real_registry_digests_unchanged() {
     let (tmp, store) = unpacked_store(100_000, 8);
-    let data = tmp.path().join("registry");
-    fs::create_dir_all(&data).expect("dir");
-    let port = crate::labkit::free_port();
-    fs::write(
-        tmp.path().join("registry.yml"),
-        format!("version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n", data.display()),
-    )
-    .expect("config");
-    let registry = Command::new("docker-registry")
-        .arg("serve")
-        .arg(tmp.path().join("registry.yml"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("docker-registry");
-    let _registry = KillOnDrop(registry);
+    let (port, _registry) = docker_registry(tmp.path(), None);
     let mut push = Command::new(binary("kk-install"));
     push.args(["registry", "push", "--store"])
         .arg(&store)
@@ -448,10 +473,10 @@ fn registry_push_copies_the_store_into_a_real_registry_digests_unchanged() {
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
     let (pulled, _) = run_ok(&mut skopeo);
-    let index: serde_json::Value =
-        serde_json::from_slice(&fs::read(store.join("index.json")).expect("index")).expect("json");
-    let digest = index["manifests"][0]["digest"].as_str().expect("digest");
-    assert_eq!(Sha256Digest::of(pulled.as_bytes()).to_string(), digest);
+    assert_eq!(
+        Sha256Digest::of(pulled.as_bytes()).to_string(),
+        first_manifest_digest(&store)
+    );
 }
 
 /// The compressed `(offset, size)` of every zstd frame, from the seek table at the end of the
@@ -608,24 +633,13 @@ fn registry_serve_with_a_bundle_unpacks_it_first_and_refuses_a_tampered_one() {
     );
 
     let store = tmp.path().join("store");
-    let port = crate::labkit::free_port();
-    let registry = Command::new(binary("kk-install"))
-        .args(["registry", "serve", "--bundle"])
-        .arg(&bundle)
-        .arg("--store")
-        .arg(&store)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("kk-install registry serve");
-    let _stop = KillOnDrop(registry);
-    let mut skopeo = Command::new("skopeo");
-    skopeo
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
-    let served = retry(&mut skopeo).stdout;
+    let (port, _stop) = serve(&[
+        "--bundle".as_ref(),
+        bundle.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+    ]);
+    let served = skopeo_raw(port);
     assert_eq!(
         Sha256Digest::of(&served).to_string(),
         first_manifest_digest(&store),
@@ -643,27 +657,7 @@ fn registry_push_from_a_bundle_over_tls_trusts_only_the_given_ca() {
             .arg(&pki)
             .args(["--names", "127.0.0.1,localhost"]),
     );
-    let data = tmp.path().join("registry");
-    fs::create_dir_all(&data).expect("dir");
-    let port = crate::labkit::free_port();
-    fs::write(
-        tmp.path().join("registry.yml"),
-        format!(
-            "version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n  tls: {{certificate: {}, key: {}}}\n",
-            data.display(),
-            pki.join("registry.crt").display(),
-            pki.join("registry.key").display()
-        ),
-    )
-    .expect("config");
-    let registry = Command::new("docker-registry")
-        .arg("serve")
-        .arg(tmp.path().join("registry.yml"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("docker-registry");
-    let _registry = KillOnDrop(registry);
+    let (port, _registry) = docker_registry(tmp.path(), Some(&pki));
     let bundle = write_bundle(
         tmp.path(),
         "a",
