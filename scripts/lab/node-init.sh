@@ -31,6 +31,13 @@ while IFS= read -r dir; do
   mount -t overlay "kklab-node$N" -o "lowerdir=/$dir,upperdir=$D/upper/$dir,workdir=$D/work/$dir,volatile" "/$dir"
 done < "$D/overlay-dirs"
 
+# A node is a fresh machine: root's shell start-up files are Debian's defaults, not the host's
+# (whose pyenv or cargo set-up would add a third of a second to every command the installer runs,
+# since bash reads ~/.bashrc when sshd starts it). Written into this node's overlay only.
+for f in .bashrc .profile; do
+  if [ -f "/etc/skel/$f" ]; then cp "/etc/skel/$f" "/root/$f"; else rm -f "/root/$f"; fi
+done
+
 # containerd's overlayfs snapshotter (and etcd's fsync behaviour) need a real file system, not an
 # overlay upper (LAB-NOTES P3): bind real directories of NODE_DIR there.
 for dir in var/lib/containerd var/lib/etcd; do
