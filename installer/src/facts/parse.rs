@@ -21,25 +21,29 @@ s() { printf '\n@@%s\n' "$1"; }
 s clock; date +%s.%N
 s files
 grep -H '' /etc/os-release /proc/meminfo /proc/net/tcp /proc/net/tcp6 /proc/modules \
+  /proc/sys/kernel/osrelease /proc/sys/kernel/arch /proc/sys/kernel/hostname /proc/self/status \
   /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding \
   /proc/sys/net/bridge/bridge-nf-call-iptables /proc/sys/net/bridge/bridge-nf-call-ip6tables 2>/dev/null
-s uname; uname -rm
+# /proc/sys/kernel/arch is younger than some supported kernels.
+[ -r /proc/sys/kernel/arch ] || { s machine; uname -m; }
 s cpus; nproc 2>/dev/null || getconf _NPROCESSORS_ONLN
-h=$(hostname)
-s hostname; echo "$h"
+read -r h < /proc/sys/kernel/hostname
 # getaddrinfo (`ahosts`), not `hosts`: the latter asks DNS for an IPv6 address even when
 # /etc/hosts answers, and an airgapped resolver makes that wait out its timeout.
 s resolves; if timeout 5 getent ahosts "$h" >/dev/null 2>&1; then echo yes; else echo no; fi
 s addresses; ip -o addr show 2>/dev/null
-s cgroup; stat -fc %T /sys/fs/cgroup 2>/dev/null
+s cgroup; if [ -e /sys/fs/cgroup/cgroup.controllers ]; then echo cgroup2fs; elif [ -d /sys/fs/cgroup/cpu ] || [ -d /sys/fs/cgroup/memory ]; then echo tmpfs; fi
 s commands
 for c in {commands}; do command -v "$c" >/dev/null 2>&1 && echo "$c"; done
 for p in kubelet etcd containerd docker; do
   command -v "$p" >/dev/null 2>&1 && s "version $p" && "$p" --version 2>&1
 done
 command -v kubeadm >/dev/null 2>&1 && s "version kubeadm" && kubeadm version -o short 2>&1
-s manifests; ls -1A /etc/kubernetes/manifests 2>/dev/null
-s etcd-data; if [ -n "$(ls -A /var/lib/etcd 2>/dev/null)" ]; then echo yes; else echo no; fi
+s manifests
+for f in /etc/kubernetes/manifests/* /etc/kubernetes/manifests/.[!.]*; do [ -e "$f" ] && echo "${f##*/}"; done
+s etcd-data; d=no
+for f in /var/lib/etcd/* /var/lib/etcd/.[!.]*; do [ -e "$f" ] && d=yes && break; done
+echo "$d"
 s disk-paths
 set --
 for d in / /var/lib /usr/local/bin /etc /opt; do
@@ -47,7 +51,6 @@ for d in / /var/lib /usr/local/bin /etc /opt; do
   echo "$d"; set -- "$@" "$p"
 done
 s df; df -P -B1 "$@" 2>/dev/null
-s uid; id -u
 s end
 "#;
 
@@ -66,16 +69,19 @@ impl Facts {
         let files = files(text("files"));
         let file = |name: &str| files.get(name).map_or("", String::as_str);
         let (memory_bytes, swap_bytes) = meminfo(file("/proc/meminfo"));
-        let (kernel, machine) = text("uname").split_once(' ').unwrap_or((text("uname"), ""));
+        let machine = match file("/proc/sys/kernel/arch").trim() {
+            "" => text("machine"),
+            arch => arch,
+        };
         let tcp = format!("{}\n{}", file("/proc/net/tcp"), file("/proc/net/tcp6"));
         Self {
             os: os_release(file("/etc/os-release")),
-            kernel: kernel.to_owned(),
+            kernel: file("/proc/sys/kernel/osrelease").trim().to_owned(),
             machine: machine.to_owned(),
             cpus: text("cpus").parse().unwrap_or(0),
             memory_bytes,
             swap_bytes,
-            hostname: text("hostname").to_owned(),
+            hostname: file("/proc/sys/kernel/hostname").trim().to_owned(),
             hostname_resolves: text("resolves") == "yes",
             addresses: addresses(text("addresses")),
             listening: listeners(&tcp),
@@ -105,7 +111,13 @@ impl Facts {
             etcd_data_present: text("etcd-data") == "yes",
             free_bytes: free_bytes(text("disk-paths"), text("df")),
             clock: text("clock").parse().unwrap_or(0.0),
-            uid: text("uid").parse().unwrap_or(u32::MAX),
+            // The status of the `grep` that read it: the same user as the script.
+            uid: file("/proc/self/status")
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next())
+                .and_then(|uid| uid.parse().ok())
+                .unwrap_or(u32::MAX),
             clock_offset: 0.0,
         }
     }
@@ -282,17 +294,18 @@ mod tests {
 /proc/net/tcp6:   0: 00000000000000000000000001000000:1A0B 00000000000000000000000000000000:0000 0A 0 0 0 0 0 4 1
 /proc/modules:overlay 151552 0 - Live 0x0000000000000000
 /proc/modules:br_netfilter 32768 0 - Live 0x0000000000000000
+/proc/sys/kernel/osrelease:6.1.0-18-amd64
+/proc/sys/kernel/hostname:node1
+/proc/self/status:Name:   grep
+/proc/self/status:Uid:    0       0       0       0
 /proc/sys/net/ipv4/ip_forward:1
 /proc/sys/net/bridge/bridge-nf-call-iptables:1
 
-@@uname
-6.1.0-18-amd64 x86_64
+@@machine
+x86_64
 
 @@cpus
 2
-
-@@hostname
-node1
 
 @@resolves
 no
@@ -333,9 +346,6 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
 /dev/vda     270000000000 10000000000 53687091200      16% /
 /dev/vda     270000000000 10000000000 53687091200      16% /
 /dev/vdb      10000000000  1000000000  9000000000      10% /
-
-@@uid
-0
 
 @@end
 "#;
@@ -395,11 +405,15 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
 
     #[test]
     fn missing_sections_stay_empty() {
-        let facts = Facts::parse("\n@@uname\n6.8.0 aarch64\n");
+        let facts = Facts::parse(
+            "\n@@files\n/proc/sys/kernel/osrelease:6.8.0\n/proc/sys/kernel/arch:aarch64\n",
+        );
         assert_eq!((facts.kernel.as_str(), facts.arch()), ("6.8.0", "arm64"));
         assert!(facts.os.id.is_empty() && facts.listening.is_empty());
         assert_eq!(facts.uid, u32::MAX);
-        assert!(!is_complete("\n@@uname\n6.8.0 aarch64\n"));
+        assert!(!is_complete(
+            "\n@@files\n/proc/sys/kernel/osrelease:6.8.0\n"
+        ));
     }
 
     #[test]
