@@ -226,6 +226,17 @@ mod lab {
             err.contains("node2") && err.contains("line 2"),
             "the changed key is named: {err}"
         );
+
+        // Unknown keys: refused, unless the operator opts in; then recorded.
+        let empty = tmp.path().join("known_hosts.empty");
+        fs::write(&empty, "").expect("write");
+        let err = run_failing(&mut cluster.kk_install_trusting(&["precheck"], &empty));
+        assert!(err.contains("--accept-new-host-keys"), "{err}");
+        run_ok(&mut cluster.kk_install_trusting(&["precheck", "--accept-new-host-keys"], &empty));
+        let learned = fs::read_to_string(&empty).expect("read");
+        for ip in &ips {
+            assert!(learned.contains(ip.as_str()), "{ip} recorded: {learned}");
+        }
         cluster.nodes.down();
     }
 
