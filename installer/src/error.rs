@@ -215,6 +215,16 @@ pub enum PushError {
         /// The digest the registry answered.
         actual: String,
     },
+    /// Credentials would cross the network in clear text, and no one said that was fine.
+    #[error(
+        "refusing to send the password of user `{username}` to `{registry}` over plain HTTP, where anyone on the path can read it; hint: give the registry TLS (`--ca` to trust its CA), or, on a network you trust, pass `--allow-plain-http-password`"
+    )]
+    PasswordOverPlainHttp {
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// The user name (never the password).
+        username: String,
+    },
 }
 
 /// The words naming the user, when a user name was sent.
@@ -353,6 +363,58 @@ pub enum SshError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// The node's facts hold a value no machine has.
+    #[error("node `{node}` reports facts kk cannot use: {source}")]
+    Facts {
+        /// The inventory name.
+        node: String,
+        /// What is wrong.
+        #[source]
+        source: FactsError,
+    },
+    /// `known_hosts` names the host with a key of another algorithm than the one it offers.
+    #[error(
+        "node `{node}` at `{address}` offers a {offered} host key ({fingerprint}), but `{}` line {line} records a {recorded} key for it: refusing to connect, as for a changed key; hint: if the node's keys were regenerated, remove that line (`ssh-keygen -R` the host) and connect again",
+        known_hosts.display()
+    )]
+    HostKeyAlgorithmChanged {
+        /// The inventory name.
+        node: String,
+        /// `host:port`.
+        address: String,
+        /// The algorithm of the key the node offers, e.g. `ssh-ed25519`.
+        offered: String,
+        /// The offered key's SHA256 fingerprint.
+        fingerprint: String,
+        /// The algorithm recorded, e.g. `ssh-rsa`.
+        recorded: String,
+        /// The file consulted.
+        known_hosts: PathBuf,
+        /// The 1-based line holding the recorded key.
+        line: usize,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Facts: what the fact-gathering script printed on a node (`crate::facts`).
+// ---------------------------------------------------------------------------------------------
+
+/// The output of the fact-gathering script holds a value no machine has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FactsError {
+    /// A number beyond what the field can hold.
+    #[error(
+        "`{field}` of `{file}` is `{value}`, more than any machine has; hint: check `{file}` on the node, kk reads it as printed"
+    )]
+    OutOfRange {
+        /// The file on the node, e.g. `/proc/meminfo`.
+        file: &'static str,
+        /// The field, e.g. `MemTotal`.
+        field: &'static str,
+        /// The value as printed.
+        value: String,
     },
 }
 
@@ -765,4 +827,343 @@ pub enum HookError {
     /// The node could not be reached or the script not copied.
     #[error(transparent)]
     Ssh(#[from] SshError),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch: a node takes a binary from kk's registry (`crate::fetch`).
+// ---------------------------------------------------------------------------------------------
+
+/// A node could not fetch or install a binary from the registry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// A local file could not be read or written.
+    #[error("cannot write or read `{}`", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The CA file holds no usable certificate.
+    #[error("`{}` is not a PEM CA certificate; hint: pass the installation's `ca.crt`", path.display())]
+    Ca {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The reference is not `repository:tag`.
+    #[error("`{0}` is not a reference `repository:tag`")]
+    Reference(String),
+    /// The registry could not be reached.
+    #[error("cannot reach `{url}`; hint: check that kk-registry.service runs and that the node resolves and trusts the registry")]
+    Http {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The registry answered with an error status.
+    #[error("`{url}` answered HTTP {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+    /// A manifest is not what a binary artifact is.
+    #[error("the manifest of `{reference}` cannot be used: {reason}")]
+    Manifest {
+        /// The reference.
+        reference: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The index has no entry for this node's platform.
+    #[error("`{reference}` has no `{platform}` entry; hint: build the bundle with `--platform {platform}`")]
+    NoPlatform {
+        /// The reference.
+        reference: String,
+        /// The node's platform.
+        platform: String,
+    },
+    /// The registry served a manifest the bundle does not list.
+    #[error("the registry served `{reference}` as `{digest}`, which the bundle does not list; the node refuses it")]
+    UnexpectedManifest {
+        /// The reference.
+        reference: String,
+        /// The digest served.
+        digest: String,
+    },
+    /// The blob's size or digest is wrong.
+    #[error("blob `{digest}` is not what the manifest says: {reason}")]
+    Blob {
+        /// The blob's digest.
+        digest: String,
+        /// What was received.
+        reason: String,
+    },
+    /// The release archive cannot be read.
+    #[error("cannot read the archive `{name}`")]
+    Archive {
+        /// The archive's file name.
+        name: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Programs asked for are not in the archive.
+    #[error("the archive `{name}` holds no `{missing}`")]
+    NotInArchive {
+        /// The archive's file name.
+        name: String,
+        /// The programs missing.
+        missing: String,
+    },
+}
+
+impl FetchError {
+    /// A closure turning an I/O error on `path` into [`FetchError::Io`].
+    pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self + use<> {
+        let path = path.to_owned();
+        move |source| Self::Io { path, source }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Install: the plan and its execution (`crate::install`).
+// ---------------------------------------------------------------------------------------------
+
+/// The inventory, config and bundle do not make an installable plan.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// An external registry is configured; the install only sets up kk's own so far.
+    #[error("`image_registry.type: external` (`{address}`) is not installed by kk-install yet; hint: use kk's registry (`type: kk`), or push the bundle with `kk-install registry push` and install by hand")]
+    ExternalRegistry {
+        /// The configured address.
+        address: String,
+    },
+    /// Neither `image_registry` nor `kube_control_plane` has a host.
+    #[error("no host can serve kk's registry; hint: put a host in the `image_registry` or `kube_control_plane` group")]
+    NoRegistryHost,
+    /// A host has no internal address.
+    #[error("host `{node}` has no `internal_ipv4` or `internal_ipv6`; hint: the cluster needs the address it reaches the node at")]
+    NoAddress {
+        /// The inventory name.
+        node: String,
+    },
+    /// The bundle lacks a binary the install needs.
+    #[error("the bundle has no binary `{name}`; hint: build it with `spec.kubernetes` (the catalog adds it) or list it under `spec.binaries`")]
+    MissingBinary {
+        /// The binary's name.
+        name: String,
+    },
+    /// The bundle has no pause image.
+    #[error("the bundle has no pause image (`registry.k8s.io/pause:…`), which containerd needs as its sandbox image; hint: build it with `spec.kubernetes`, or add the image")]
+    NoPauseImage,
+}
+
+/// The install stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// A step failed on a node.
+    #[error("{phase} phase, step `{step}` failed on node `{node}`: {cause}")]
+    Step {
+        /// The phase.
+        phase: String,
+        /// The step id.
+        step: String,
+        /// The node (`installer` for a step on the installer machine).
+        node: String,
+        /// What happened, with the remote command's output.
+        cause: String,
+    },
+    /// The precheck found problems.
+    #[error("the precheck failed: fix what the table marks `fail`, or waive a check with `--ignore ID`")]
+    Precheck,
+    /// The state file belongs to another bundle.
+    #[error("`{}` records an install of bundle `{recorded}`, not of this bundle `{bundle}`; hint: use another `--work-dir`, or remove the file to start over", path.display())]
+    OtherBundle {
+        /// The state file.
+        path: PathBuf,
+        /// The bundle it names.
+        recorded: String,
+        /// The bundle given.
+        bundle: String,
+    },
+    /// `--resume` without anything to resume.
+    #[error("`--resume`: `{}` does not exist, so there is no install to resume; hint: run without `--resume`", path.display())]
+    NothingToResume {
+        /// The state file looked for.
+        path: PathBuf,
+    },
+    /// The state file cannot be read or written.
+    #[error("cannot read or write the install state `{}`", path.display())]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A node could not be reached.
+    #[error(transparent)]
+    Ssh(Box<SshError>),
+    /// The plan could not be made.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+impl From<SshError> for InstallError {
+    fn from(error: SshError) -> Self {
+        Self::Ssh(Box::new(error))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PKI: the cluster's certificates in the installer's work dir (`crate::pki`).
+// ---------------------------------------------------------------------------------------------
+
+/// The cluster's certificates cannot be made, or those already there cannot be kept.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PkiError {
+    /// No control plane to name in the apiserver certificate.
+    #[error(
+        "the cluster has no control plane, so there is no apiserver certificate to make; hint: put at least one host in `kube_control_plane`"
+    )]
+    NoControlPlane,
+    /// The registry has neither a DNS name nor an address.
+    #[error(
+        "the registry has no DNS name or IP address for its certificate; hint: give the names the nodes reach it by"
+    )]
+    NoRegistryName,
+    /// An etcd member name that is not a DNS name (it names a directory and a SAN).
+    #[error(
+        "etcd member name `{name}` is not a DNS name, so it cannot name its certificates' directory; hint: use letters, digits, `-` and `.`"
+    )]
+    MemberName {
+        /// The name as given.
+        name: String,
+    },
+    /// Two etcd members with the same name.
+    #[error("etcd member `{name}` is listed twice; hint: each member needs its own name")]
+    DuplicateMember {
+        /// The name.
+        name: String,
+    },
+    /// A SAN that is neither an IP address nor a DNS name.
+    #[error(
+        "`{value}` cannot go in the {certificate} certificate: it is neither an IP address nor a DNS name"
+    )]
+    BadSan {
+        /// Which certificate (`apiserver`, `registry`).
+        certificate: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read `{}`", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file or directory could not be written.
+    #[error("cannot write `{}`", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One file of a pair without the other.
+    #[error("`{}` exists but `{}` does not; kk will not replace half a pair; hint: restore `{}`, or delete `{}` to have both made anew (for a CA, everything it signed must then be remade too)", present.display(), missing.display(), missing.display(), present.display())]
+    HalfPair {
+        /// The file there.
+        present: PathBuf,
+        /// The file missing.
+        missing: PathBuf,
+    },
+    /// A certificate file that is not a PEM X.509 certificate.
+    #[error("`{}` is not a PEM certificate: {reason}", path.display())]
+    CertParse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        reason: String,
+    },
+    /// A key file kk cannot read.
+    #[error("`{}` is not a PEM private key kk can use (RSA or ECDSA)", path.display())]
+    KeyParse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// `sa.pub` is not a PEM public key.
+    #[error("`{}` is not a PEM public key: {reason}", path.display())]
+    PublicKeyParse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        reason: String,
+    },
+    /// A CA file that is not a CA certificate.
+    #[error("`{}` is not a CA certificate (it has no `CA:TRUE` basic constraint)", path.display())]
+    NotCa {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A key that does not belong to the certificate beside it.
+    #[error("`{}` is not the key of `{}`; hint: restore the right key, or delete both files to have them made anew", key.display(), cert.display())]
+    KeyMismatch {
+        /// The certificate (or `sa.pub`).
+        cert: PathBuf,
+        /// The key.
+        key: PathBuf,
+    },
+    /// A leaf certificate its CA did not sign.
+    #[error("`{}` is not signed by `{}`; hint: delete `{}` and its key to have them made anew by this CA", cert.display(), ca.display(), cert.display())]
+    NotSignedBy {
+        /// The leaf certificate.
+        cert: PathBuf,
+        /// The CA certificate.
+        ca: PathBuf,
+    },
+    /// A leaf certificate whose CA is gone.
+    #[error("`{}` exists but its CA `{}` does not; hint: restore the CA, or delete `{}` and its key to have them made anew", leaf.display(), ca.display(), leaf.display())]
+    CaMissing {
+        /// The leaf certificate.
+        leaf: PathBuf,
+        /// The CA certificate looked for.
+        ca: PathBuf,
+    },
+    /// A leaf certificate that lacks names the cluster now needs.
+    #[error("`{}` does not name {missing}, which the cluster now needs; kk does not reissue certificates by itself; hint: delete `{}` and its key to have them made anew, then copy them to the nodes again", path.display(), path.display())]
+    SansMissing {
+        /// The certificate.
+        path: PathBuf,
+        /// The missing names, in backticks, comma-separated.
+        missing: String,
+    },
+    /// A key or certificate could not be made.
+    #[error("cannot make `{}`", path.display())]
+    Sign {
+        /// The file it was for.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: rcgen::Error,
+    },
 }

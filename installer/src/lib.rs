@@ -1,10 +1,14 @@
 //! `kk-install` as a library: the parts of the installer that tests and the binary share.
 
 pub mod cluster;
+mod durable;
 pub mod error;
 pub mod facts;
+pub mod fetch;
 pub mod hooks;
+pub mod install;
 pub mod inventory;
+pub mod pki;
 pub mod precheck;
 pub mod push;
 pub mod registry;

@@ -33,6 +33,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match command {
         Command::Precheck(args) => nodes::precheck(&args, &cli.reach),
+        Command::Plan(args) => nodes::plan(&args),
+        Command::Fetch(args) => fetch(&args),
         Command::Verify(args) => {
             let started = Instant::now();
             let mut bundle = open(&args.bundle)?;
@@ -64,6 +66,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Registry(RegistryCommand::Serve(args)) => serve(&args),
         Command::Registry(RegistryCommand::Push(args)) => push(&args),
+        Command::Registry(RegistryCommand::Ping(args)) => {
+            let wait = std::time::Duration::from_secs(args.wait);
+            tokio::runtime::Runtime::new()
+                .context("cannot start the async runtime")?
+                .block_on(kk_install::fetch::ping(&args.registry, &args.ca, wait))
+                .with_context(|| format!("registry `{}` is not ready", args.registry))?;
+            print(&format!("ok: {} answers over TLS\n", args.registry))
+        }
         Command::Registry(RegistryCommand::Cert(args)) => {
             let issued = tls::issue(&args.ca_out, &args.names)?;
             print(&format!(
@@ -74,6 +84,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ))
         }
         Command::Unpack(args) => unpack_into(&args.bundle.bundle, &args.store),
+    }
+}
+
+/// `kk-install fetch`: on a node, a binary from kk's registry into a directory.
+fn fetch(args: &cli::FetchArgs) -> anyhow::Result<()> {
+    let request = kk_install::fetch::FetchRequest {
+        registry: args.registry.clone(),
+        ca: args.ca.clone(),
+        reference: args.reference.clone(),
+        expect: args.expect.clone(),
+        into: args.into.clone(),
+        files: args.files.clone(),
+        stamp_dir: kk_install::fetch::STAMP_DIR.into(),
+    };
+    let fetched = tokio::runtime::Runtime::new()
+        .context("cannot start the async runtime")?
+        .block_on(kk_install::fetch::fetch(&request))
+        .with_context(|| format!("cannot fetch `{}` from `{}`", args.reference, args.registry))?;
+    match args.output {
+        Output::Json => print(&format!("{}\n", serde_json::to_string(&fetched)?)),
+        Output::Text => {
+            let verb = if fetched.unchanged {
+                "already in place"
+            } else {
+                "installed"
+            };
+            let mut text = String::new();
+            for (path, sha) in &fetched.files {
+                text.push_str(&format!("{verb}: {} (sha256 {sha})\n", path.display()));
+            }
+            print(&text)
+        }
     }
 }
 
@@ -113,7 +155,6 @@ fn filled_store(source: &cli::StoreSource) -> anyhow::Result<kk_install::registr
 
 /// `registry push`: the store into an existing registry.
 fn push(args: &cli::PushArgs) -> anyhow::Result<()> {
-    let store = filled_store(&args.source)?;
     let credentials = match (&args.username, &args.password_env) {
         (Some(username), Some(variable)) => Some(kk_install::push::Credentials {
             username: username.clone(),
@@ -126,9 +167,13 @@ fn push(args: &cli::PushArgs) -> anyhow::Result<()> {
     let target = kk_install::push::PushTarget {
         host: args.to.clone(),
         plain_http: args.plain_http,
+        allow_plain_http_password: args.allow_plain_http_password,
         ca_file: args.ca.clone(),
         credentials,
     };
+    // Refused before a bundle is unpacked for nothing.
+    target.check()?;
+    let store = filled_store(&args.source)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime
         .block_on(kk_install::push::push(&store, &target, args.jobs))

@@ -1,44 +1,34 @@
-//! `kk-install precheck` and the install itself (`kk-install --bundle B -i inventory.yaml`):
+//! `kk-install precheck`, `plan` and the install itself (`kk-install --bundle B -i inventory.yaml`):
 //! reading the inventory and config, reaching the nodes, and printing what was found.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use kk_install::cluster::{self, Reach};
-use kk_install::hooks::{self, Hook};
+use kk_install::install::run::Checks;
+use kk_install::install::{Event, Install, Phase, Plan, RunOptions, StepStatus};
 use kk_install::inventory::{Config, Inventory};
-use kk_install::precheck::{self, Context, Report};
+use kk_install::precheck::Report;
 use kk_install::ssh::{HostKeyPolicy, Node};
 
-use crate::cli::{CheckOptions, Output, ReachArgs};
+use crate::cli::{Output, ReachArgs};
 
 /// What every node command reads first.
-struct Plan {
+struct Read {
     inventory: Inventory,
     config: Config,
     bundle: bundle_spec::Bundle,
     reach: Reach,
 }
 
-impl Plan {
+impl Read {
     fn read(
         bundle: &Path,
         inventory: &Path,
         config: Option<&Path>,
         reach: &ReachArgs,
     ) -> anyhow::Result<Self> {
-        let inventory = Inventory::from_path(inventory)?;
-        for warning in inventory.warnings() {
-            eprintln!("warning: {warning}");
-        }
-        let config = match config {
-            Some(path) => Config::from_path(path)?,
-            None => Config::default(),
-        };
-        for warning in config.warnings() {
-            eprintln!("warning: {warning}");
-        }
+        let (inventory, config) = read_files(inventory, config)?;
         let bundle = crate::open(bundle)?;
         let known_hosts = reach.known_hosts.clone().unwrap_or_else(|| {
             std::env::var_os("HOME")
@@ -59,37 +49,39 @@ impl Plan {
             },
         })
     }
+}
 
-    /// Gathers facts and measurements from the connected `nodes` and evaluates every rule.
-    async fn precheck(&self, nodes: &[Node], checks: &CheckOptions) -> anyhow::Result<Report> {
-        let facts = cluster::gather(nodes, &self.reach).await?;
-        let measured = cluster::measure(
-            &self.inventory,
-            &self.config,
-            nodes,
-            &facts,
-            &checks.fio_size,
-        )
-        .await;
-        let bundle = cluster::bundle_facts(&self.bundle);
-        let context = Context {
-            inventory: &self.inventory,
-            config: &self.config,
-            facts: &facts,
-            bundle: &bundle,
-            cluster: &measured,
-        };
-        let ignore: BTreeSet<String> = checks.ignore.iter().cloned().collect();
-        Ok(precheck::evaluate(&context, &ignore))
+/// The inventory and the config (defaults without one), their warnings printed.
+fn read_files(inventory: &Path, config: Option<&Path>) -> anyhow::Result<(Inventory, Config)> {
+    let inventory = Inventory::from_path(inventory)?;
+    for warning in inventory.warnings() {
+        eprintln!("warning: {warning}");
     }
+    let config = match config {
+        Some(path) => Config::from_path(path)?,
+        None => Config::default(),
+    };
+    for warning in config.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    Ok((inventory, config))
 }
 
 /// `kk-install precheck`: prints the report; fails if any check failed.
 pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> anyhow::Result<()> {
-    let plan = Plan::read(&args.bundle, &args.inventory, args.config.as_deref(), reach)?;
+    let read = Read::read(&args.bundle, &args.inventory, args.config.as_deref(), reach)?;
+    let bundle_facts = cluster::bundle_facts(&read.bundle);
+    let checks = Checks {
+        inventory: &read.inventory,
+        config: &read.config,
+        bundle: &bundle_facts,
+        reach: &read.reach,
+        fio_size: &args.checks.fio_size,
+        ignore: &args.checks.ignore.iter().cloned().collect(),
+    };
     let report = runtime()?.block_on(async {
-        let nodes = cluster::connect(&plan.inventory, &plan.reach).await?;
-        let report = plan.precheck(&nodes, &args.checks).await;
+        let nodes = cluster::connect(&read.inventory, &read.reach).await?;
+        let report = kk_install::install::run::precheck_report(&checks, &nodes).await;
         close(nodes).await;
         report
     })?;
@@ -100,39 +92,89 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
     fail_on(&report)
 }
 
-/// The install: `pre_hook` → precheck → `post_hook`. The phases between precheck and `post_hook`
-/// (PKI, registry, etcd, runtime, Kubernetes) are not part of kk-install yet, and it says so.
-pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyhow::Result<()> {
-    let (Some(bundle), Some(inventory)) = (&args.bundle, &args.inventory) else {
-        bail!("the install needs `--bundle` and `-i/--inventory`; see `kk-install --help`");
-    };
-    let plan = Plan::read(bundle, inventory, args.config.as_deref(), reach)?;
-    let work_dir = &plan.reach.work_dir;
-    let concurrency = plan.reach.concurrency;
-    runtime()?.block_on(async {
-        let nodes = cluster::connect(&plan.inventory, &plan.reach).await?;
-        let result = async {
-            let ran = hooks::run(Hook::Pre, &nodes, work_dir, concurrency).await?;
-            crate::print(&hook_summary("pre_hook", &ran))?;
-            let report = plan.precheck(&nodes, &args.checks).await?;
-            crate::print(&report.render_table())?;
-            fail_on(&report)?;
-            crate::print(
-                "the install phases (init, image registry, etcd, container runtime, Kubernetes) \
-                 are not part of kk-install yet: nothing was installed\n",
-            )?;
-            let ran = hooks::run(Hook::Post, &nodes, work_dir, concurrency).await?;
-            crate::print(&hook_summary("post_hook", &ran))
-        }
-        .await;
-        close(nodes).await;
-        result
-    })
+/// `kk-install plan`: the steps per node, from the inventory, config and bundle alone.
+pub(crate) fn plan(args: &crate::cli::PlanArgs) -> anyhow::Result<()> {
+    let (inventory, config) = read_files(&args.inventory, args.config.as_deref())?;
+    let bundle = crate::open(&args.bundle)?;
+    let plan = Plan::new(&inventory, &config, bundle.identity(), bundle.description())
+        .context("cannot plan the install")?;
+    match args.output {
+        Output::Text => crate::print(&plan.render(&inventory)),
+        Output::Json => crate::print(&format!("{:#}\n", serde_json::to_value(&plan)?)),
+    }
 }
 
-fn hook_summary(name: &str, ran: &[hooks::HookRun]) -> String {
-    let count: usize = ran.iter().map(|r| r.scripts.len()).sum();
-    format!("{name}: {count} scripts on {} nodes\n", ran.len())
+/// The install: every phase of the plan on every node; the final table.
+pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyhow::Result<()> {
+    let (Some(bundle_path), Some(inventory)) = (&args.bundle, &args.inventory) else {
+        bail!("the install needs `--bundle` and `-i/--inventory`; see `kk-install --help`");
+    };
+    let read = Read::read(bundle_path, inventory, args.config.as_deref(), reach)?;
+    let plan = Plan::new(
+        &read.inventory,
+        &read.config,
+        read.bundle.identity(),
+        read.bundle.description(),
+    )
+    .context("cannot plan the install")?;
+    let installer_binary =
+        std::env::current_exe().context("cannot find this kk-install's own file")?;
+    let bundle_facts = cluster::bundle_facts(&read.bundle);
+    let ignore = args.checks.ignore.iter().cloned().collect();
+    let install = Install {
+        plan: &plan,
+        bundle_path,
+        installer_binary: &installer_binary,
+        checks: Checks {
+            inventory: &read.inventory,
+            config: &read.config,
+            bundle: &bundle_facts,
+            reach: &read.reach,
+            fio_size: &args.checks.fio_size,
+            ignore: &ignore,
+        },
+    };
+    let options = RunOptions {
+        phase: args.phase,
+        resume: args.resume,
+    };
+    if args.resume {
+        eprintln!(
+            "resuming the install recorded in {}",
+            kk_install::install::run::state_path(&read.reach.work_dir).display()
+        );
+    }
+    let summary = runtime()?.block_on(async {
+        let nodes = cluster::connect(&read.inventory, &read.reach).await?;
+        let result = kk_install::install::run::run(&install, &nodes, &options, &report).await;
+        close(nodes).await;
+        result.map_err(anyhow::Error::from)
+    })?;
+    let phases: Vec<Phase> = args.phase.map_or_else(|| Phase::ALL.to_vec(), |p| vec![p]);
+    match args.output {
+        Output::Text => crate::print(&summary.render(&read.inventory, &phases)),
+        Output::Json => crate::print(&format!("{:#}\n", serde_json::to_value(&summary)?)),
+    }
+}
+
+/// Progress for the operator: one line per step and node as it finishes, on stderr.
+fn report(event: Event<'_>) {
+    match event {
+        Event::Step(step) => {
+            let status = match step.status {
+                StepStatus::Changed => "changed",
+                StepStatus::Unchanged => "ok",
+                StepStatus::Done => "done before",
+                StepStatus::Failed => "FAILED",
+            };
+            eprintln!(
+                "[{:>3}/{}] {:<12} {:<20} {:<11} {:.1}s",
+                step.finished, step.total, step.node, step.step, status, step.seconds
+            );
+        }
+        Event::Precheck(report) => eprint!("{}", report.render_table()),
+        Event::Note(text) => eprintln!("{text}"),
+    }
 }
 
 fn fail_on(report: &Report) -> anyhow::Result<()> {

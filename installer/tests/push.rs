@@ -79,10 +79,13 @@ impl Registry {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The registry as a target over plain HTTP; a password is sent (the test registry
+    /// listens on 127.0.0.1 only).
     fn target(&self, credentials: Option<Credentials>) -> PushTarget {
         PushTarget {
             host: self.host(),
             plain_http: true,
+            allow_plain_http_password: true,
             ca_file: None,
             credentials,
         }
@@ -366,6 +369,19 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
         username: "pusher".into(),
         password: "right-horse-battery".into(),
     }));
+    // Over plain HTTP, the password goes only when the caller says so.
+    let careful = PushTarget {
+        allow_plain_http_password: false,
+        ..right.clone()
+    };
+    let refused = push(&store, &careful, 2).await.unwrap_err();
+    let shown = format!("{refused} {refused:?}");
+    assert!(
+        matches!(refused, PushError::PasswordOverPlainHttp { .. }),
+        "{shown}"
+    );
+    assert!(shown.contains("--allow-plain-http-password"), "{shown}");
+    assert!(!shown.contains("right-horse-battery"), "{shown}");
     let report = push(&store, &right, 2).await.unwrap();
     assert_eq!(report.manifests, 7);
     check_bytes(&registry, &layout, Some("pusher:right-horse-battery"));

@@ -545,25 +545,26 @@ fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
     );
 }
 
-#[test]
-fn a_kubernetes_version_expands_through_the_catalog_into_a_bundle_from_the_lab() {
-    let b = Bench::new();
-    let catalog = b.path("catalog.json");
+/// Seeds the lab with stand-ins for everything `kk-bundle catalog VERSION` names and writes a
+/// manifest `k8s.yaml` in `dir` for that version whose download hosts and registries all point at
+/// the lab. Returns the manifest and the catalog's JSON.
+pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf, String) {
+    let catalog = dir.join("catalog.json");
     let mut cmd = Command::new(binary("kk-bundle"));
-    cmd.args(["catalog", "v1.31.4", "--output", "json"]);
+    cmd.args(["catalog", version, "--output", "json"]);
     let (json, _) = run_ok(&mut cmd);
     fs::write(&catalog, &json).expect("catalog");
-    let mut seed = b.lab.command("bash");
+    let mut seed = lab.command("bash");
     seed.current_dir(crate::support::workspace_root())
-        .env("LAB_DIR", b.lab.dir())
+        .env("LAB_DIR", lab.dir())
         .arg("scripts/lab/seed-catalog.sh")
         .arg(&catalog);
     run_ok(&mut seed);
 
     // Every download host and registry of the catalog points at the lab.
     let expansion: Value = serde_json::from_str(&json).expect("json");
-    let http = b.lab.http();
-    let registry = b.lab.registry();
+    let http = lab.http();
+    let registry = lab.registry();
     let mut file_hosts: Vec<String> = expansion["binaries"]
         .as_array()
         .expect("binaries")
@@ -578,14 +579,22 @@ fn a_kubernetes_version_expands_through_the_catalog_into_a_bundle_from_the_lab()
         let _ = writeln!(out, "    {h}: \"{http}/{h}\"");
         out
     });
-    let manifest = b.path("k8s.yaml");
+    let manifest = dir.join("k8s.yaml");
     fs::write(
         &manifest,
         format!(
-            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: k8s}}\nspec:\n  kubernetes: {{version: v1.31.4, containerRuntime: containerd, cni: calico}}\n  fileMirrors:\n{mirrors}  registries:\n    registry.k8s.io: {{mirror: \"{registry}\"}}\n    quay.io: {{mirror: \"{registry}\"}}\n    ghcr.io: {{mirror: \"{registry}\"}}\n    \"{registry}\": {{plainHTTP: true}}\n"
+            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: k8s}}\nspec:\n  kubernetes: {{version: {version}, containerRuntime: containerd, cni: calico}}\n  fileMirrors:\n{mirrors}  registries:\n    registry.k8s.io: {{mirror: \"{registry}\"}}\n    quay.io: {{mirror: \"{registry}\"}}\n    ghcr.io: {{mirror: \"{registry}\"}}\n    docker.io: {{mirror: \"{registry}\"}}\n    \"{registry}\": {{plainHTTP: true}}\n"
         ),
     )
     .expect("manifest");
+    (manifest, json)
+}
+
+#[test]
+fn a_kubernetes_version_expands_through_the_catalog_into_a_bundle_from_the_lab() {
+    let b = Bench::new();
+    let (manifest, json) = catalog_manifest(&b.lab, b.tmp.path(), "v1.31.4");
+    let expansion: Value = serde_json::from_str(&json).expect("json");
     run_ok(&mut b.build(&manifest, "k8s.tar.zst", "cache", &[]));
 
     let mut inspect = Command::new(binary("kk-bundle"));

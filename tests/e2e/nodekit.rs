@@ -1,5 +1,7 @@
-//! The node lab of `scripts/lab/nodes.sh` from Rust: bring it up in a test, reach its nodes,
-//! bring it down again (also when the test fails).
+//! The node labs from Rust: bring one up in a test, reach its nodes, bring it down again (also
+//! when the test fails). Two kinds with the same interface and env file: `scripts/lab/nodes.sh`
+//! (network namespaces with sshd as PID 1, no systemd) and `scripts/lab/nspawn.sh` (real Debian
+//! machines with systemd, one systemd-nspawn container each: the install lab).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -8,9 +10,30 @@ use std::process::Command;
 
 use crate::support::{describe, run, run_ok, workspace_root};
 
+/// Which lab script runs the nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `scripts/lab/nodes.sh`: sshd as PID 1 of a PID namespace, the host's file system overlaid.
+    Netns,
+    /// `scripts/lab/nspawn.sh`: systemd as PID 1 of a systemd-nspawn container, Debian's minbase
+    /// plus openssh-server as the root file system.
+    Nspawn,
+}
+
+impl Kind {
+    /// The script, relative to the repository.
+    pub(crate) fn script(self) -> &'static str {
+        match self {
+            Kind::Netns => "scripts/lab/nodes.sh",
+            Kind::Nspawn => "scripts/lab/nspawn.sh",
+        }
+    }
+}
+
 /// A node lab this test brought up; `down` on drop, also when the test panics.
 #[derive(Debug)]
 pub(crate) struct Nodes {
+    pub(crate) kind: Kind,
     pub(crate) dir: PathBuf,
     pub(crate) prefix: String,
     pub(crate) net: String,
@@ -23,7 +46,18 @@ impl Nodes {
     /// `nodes.sh up COUNT` with its state in `dir`, names starting with `prefix` and
     /// addresses in `net`.0/24.
     pub(crate) fn up(dir: &Path, prefix: &str, net: &str, count: usize) -> Self {
+        Self::up_kind(Kind::Netns, dir, prefix, net, count)
+    }
+
+    /// `nspawn.sh up COUNT`, as `up` does for `nodes.sh`.
+    pub(crate) fn up_nspawn(dir: &Path, prefix: &str, net: &str, count: usize) -> Self {
+        Self::up_kind(Kind::Nspawn, dir, prefix, net, count)
+    }
+
+    /// `up` of the lab script of `kind`.
+    pub(crate) fn up_kind(kind: Kind, dir: &Path, prefix: &str, net: &str, count: usize) -> Self {
         let mut nodes = Self {
+            kind,
             dir: dir.to_path_buf(),
             prefix: prefix.to_owned(),
             net: net.to_owned(),
@@ -41,8 +75,6 @@ impl Nodes {
         nodes
     }
 
-    /// `bash scripts/lab/nodes.sh ACTION` for this lab, run from another directory to show
-    /// that the script does not depend on the working directory.
     /// A lab of `count` nodes in `dir` with a prefix and a /24 of its own, so that it collides
     /// with no other lab on the machine.
     pub(crate) fn start(dir: &Path, count: usize) -> Self {
@@ -50,10 +82,19 @@ impl Nodes {
         Self::up(dir, &prefix, &free_net(), count)
     }
 
+    /// `start` for the nspawn lab: `count` real systemd machines (the first `up` on a machine
+    /// also builds the base image, cached in `target/lab/images`).
+    pub(crate) fn start_nspawn(dir: &Path, count: usize) -> Self {
+        let prefix = format!("kkn{}", std::process::id() % 100_000);
+        Self::up_nspawn(dir, &prefix, &free_net(), count)
+    }
+
+    /// `bash scripts/lab/<kind's script> ACTION` for this lab, run from another directory to
+    /// show that the script does not depend on the working directory.
     pub(crate) fn script(&self, action: &str) -> Command {
         let mut cmd = Command::new("bash");
         cmd.current_dir(std::env::temp_dir())
-            .arg(workspace_root().join("scripts/lab/nodes.sh"))
+            .arg(workspace_root().join(self.kind.script()))
             .arg(action)
             .env("NODES_DIR", &self.dir)
             .env("NODES_PREFIX", &self.prefix)
@@ -74,7 +115,8 @@ impl Nodes {
             .collect()
     }
 
-    /// The PIDs `up` recorded (unshare's, whose child is the node's sshd).
+    /// The PIDs `up` recorded: unshare's, whose child is the node's sshd (`nodes.sh`), or
+    /// systemd-nspawn's (`nspawn.sh`).
     pub(crate) fn pids(&self) -> Vec<u32> {
         (1..=self.ips().len())
             .map(|i| {
@@ -141,7 +183,11 @@ impl Drop for Nodes {
             let mut cmd = self.script("down");
             let out = run(&mut cmd);
             if !out.status.success() {
-                eprintln!("stopping the node lab failed:\n{}", describe(&cmd, &out));
+                eprintln!(
+                    "stopping the node lab ({}) failed:\n{}",
+                    self.kind.script(),
+                    describe(&cmd, &out)
+                );
             }
         }
     }

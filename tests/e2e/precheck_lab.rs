@@ -16,8 +16,8 @@ mod lab {
     use crate::nodekit::Nodes;
     use crate::support::{binary, run, run_failing, run_ok};
 
-    /// A lab of three nodes prepared the way the install's init phase would leave them for the
-    /// checks (`ip_forward` on), plus the operator's files.
+    /// A lab of three nodes prepared for the checks (`ip_forward` on, as the install's os phase
+    /// would leave it), plus the operator's files.
     struct Cluster {
         nodes: Nodes,
         dir: PathBuf,
@@ -140,6 +140,14 @@ mod lab {
             .unwrap_or_else(|| panic!("no {id} for {node}: {report:#}"))
     }
 
+    fn status<'a>(report: &'a Value, node: &str, id: &str) -> &'a str {
+        report["nodes"][node]
+            .as_array()
+            .and_then(|l| l.iter().find(|c| c["id"] == id))
+            .and_then(|c| c["status"].as_str())
+            .unwrap_or_else(|| panic!("no {id} for {node}: {report:#}"))
+    }
+
     fn only(node: &str, id: &str) -> Vec<(String, String)> {
         vec![(node.to_owned(), id.to_owned())]
     }
@@ -164,13 +172,20 @@ mod lab {
         let facts = fs::read_to_string(tmp.path().join("work/facts/node1.json")).expect("facts");
         assert!(facts.contains("\"hostname\": \"node1\""), "{facts}");
 
-        // ip_forward is per network namespace: off on node2 only.
+        // ip_forward is per network namespace: off on node2 only. The install's os phase turns
+        // it on, so before the install that is `set`, not a failure.
         cluster
             .nodes
             .on(&ips[1], "echo 0 > /proc/sys/net/ipv4/ip_forward");
         let (report, ok) = cluster.precheck();
-        assert_eq!(failures(&report), only("node2", "kubeadm.ip_forward"));
-        assert!(!ok, "a failed check fails the command");
+        assert_eq!(failures(&report), [], "{report:#}");
+        assert!(ok, "what the install sets does not fail the command");
+        assert_eq!(status(&report, "node2", "kubeadm.ip_forward"), "set");
+        assert!(
+            message(&report, "node2", "kubeadm.ip_forward")
+                .contains("set by the install: now net.ipv4.ip_forward = 0")
+        );
+        assert_eq!(status(&report, "node1", "kubeadm.ip_forward"), "pass");
         cluster
             .nodes
             .on(&ips[1], "echo 1 > /proc/sys/net/ipv4/ip_forward");
@@ -182,19 +197,36 @@ mod lab {
              echo $! > /root/port.pid; \
              for i in $(seq 50); do grep -q ':192B ' /proc/net/tcp && break; sleep 0.1; done",
         );
-        let (report, _) = cluster.precheck();
+        let (report, ok) = cluster.precheck();
         assert_eq!(failures(&report), only("node1", "kubeadm.port.6443"));
         assert!(message(&report, "node1", "kubeadm.port.6443").contains("6443"));
+        assert!(!ok, "a failed check fails the command");
         cluster.nodes.on(&ips[0], "kill \"$(cat /root/port.pid)\"");
 
-        // A command missing on node3 (hidden in node3's own mount namespace).
+        // Commands missing on node3 (hidden in node3's own mount namespace): socat is one
+        // kubeadm only warns about, nsenter one it requires.
         cluster
             .nodes
             .on(&ips[2], "mount --bind /dev/null \"$(command -v socat)\"");
+        let (report, ok) = cluster.precheck();
+        assert_eq!(failures(&report), [], "{report:#}");
+        assert!(ok);
+        assert_eq!(status(&report, "node3", "kubeadm.commands"), "warn");
+        assert!(message(&report, "node3", "kubeadm.commands").contains("`socat`"));
+        cluster
+            .nodes
+            .on(&ips[2], "mount --bind /dev/null \"$(command -v nsenter)\"");
         let (report, _) = cluster.precheck();
         assert_eq!(failures(&report), only("node3", "kubeadm.commands"));
-        assert!(message(&report, "node3", "kubeadm.commands").contains("socat"));
-        cluster.nodes.on(&ips[2], "umount \"$(command -v socat)\"");
+        let text = message(&report, "node3", "kubeadm.commands");
+        assert!(
+            text.contains("`nsenter`") && text.contains("`socat`"),
+            "{text}"
+        );
+        cluster.nodes.on(
+            &ips[2],
+            "umount \"$(command -v socat)\"; umount \"$(command -v nsenter)\"",
+        );
 
         // More memory required of the control plane than node1 has.
         cluster.write_config(64 * 1024 * 1024);

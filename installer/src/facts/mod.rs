@@ -36,7 +36,10 @@ pub async fn gather(node: &Node) -> Result<Facts, SshError> {
             output: format!("its output stopped early:\n{}", output.combined_text()),
         });
     }
-    let mut facts = Facts::parse(&text);
+    let mut facts = Facts::parse(&text).map_err(|source| SshError::Facts {
+        node: node.name().to_owned(),
+        source,
+    })?;
     // The script reads the clock first thing, so the time since `before` is the channel setup
     // alone (milliseconds); the whole run would skew it by the script's own duration.
     facts.clock_offset = facts.clock - before;
@@ -77,6 +80,10 @@ pub struct Facts {
     pub sysctls: BTreeMap<String, String>,
     /// Loaded kernel modules (`/proc/modules`).
     pub modules: Vec<String>,
+    /// File systems the kernel knows (`/proc/filesystems`): shows `overlay` when it is built
+    /// in, which `/proc/modules` does not list. Absent from facts recorded before it was read.
+    #[serde(default)]
+    pub filesystems: Vec<String>,
     /// `cgroup2fs`, `tmpfs` (v1 or hybrid), as `stat -f` names the file system of `/sys/fs/cgroup`.
     pub cgroup_fs: String,
     /// The commands of interest found on `PATH`.
@@ -148,5 +155,17 @@ impl Facts {
     /// A sysctl's value, trimmed.
     pub fn sysctl(&self, name: &str) -> Option<&str> {
         self.sysctls.get(name).map(|v| v.trim())
+    }
+
+    /// Whether kernel module `name` is available: loaded (`/proc/modules`), or evidently built
+    /// in: `overlay` as a known file system, `br_netfilter` by its `net.bridge.*` sysctls
+    /// (which exist only with it).
+    pub fn has_module(&self, name: &str) -> bool {
+        self.modules.iter().any(|m| m == name)
+            || match name {
+                "overlay" => self.filesystems.iter().any(|f| f == "overlay"),
+                "br_netfilter" => self.sysctls.keys().any(|k| k.starts_with("net.bridge.")),
+                _ => false,
+            }
     }
 }

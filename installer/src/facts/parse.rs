@@ -4,11 +4,12 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::{Facts, Listener, OsRelease};
+use crate::error::FactsError;
 
-/// The commands whose presence the rules check (kubeadm's preflight list, and what the install
-/// and the etcd disk check use).
+/// The commands whose presence the rules check (kubeadm's preflight list of every version kk
+/// installs, and what the install and the etcd disk check use).
 const COMMANDS: &str = "ip iptables mount nsenter ebtables ethtool socat tc touch conntrack \
-                        sha256sum fio sudo ipvsadm";
+                        crictl sha256sum fio sudo ipvsadm";
 
 /// The script run on every node; it only reads. `{commands}` is filled with the commands the
 /// rules look for.
@@ -21,9 +22,10 @@ s() { printf '\n@@%s\n' "$1"; }
 s clock; date +%s.%N
 s files
 grep -H '' /etc/os-release /proc/meminfo /proc/net/tcp /proc/net/tcp6 /proc/modules \
-  /proc/sys/kernel/osrelease /proc/sys/kernel/arch /proc/sys/kernel/hostname /proc/self/status \
-  /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding \
-  /proc/sys/net/bridge/bridge-nf-call-iptables /proc/sys/net/bridge/bridge-nf-call-ip6tables 2>/dev/null
+  /proc/filesystems /proc/sys/kernel/osrelease /proc/sys/kernel/arch /proc/sys/kernel/hostname \
+  /proc/self/status /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding \
+  /proc/sys/net/ipv6/conf/default/forwarding /proc/sys/net/bridge/bridge-nf-call-iptables \
+  /proc/sys/net/bridge/bridge-nf-call-ip6tables 2>/dev/null
 # /proc/sys/kernel/arch is younger than some supported kernels.
 [ -r /proc/sys/kernel/arch ] || { s machine; uname -m; }
 s cpus; nproc 2>/dev/null || getconf _NPROCESSORS_ONLN
@@ -63,18 +65,24 @@ impl Facts {
     /// Parses the output of the gathering script. Sections that are missing or unreadable
     /// leave their field at its default, which the rules then report (an empty kernel version
     /// fails the kernel rule, naming what was found).
-    pub fn parse(output: &str) -> Self {
+    ///
+    /// The output is the node's, so untrusted: any text parses without panicking, and a value
+    /// no machine can have (a `MemTotal` whose bytes overflow 64 bits) is refused rather than
+    /// wrapped or clamped into something a rule would believe.
+    pub fn parse(output: &str) -> Result<Self, FactsError> {
         let sections = split_sections(output);
         let text = |name: &str| sections.get(name).map_or("", |s| s.trim());
         let files = files(text("files"));
         let file = |name: &str| files.get(name).map_or("", String::as_str);
-        let (memory_bytes, swap_bytes) = meminfo(file("/proc/meminfo"));
+        let meminfo = file("/proc/meminfo");
+        let memory_bytes = meminfo_bytes(meminfo, "MemTotal")?;
+        let swap_bytes = meminfo_bytes(meminfo, "SwapTotal")?;
         let machine = match file("/proc/sys/kernel/arch").trim() {
             "" => text("machine"),
             arch => arch,
         };
         let tcp = format!("{}\n{}", file("/proc/net/tcp"), file("/proc/net/tcp6"));
-        Self {
+        Ok(Self {
             os: os_release(file("/etc/os-release")),
             kernel: file("/proc/sys/kernel/osrelease").trim().to_owned(),
             machine: machine.to_owned(),
@@ -97,6 +105,12 @@ impl Facts {
                 .filter_map(|line| line.split_whitespace().next())
                 .map(str::to_owned)
                 .collect(),
+            // `nodev\toverlay`, `\text4`: the name is the last field.
+            filesystems: file("/proc/filesystems")
+                .lines()
+                .filter_map(|line| line.split_whitespace().last())
+                .map(str::to_owned)
+                .collect(),
             cgroup_fs: text("cgroup").to_owned(),
             commands: lines(text("commands")),
             versions: sections
@@ -110,7 +124,12 @@ impl Facts {
             static_pods: lines(text("manifests")),
             etcd_data_present: text("etcd-data") == "yes",
             free_bytes: free_bytes(text("disk-paths"), text("df")),
-            clock: text("clock").parse().unwrap_or(0.0),
+            // `inf` and `NaN` parse as floats; no clock reads either.
+            clock: text("clock")
+                .parse()
+                .ok()
+                .filter(|c: &f64| c.is_finite())
+                .unwrap_or(0.0),
             // The status of the `grep` that read it: the same user as the script.
             uid: file("/proc/self/status")
                 .lines()
@@ -119,7 +138,7 @@ impl Facts {
                 .and_then(|uid| uid.parse().ok())
                 .unwrap_or(u32::MAX),
             clock_offset: 0.0,
-        }
+        })
     }
 }
 
@@ -155,15 +174,28 @@ pub(crate) fn is_complete(output: &str) -> bool {
     output.lines().any(|line| line == "@@end")
 }
 
+/// The sections of the script's output by name: a line `@@name` after the first line starts
+/// one, whose body runs to the next such line. Every cut is at a line start, so at a `\n`
+/// boundary: the output may hold any UTF-8 (a host name, an os-release field) and never splits
+/// inside a character.
 fn split_sections(output: &str) -> BTreeMap<&str, &str> {
     let mut sections = BTreeMap::new();
-    let mut rest = output;
-    while let Some(start) = rest.find("\n@@") {
-        let after = &rest[start + 3..];
-        let (name, body) = after.split_once('\n').unwrap_or((after, ""));
-        let end = body.find("\n@@").map_or(body.len(), |i| i + 1);
-        sections.insert(name.trim(), &body[..end]);
-        rest = &body[end.saturating_sub(1)..];
+    // The open section: its name and where its body starts.
+    let mut open: Option<(&str, usize)> = None;
+    let mut offset = 0;
+    for line in output.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let Some(name) = line.strip_prefix("@@").filter(|_| start > 0) else {
+            continue;
+        };
+        if let Some((previous, body)) = open.take() {
+            sections.insert(previous, &output[body..start]);
+        }
+        open = Some((name.trim(), offset));
+    }
+    if let Some((name, body)) = open {
+        sections.insert(name, &output[body..]);
     }
     sections
 }
@@ -194,15 +226,21 @@ fn os_release(text: &str) -> OsRelease {
     os
 }
 
-/// `MemTotal` and `SwapTotal` of `/proc/meminfo`, in bytes (the file says `kB`, meaning KiB).
-fn meminfo(text: &str) -> (u64, u64) {
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kib| kib * 1024)
+/// Field `name` of `/proc/meminfo` in bytes (the file says `kB`, meaning KiB); 0 when absent
+/// or unreadable, refused when its bytes overflow 64 bits.
+fn meminfo_bytes(text: &str, name: &'static str) -> Result<u64, FactsError> {
+    let Some(kib) = text
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    else {
+        return Ok(0);
     };
-    (field("MemTotal"), field("SwapTotal"))
+    kib.checked_mul(1024).ok_or_else(|| FactsError::OutOfRange {
+        file: "/proc/meminfo",
+        field: name,
+        value: format!("{kib} kB"),
+    })
 }
 
 /// `ip -o addr show`: `2: eth0    inet 10.0.0.5/24 brd … scope global eth0 …`.
@@ -352,7 +390,7 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
 
     #[test]
     fn parses_every_section_of_a_node() {
-        let facts = Facts::parse(NODE);
+        let facts = Facts::parse(NODE).expect("parses");
         assert_eq!(facts.os.id, "debian");
         assert_eq!(facts.os.version_id, "12");
         assert_eq!(facts.os.pretty_name, "Debian GNU/Linux 12 (bookworm)");
@@ -407,7 +445,8 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
     fn missing_sections_stay_empty() {
         let facts = Facts::parse(
             "\n@@files\n/proc/sys/kernel/osrelease:6.8.0\n/proc/sys/kernel/arch:aarch64\n",
-        );
+        )
+        .expect("parses");
         assert_eq!((facts.kernel.as_str(), facts.arch()), ("6.8.0", "arm64"));
         assert!(facts.os.id.is_empty() && facts.listening.is_empty());
         assert_eq!(facts.uid, u32::MAX);
@@ -416,12 +455,124 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         ));
     }
 
+    /// Node output is untrusted: multibyte text anywhere, cut anywhere, never panics, and each
+    /// section keeps exactly its body.
+    #[test]
+    fn multibyte_output_never_splits_a_character() {
+        let table: &[(&str, &str, &str)] = &[
+            // (output, section, expected trimmed body)
+            ("\n@@cgroup\né", "cgroup", "é"),
+            ("\n@@cgroup\n日本語", "cgroup", "日本語"),
+            ("\n@@cgroup\n🦀\n@@resolves\nyes\n", "cgroup", "🦀"),
+            ("\n@@cgroup\n🦀\n@@resolves\nyes\n", "resolves", "yes"),
+            ("\n@@ключ\nзначение\n", "ключ", "значение"),
+            ("\n@@é", "é", ""),
+            ("é\n@@cgroup\nx", "cgroup", "x"),
+            // A `@@` inside a line, or on the first line, starts nothing.
+            ("@@cgroup\nx\n@@end\n", "cgroup", ""),
+            ("\n@@cgroup\nä@@b\n", "cgroup", "ä@@b"),
+        ];
+        for (output, section, body) in table {
+            let sections = split_sections(output);
+            assert_eq!(
+                sections.get(section).map(|b| b.trim()).unwrap_or_default(),
+                *body,
+                "{output:?}"
+            );
+        }
+        // Every prefix of a multibyte-laden output parses (cuts inside a character are not
+        // valid `str`s, so every char boundary).
+        let text =
+            format!("{NODE}\n@@version kubelet\nKubernetes v1.31.4 — ünïcödé ✓\n@@cgroup\n日本");
+        for (cut, _) in text.char_indices() {
+            let _ = Facts::parse(&text[..cut]);
+        }
+        let facts = Facts::parse(
+            "\n@@files\n/proc/sys/kernel/hostname:nœud-é\n/etc/os-release:PRETTY_NAME=\"Débian ✓\"\n\n@@commands\nip\n🦀\n",
+        )
+        .expect("parses");
+        assert_eq!(facts.hostname, "nœud-é");
+        assert_eq!(facts.os.pretty_name, "Débian ✓");
+        assert_eq!(facts.commands, ["ip", "🦀"]);
+    }
+
+    #[test]
+    fn absurd_numbers_are_refused_or_ignored_never_wrapped() {
+        let meminfo = |mem: &str, swap: &str| {
+            Facts::parse(&format!(
+                "\n@@files\n/proc/meminfo:MemTotal: {mem}\n/proc/meminfo:SwapTotal: {swap}\n"
+            ))
+        };
+        let max_kib = u64::MAX / 1024;
+        for (mem, swap, expected) in [
+            ("2048 kB", "0 kB", Ok((2048 * 1024, 0))),
+            (
+                &format!("{max_kib} kB") as &str,
+                "0 kB",
+                Ok((max_kib * 1024, 0)),
+            ),
+            (&format!("{} kB", max_kib + 1), "0 kB", Err("MemTotal")),
+            ("1 kB", &format!("{} kB", u64::MAX), Err("SwapTotal")),
+            // Not numbers, or beyond u64: unreadable, so 0 (the memory rule then fails).
+            ("99999999999999999999999 kB", "-1 kB", Ok((0, 0))),
+            ("١٢٣ kB", "½ kB", Ok((0, 0))),
+            ("", "", Ok((0, 0))),
+        ] {
+            let parsed = meminfo(mem, swap);
+            match expected {
+                Ok(bytes) => {
+                    let facts = parsed.unwrap_or_else(|e| panic!("{mem} {swap}: {e}"));
+                    assert_eq!(
+                        (facts.memory_bytes, facts.swap_bytes),
+                        bytes,
+                        "{mem} {swap}"
+                    );
+                }
+                Err(field) => {
+                    // What `gather` reports: the node, the file and the field.
+                    let error = crate::error::SshError::Facts {
+                        node: "node1".to_owned(),
+                        source: parsed.expect_err(mem),
+                    }
+                    .to_string();
+                    for words in ["node `node1`", &format!("`{field}`"), "/proc/meminfo"] {
+                        assert!(error.contains(words), "{error} lacks {words}");
+                    }
+                }
+            }
+        }
+        for (clock, expected) in [
+            ("1795000000.5", 1_795_000_000.5),
+            ("inf", 0.0),
+            ("NaN", 0.0),
+            ("-inf", 0.0),
+            ("1e999", 0.0),
+        ] {
+            let facts = Facts::parse(&format!("\n@@clock\n{clock}\n")).expect("parses");
+            assert!(
+                (facts.clock - expected).abs() < 1e-6,
+                "{clock}: {}",
+                facts.clock
+            );
+        }
+        let facts = Facts::parse("\n@@cpus\n99999999999\n@@files\n/proc/net/tcp:   0: 0100007F:FFFFFF 00000000:0000 0A\n")
+            .expect("parses");
+        assert_eq!(facts.cpus, 0);
+        assert!(facts.listening.is_empty());
+    }
+
     #[test]
     fn the_script_names_every_command_of_the_rules() {
         let script = gather_script();
         assert!(!script.contains("{commands}"));
-        for command in ["conntrack", "socat", "ebtables", "fio"] {
+        for command in crate::precheck::KUBEADM_COMMANDS.iter().chain(&["fio"]) {
             assert!(script.contains(command), "{command}");
+        }
+        for file in [
+            "/proc/filesystems",
+            "/proc/sys/net/ipv6/conf/default/forwarding",
+        ] {
+            assert!(script.contains(file), "{file}");
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct Config {
     pub cni: CniConfig,
     /// `spec.image_registry`.
     pub image_registry: ImageRegistry,
+    /// `spec.image_registry.auth.registry`: where nodes reach kk's registry.
+    pub registry_address: RegistryAddress,
     /// `spec.cluster_require`: the precheck's thresholds.
     pub precheck: PrecheckConfig,
     /// Every key kk does not read, by dotted path below `spec` (`kubernetes.helm_version`), as
@@ -81,6 +83,7 @@ impl Default for Config {
             cri: CriConfig::default(),
             cni: CniConfig::default(),
             image_registry: ImageRegistry::Kk,
+            registry_address: RegistryAddress::default(),
             precheck: PrecheckConfig::default(),
             extra: BTreeMap::new(),
             source_name: "defaults".to_owned(),
@@ -336,6 +339,64 @@ pub enum ImageRegistry {
     External(ExternalRegistry),
 }
 
+/// `spec.image_registry.auth.registry`: the `host:port` every node reaches kk's registry at.
+///
+/// A DNS name is mapped to the registry host's address in every node's `/etc/hosts` by the
+/// install, and is one of the names the registry's certificate is issued for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RegistryAddress {
+    /// A DNS name or an IP address.
+    pub host: String,
+    /// The port `kk-registry.service` listens on.
+    pub port: u16,
+}
+
+impl RegistryAddress {
+    /// KubeKey's registry name.
+    pub const DEFAULT_HOST: &'static str = "dockerhub.kubekey.local";
+    /// kk's registry port.
+    pub const DEFAULT_PORT: u16 = 5443;
+
+    /// Parses `host` or `host:port` (`[v6]:port` for an IPv6 address).
+    pub fn parse(text: &str) -> Option<Self> {
+        let (host, port) = match text.rsplit_once(':') {
+            Some((host, port)) if !host.contains(':') || host.starts_with('[') => (
+                host.trim_start_matches('[').trim_end_matches(']'),
+                port.parse().ok()?,
+            ),
+            _ => (text, Self::DEFAULT_PORT),
+        };
+        (!host.is_empty() && port != 0).then(|| Self {
+            host: host.to_owned(),
+            port,
+        })
+    }
+
+    /// The host as an IP address, when it is one.
+    pub fn ip(&self) -> Option<IpAddr> {
+        self.host.parse().ok()
+    }
+}
+
+impl Default for RegistryAddress {
+    fn default() -> Self {
+        Self {
+            host: Self::DEFAULT_HOST.to_owned(),
+            port: Self::DEFAULT_PORT,
+        }
+    }
+}
+
+impl fmt::Display for RegistryAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ip() {
+            Some(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            _ => write!(f, "{}:{}", self.host, self.port),
+        }
+    }
+}
+
 /// `image_registry` with `type: external`.
 ///
 /// Only the name of the environment variable holding the password is in the file, so configs
@@ -433,6 +494,24 @@ impl fmt::Display for KernelVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registry_addresses_parse() {
+        let parse = |text| RegistryAddress::parse(text).map(|a| a.to_string());
+        for (text, expected) in [
+            (
+                "dockerhub.kubekey.local",
+                Some("dockerhub.kubekey.local:5443"),
+            ),
+            ("10.0.0.5:5000", Some("10.0.0.5:5000")),
+            ("[fd00::5]:5443", Some("[fd00::5]:5443")),
+            ("reg:0", None),
+            (":5443", None),
+            ("reg:port", None),
+        ] {
+            assert_eq!(parse(text).as_deref(), expected, "{text}");
+        }
+    }
 
     #[test]
     fn kernel_versions_parse_and_order() {

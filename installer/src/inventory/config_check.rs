@@ -12,12 +12,13 @@ use serde_saphyr::Spanned;
 
 use super::config::{
     Config, ControlPlaneEndpoint, EndpointKind, ExternalRegistry, ImageRegistry, KernelVersion,
-    KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig,
+    KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig, RegistryAddress,
 };
 use super::document::{Context, is_host, metadata_name, port, required};
 use super::raw::{
     EndpointType, RawClusterRequire, RawConfigDocument, RawConfigSpec, RawCri, RawEndpoint,
-    RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip, RawKubernetes, RegistryType,
+    RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip, RawKubernetes, RawRegistryAuth,
+    RegistryType,
 };
 use crate::error::InventoryError;
 
@@ -66,7 +67,7 @@ fn apply_spec(
         config.cni = super::network::cni(cx, raw, extra)?;
     }
     if let Some(raw) = spec.image_registry {
-        config.image_registry = image_registry(cx, raw, extra)?;
+        config.image_registry = image_registry(cx, raw, extra, &mut config.registry_address)?;
     }
     if let Some(raw) = spec.cluster_require {
         config.precheck = precheck(cx, raw, extra)?;
@@ -173,6 +174,7 @@ fn image_registry(
     cx: &mut Context,
     raw: Spanned<RawImageRegistry>,
     extra: &mut BTreeMap<String, Value>,
+    address_out: &mut RegistryAddress,
 ) -> Result<ImageRegistry, InventoryError> {
     let at = cx.at(&raw);
     let raw = raw.value;
@@ -182,6 +184,30 @@ fn image_registry(
         "image_registry.",
         extra,
     );
+    if let Some(auth) = raw.auth {
+        let mut auth = auth.value;
+        let unknown = std::mem::take(&mut auth.extra);
+        cx.keep(
+            unknown,
+            RawRegistryAuth::FIELDS,
+            "image_registry.auth.",
+            extra,
+        );
+        if let Some(address) = auth.registry {
+            if !is_host_port(&address.value) {
+                return Err(InventoryError::InvalidRegistryAddress {
+                    at: cx.at(&address),
+                    address: address.value,
+                });
+            }
+            *address_out = RegistryAddress::parse(&address.value).ok_or_else(|| {
+                InventoryError::InvalidRegistryAddress {
+                    at: cx.at(&address),
+                    address: address.value.clone(),
+                }
+            })?;
+        }
+    }
     if raw.kind.unwrap_or(RegistryType::Kk) == RegistryType::Kk {
         let fields = [
             ("address", &raw.address),

@@ -83,7 +83,7 @@ pub use cidr::{Cidr, ClusterCidr};
 pub use config::{
     CniConfig, Config, ControlPlaneEndpoint, CriConfig, EndpointKind, EtcdConfig,
     EtcdDeploymentType, ExternalRegistry, ImageRegistry, KernelVersion, KubeProxyMode, KubeVip,
-    KubeVipMode, KubernetesConfig, NetworkPlugin, PrecheckConfig,
+    KubeVipMode, KubernetesConfig, NetworkPlugin, PrecheckConfig, RegistryAddress,
 };
 pub use document::{API_VERSIONS, Warning};
 pub use inventory::{

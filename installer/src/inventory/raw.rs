@@ -187,6 +187,14 @@ section! {
         "address" => address: Option<Spanned<String>>,
         "username" => username: Option<Spanned<String>>,
         "password_env" => password_env: Option<Spanned<String>>,
+        "auth" => auth: Option<Spanned<RawRegistryAuth>>,
+    }
+}
+
+section! {
+    /// `spec.image_registry.auth`: KubeKey's registry address (its credentials are kept, unread).
+    struct RawRegistryAuth {
+        "registry" => registry: Option<Spanned<String>>,
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::facts::{Facts, Listener, OsRelease};
 use crate::inventory::{Config, Inventory};
 
-use super::{BundleFacts, CheckResult, ClusterFacts, Context, Report, Status, evaluate};
+use super::{BundleFacts, CheckResult, ClusterFacts, Context, Report, Stage, Status, evaluate_at};
 
 /// node1: control plane, etcd, image registry and worker; node2 and node3: workers.
 pub(super) const INVENTORY: &str = "\
@@ -34,7 +34,8 @@ pub(super) fn config(spec: &str) -> Config {
     Config::from_str_named(&text, "config.yaml").unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The facts of a healthy Debian 12 node with 2 CPUs and 4 GiB, no address yet.
+/// The facts of a healthy Debian 12 node with 2 CPUs and 4 GiB, no address yet, prepared as
+/// kk's os phase leaves it (forwarding and bridge filtering on, modules loaded, swap off).
 pub(super) fn debian() -> Facts {
     let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     Facts {
@@ -55,8 +56,15 @@ pub(super) fn debian() -> Facts {
             address: "0.0.0.0".to_owned(),
             port: 22,
         }],
-        sysctls: BTreeMap::from([("net.ipv4.ip_forward".to_owned(), "1".to_owned())]),
+        sysctls: BTreeMap::from([
+            ("net.ipv4.ip_forward".to_owned(), "1".to_owned()),
+            (
+                "net.bridge.bridge-nf-call-iptables".to_owned(),
+                "1".to_owned(),
+            ),
+        ]),
         modules: strings(&["overlay", "br_netfilter"]),
+        filesystems: strings(&["ext4", "overlay"]),
         cgroup_fs: "cgroup2fs".to_owned(),
         commands: strings(&[super::kubeadm::COMMANDS, &["fio"]].concat()),
         versions: BTreeMap::new(),
@@ -138,21 +146,35 @@ impl Fixture {
         self.facts.get_mut(node).unwrap_or_else(|| panic!("{node}"))
     }
 
-    /// Runs every rule.
-    pub(super) fn evaluate(&self, ignore: &BTreeSet<String>) -> Report {
-        let context = Context {
+    /// The context the fixture's parts make.
+    pub(super) fn context(&self) -> Context<'_> {
+        Context {
             inventory: &self.inventory,
             config: &self.config,
             facts: &self.facts,
             bundle: &self.bundle,
             cluster: &self.cluster,
-        };
-        evaluate(&context, ignore)
+        }
     }
 
-    /// The result of rule `id` on `node`.
+    /// Runs every rule before the install.
+    pub(super) fn evaluate(&self, ignore: &BTreeSet<String>) -> Report {
+        self.evaluate_at(ignore, Stage::BeforeInstall)
+    }
+
+    /// Runs every rule at `stage`.
+    pub(super) fn evaluate_at(&self, ignore: &BTreeSet<String>, stage: Stage) -> Report {
+        evaluate_at(&self.context(), ignore, stage)
+    }
+
+    /// The result of rule `id` on `node`, before the install.
     pub(super) fn on(&self, node: &str, id: &str) -> CheckResult {
-        let report = self.evaluate(&BTreeSet::new());
+        self.on_at(node, id, Stage::BeforeInstall)
+    }
+
+    /// The result of rule `id` on `node` at `stage`.
+    pub(super) fn on_at(&self, node: &str, id: &str, stage: Stage) -> CheckResult {
+        let report = self.evaluate_at(&BTreeSet::new(), stage);
         let results = report.nodes.get(node).unwrap_or_else(|| panic!("{node}"));
         find(results, id)
     }

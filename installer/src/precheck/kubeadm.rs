@@ -1,6 +1,8 @@
 //! `kubeadm.*`: what `kubeadm init`/`join` preflight checks, judged before kubeadm runs so
 //! that every node's problems are reported at once.
 
+use super::kubernetes::MIN_VERSION;
+use super::version::Version;
 use super::{CheckResult, Node, list, mib};
 use crate::inventory::{EtcdDeploymentType, KubeProxyMode};
 
@@ -10,9 +12,57 @@ pub(super) const KUBEADM_MEMORY_MIB: u64 = 1700;
 /// kubeadm's minimum CPUs for a control-plane node.
 pub(super) const KUBEADM_CPUS: u32 = 2;
 
-/// Commands kubeadm and the kubelet need on `PATH` (kubeadm's list, and `conntrack` for
-/// kube-proxy).
-pub(super) const COMMANDS: &[&str] = &[
+/// How kubeadm's preflight treats a command missing from `PATH` (its `InPathCheck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// `mandatory: true`: an error, preflight stops.
+    Mandatory,
+    /// `mandatory: false`: a warning.
+    Optional,
+}
+
+/// The commands kubeadm's preflight looks for on `PATH` on Linux (`InPathCheck`s added by
+/// `addCommonChecks`, through `addExecChecks` of `checks_linux.go`), for every `kubeadm init`
+/// and `kubeadm join`, and how, at the release that installs `version`:
+///
+/// - `ip`, `iptables`, `mount`, `nsenter` mandatory; `ebtables`, `ethtool`, `socat`, `tc`,
+///   `touch` optional, unchanged across v1.29 – v1.33.
+/// - `conntrack` mandatory below v1.32: kube-proxy 1.32 clears conntrack entries over netlink
+///   (kubernetes#126847), and kubeadm 1.32 adds the check only for a version below 1.32
+///   (kubernetes#126953; a `join`, which passes no version, does not check it at all).
+/// - `crictl` mandatory up to v1.30 (kubeadm shelled out to it for every CRI action); optional
+///   in v1.31, where kubeadm moved to the CRI client library (kubernetes#124685); gone from
+///   v1.32 (kubernetes#126596).
+fn in_path_checks(version: Version) -> Vec<(&'static str, Need)> {
+    let mut checks = Vec::new();
+    if version < Version::new(1, 31, 0) {
+        checks.push(("crictl", Need::Mandatory));
+    } else if version < Version::new(1, 32, 0) {
+        checks.push(("crictl", Need::Optional));
+    }
+    if version < Version::new(1, 32, 0) {
+        checks.push(("conntrack", Need::Mandatory));
+    }
+    checks.extend([
+        ("ip", Need::Mandatory),
+        ("iptables", Need::Mandatory),
+        ("mount", Need::Mandatory),
+        ("nsenter", Need::Mandatory),
+        ("ebtables", Need::Optional),
+        ("ethtool", Need::Optional),
+        ("socat", Need::Optional),
+        ("tc", Need::Optional),
+        ("touch", Need::Optional),
+    ]);
+    checks
+}
+
+/// Every command [`in_path_checks`] names for some version kk installs: what the fact script
+/// looks for, and what a healthy fixture node has.
+#[cfg(test)]
+pub(crate) const COMMANDS: &[&str] = &[
+    "crictl",
+    "conntrack",
     "ip",
     "iptables",
     "mount",
@@ -22,8 +72,11 @@ pub(super) const COMMANDS: &[&str] = &[
     "socat",
     "tc",
     "touch",
-    "conntrack",
 ];
+
+/// Commands the bundle carries and the install puts on every Kubernetes node before kubeadm
+/// runs (the runtime phase installs `crictl` with containerd).
+const FROM_BUNDLE: &[&str] = &["crictl"];
 
 /// Kernel modules kube-proxy's IPVS mode needs.
 pub(super) const IPVS_MODULES: &[&str] =
@@ -172,63 +225,105 @@ fn manifests(node: &Node, id: &str) -> CheckResult {
     }
 }
 
-/// `kubeadm.swap`: swap is off.
+/// `kubeadm.swap`: swap is off (kk's os phase turns it off: see [`super::ESTABLISHED_BY_OS`]).
 fn swap(node: &Node, id: &str) -> CheckResult {
     let swap = node.facts.swap_bytes;
     if swap == 0 {
         CheckResult::pass(id, "swap is off")
     } else {
-        CheckResult::fail(
+        node.unmet_until_os(
             id,
-            format!(
-                "swap is on ({} MiB); fix: `swapoff -a` and remove the swap entries from /etc/fstab",
-                mib(swap)
-            ),
+            &format!("swap is on ({} MiB)", mib(swap)),
+            "`swapoff -a` and remove the swap entries from /etc/fstab",
         )
     }
 }
 
-/// `kubeadm.ip_forward`: IPv4 forwarding, and IPv6 forwarding on a node with an IPv6 address.
+/// `kubeadm.ip_forward`: IPv4 forwarding, and IPv6 forwarding on a node that uses IPv6 (kubeadm
+/// reads `conf/default`, routing goes by `conf/all`: kk's os phase sets both).
 fn ip_forward(node: &Node, id: &str) -> CheckResult {
     let mut keys = vec!["net.ipv4.ip_forward"];
-    if node.host.internal_ipv6.is_some() {
-        keys.push("net.ipv6.conf.all.forwarding");
+    if node.uses_ipv6() {
+        keys.extend([
+            "net.ipv6.conf.all.forwarding",
+            "net.ipv6.conf.default.forwarding",
+        ]);
     }
+    sysctls_on(
+        node,
+        id,
+        &keys,
+        "set them to 1 in /etc/sysctl.d/99-kubernetes.conf and run `sysctl --system`",
+    )
+}
+
+/// `id` passes when every sysctl of `keys` is `1`; else it is unmet until the os phase, naming
+/// each value found.
+pub(super) fn sysctls_on(node: &Node, id: &str, keys: &[&str], fix: &str) -> CheckResult {
     let off: Vec<String> = keys
         .iter()
         .filter(|key| node.facts.sysctl(key) != Some("1"))
         .map(|key| format!("{key} = {}", node.facts.sysctl(key).unwrap_or("(absent)")))
         .collect();
     if off.is_empty() {
-        return CheckResult::pass(id, format!("{} = 1", keys.join(", ")));
+        CheckResult::pass(id, format!("{} = 1", keys.join(", ")))
+    } else {
+        node.unmet_until_os(id, &off.join(", "), fix)
     }
-    CheckResult::fail(
-        id,
-        format!(
-            "{}; fix: set it to 1 in /etc/sysctl.d/99-kubernetes.conf and run `sysctl --system`",
-            off.join(", ")
-        ),
-    )
 }
 
-/// `kubeadm.commands`: the commands kubeadm needs are installed.
+/// `kubeadm.commands`: the commands kubeadm's preflight looks for, judged as the kubeadm of the
+/// version to install judges them ([`in_path_checks`]): a missing mandatory one fails, a
+/// missing optional one warns. A command the install brings from the bundle counts as there.
 fn commands(node: &Node, id: &str) -> CheckResult {
-    let missing: Vec<&str> = COMMANDS
-        .iter()
-        .copied()
-        .filter(|c| !node.facts.has_command(c))
-        .collect();
-    if missing.is_empty() {
-        CheckResult::pass(id, "all found")
-    } else {
-        CheckResult::fail(
+    let (version, judged) = match node.cx.kube_version() {
+        Some(version) => (
+            Version::from(version),
+            format!("kubeadm v{}", Version::from(version)),
+        ),
+        // The strictest kubeadm kk installs: an unknown version fails `kubernetes.version`
+        // anyway, and a passing check should hold for whatever version it turns out to be.
+        None => (
+            MIN_VERSION,
+            format!("kubeadm v{MIN_VERSION} (the version to install is unknown)"),
+        ),
+    };
+    let brought = |command: &str| {
+        FROM_BUNDLE.contains(&command) && node.cx.bundle.binaries.iter().any(|b| b == command)
+    };
+    let missing = |need: Need| -> Vec<&str> {
+        in_path_checks(version)
+            .into_iter()
+            .filter(|&(command, n)| {
+                n == need && !node.facts.has_command(command) && !brought(command)
+            })
+            .map(|(command, _)| command)
+            .collect()
+    };
+    let (mandatory, optional) = (missing(Need::Mandatory), missing(Need::Optional));
+    let fix = "install them from the distribution's packages (iproute2, iptables, util-linux,                ebtables, ethtool, socat, conntrack)";
+    if !mandatory.is_empty() {
+        let also = if optional.is_empty() {
+            String::new()
+        } else {
+            format!(", and {}, which it warns about", list(&optional))
+        };
+        let message = format!(
+            "missing {}, which {judged} requires{also}",
+            list(&mandatory)
+        );
+        return CheckResult::fail(id, format!("{message}; fix: {fix}"));
+    }
+    if !optional.is_empty() {
+        return CheckResult::warn(
             id,
             format!(
-                "missing {}; fix: install them from the distribution's packages (e.g. iproute2, iptables, util-linux, ebtables, ethtool, socat, conntrack)",
-                list(&missing)
+                "missing {}, which {judged} warns about (the install goes on); fix: {fix}",
+                list(&optional)
             ),
-        )
+        );
     }
+    CheckResult::pass(id, format!("every command {judged} looks for is there"))
 }
 
 /// `kubeadm.cgroups`: a cgroup file system is mounted.

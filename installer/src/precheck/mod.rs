@@ -12,6 +12,18 @@
 //! and the image registry, `kubeadm` for kubeadm's own preflight, `airgap`), each exposing
 //! `node(&Node)` and/or `cluster(&Context)`.
 //!
+//! # Stages: what the install sets itself
+//!
+//! Some conditions are not the operator's to prepare: kk's os phase establishes them on every
+//! Kubernetes node (the rules of [`ESTABLISHED_BY_OS`]: swap off, IPv4 forwarding and IPv6
+//! forwarding where IPv6 is used, `bridge-nf-call-iptables`, the `overlay` and `br_netfilter`
+//! modules). Failing a fresh minimal server on them would stop an install over something the
+//! install fixes. So the rules run at a [`Stage`]: [`Stage::BeforeInstall`] (what
+//! [`evaluate`] and `kk-install precheck` use) reports such an unmet condition as
+//! [`Status::SetByInstall`], with what the node has now; [`Stage::AfterOs`] judges it for real.
+//! The installer calls [`established_by_os`] on facts gathered again after its os phase: the
+//! same rules, nothing else, now failing if the phase did not establish them.
+//!
 //! # Why pure
 //!
 //! No rule touches a node: facts are gathered once, in one round trip per node
@@ -22,7 +34,8 @@
 //! # Conventions
 //!
 //! - Every rule has a stable id (`kubeadm.swap`, `kubeadm.port.6443`…) and yields `fail` or
-//!   `warn` when violated; messages say what was found and how to fix it.
+//!   `warn` when violated (or `set` before the install, see above); messages say what was
+//!   found and how to fix it.
 //! - A node rule that does not apply to a node (control-plane ports on a worker) is listed
 //!   for it as `skip` with the reason, so every node has every rule.
 //! - `--ignore ID` waives a rule; an id also waives its sub-ids (`kubeadm.port` waives
@@ -46,6 +59,9 @@ mod version;
 #[cfg(test)]
 mod fixtures;
 
+#[cfg(test)]
+pub(crate) use kubeadm::COMMANDS as KUBEADM_COMMANDS;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use bundle_spec::manifest::KubernetesVersion;
@@ -55,6 +71,27 @@ use crate::facts::Facts;
 use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, K8S_CLUSTER};
 
 pub use report::Report;
+
+/// The ids of the node rules whose condition kk's os phase establishes on every Kubernetes
+/// node: unmet before the install, they are [`Status::SetByInstall`]; [`established_by_os`]
+/// runs exactly these.
+pub const ESTABLISHED_BY_OS: &[&str] = &[
+    "kubeadm.swap",
+    "kubeadm.ip_forward",
+    "network.bridge_nf_call_iptables",
+    "os.modules",
+];
+
+/// When the rules run, which decides how a condition kk's os phase establishes is judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stage {
+    /// Before anything is installed: an unmet condition of [`ESTABLISHED_BY_OS`] is
+    /// [`Status::SetByInstall`], naming what the node has now.
+    #[default]
+    BeforeInstall,
+    /// After kk's os phase, on facts gathered again: every rule is judged as it stands.
+    AfterOs,
+}
 
 /// Everything the rules read.
 #[derive(Debug, Clone, Copy)]
@@ -113,6 +150,11 @@ pub struct CheckResult {
 pub enum Status {
     /// The requirement is met.
     Pass,
+    /// Not met now, but kk's os phase establishes it (only before the install, only for the
+    /// rules of [`ESTABLISHED_BY_OS`]); the install goes on and judges it again after that
+    /// phase. `set` in the table and in JSON.
+    #[serde(rename = "set")]
+    SetByInstall,
     /// Not met, but the install can go on.
     Warn,
     /// Not met: the install would fail or make a broken cluster.
@@ -122,10 +164,11 @@ pub enum Status {
 }
 
 impl Status {
-    /// `pass`, `warn`, `fail` or `skip`.
+    /// `pass`, `set`, `warn`, `fail` or `skip`: the table's and the JSON's spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pass => "pass",
+            Self::SetByInstall => "set",
             Self::Warn => "warn",
             Self::Fail => "fail",
             Self::Skip => "skip",
@@ -164,9 +207,54 @@ impl CheckResult {
     }
 }
 
-/// Runs every rule: node rules on each host with facts, cluster rules once; then waives what
-/// `ignore` names (an id, or a prefix of ids ending before a `.`).
+/// The start of the message of a [`Status::SetByInstall`] result.
+const SET_BY_INSTALL: &str = "set by the install: now ";
+
+/// Runs every rule before the install ([`Stage::BeforeInstall`]): see [`evaluate_at`].
 pub fn evaluate(context: &Context, ignore: &BTreeSet<String>) -> Report {
+    evaluate_at(context, ignore, Stage::BeforeInstall)
+}
+
+/// Runs every rule at `stage`: node rules on each host with facts, cluster rules once; then
+/// waives what `ignore` names (an id, or a prefix of ids ending before a `.`).
+pub fn evaluate_at(context: &Context, ignore: &BTreeSet<String>, stage: Stage) -> Report {
+    let nodes = each_node(context, stage, |node| {
+        node_rules(node)
+            .into_iter()
+            .map(|r| waive(r, ignore))
+            .collect()
+    });
+    let cluster = cluster_rules(context)
+        .into_iter()
+        .map(|r| waive(r, ignore))
+        .collect();
+    Report { nodes, cluster }
+}
+
+/// Judges, for real, only the rules of [`ESTABLISHED_BY_OS`] on every host with facts (no
+/// cluster rules): what the installer runs on facts gathered again after its os phase, so that
+/// a condition the phase should have established and did not fails the install there. `ignore`
+/// waives as in [`evaluate_at`].
+pub fn established_by_os(context: &Context, ignore: &BTreeSet<String>) -> Report {
+    let nodes = each_node(context, Stage::AfterOs, |node| {
+        node_rules(node)
+            .into_iter()
+            .filter(|r| ESTABLISHED_BY_OS.contains(&r.id.as_str()))
+            .map(|r| waive(r, ignore))
+            .collect()
+    });
+    Report {
+        nodes,
+        cluster: Vec::new(),
+    }
+}
+
+/// `rules` of every inventory host with facts, by host name.
+fn each_node(
+    context: &Context,
+    stage: Stage,
+    rules: impl Fn(&Node) -> Vec<CheckResult>,
+) -> BTreeMap<String, Vec<CheckResult>> {
     let mut nodes = BTreeMap::new();
     for host in context.inventory.hosts() {
         let Some(facts) = context.facts.get(&host.name) else {
@@ -176,18 +264,11 @@ pub fn evaluate(context: &Context, ignore: &BTreeSet<String>) -> Report {
             cx: context,
             host,
             facts,
+            stage,
         };
-        let results = node_rules(&node)
-            .into_iter()
-            .map(|r| waive(r, ignore))
-            .collect();
-        nodes.insert(host.name.clone(), results);
+        nodes.insert(host.name.clone(), rules(&node));
     }
-    let cluster = cluster_rules(context)
-        .into_iter()
-        .map(|r| waive(r, ignore))
-        .collect();
-    Report { nodes, cluster }
+    nodes
 }
 
 fn node_rules(node: &Node) -> Vec<CheckResult> {
@@ -243,6 +324,8 @@ pub(crate) struct Node<'a> {
     pub(crate) cx: &'a Context<'a>,
     pub(crate) host: &'a Host,
     pub(crate) facts: &'a Facts,
+    /// How a condition of [`ESTABLISHED_BY_OS`] is judged.
+    pub(crate) stage: Stage,
 }
 
 impl Node<'_> {
@@ -254,6 +337,31 @@ impl Node<'_> {
     /// Whether the node gets a kubelet (is in `k8s_cluster`).
     fn is_kubernetes(&self) -> bool {
         self.cx.is_kubernetes(self.name())
+    }
+
+    /// Whether the node uses IPv6: it has an internal IPv6 address, or the cluster's pod or
+    /// service range has an IPv6 part (dual stack). kubeadm checks IPv6 forwarding in either
+    /// case, and kk's os phase then turns on IPv6 forwarding and bridge filtering.
+    fn uses_ipv6(&self) -> bool {
+        let cni = &self.cx.config.cni;
+        self.host.internal_ipv6.is_some()
+            || cni.pod_cidr.ipv6().is_some()
+            || cni.service_cidr.ipv6().is_some()
+    }
+
+    /// The verdict on an unmet condition of [`ESTABLISHED_BY_OS`], `found` saying what the
+    /// node has now: before the install, `set` (the os phase establishes it); after the os
+    /// phase, `fail` with `fix`, since the phase should have and did not.
+    fn unmet_until_os(&self, id: &str, found: &str, fix: &str) -> CheckResult {
+        match self.stage {
+            Stage::BeforeInstall => {
+                CheckResult::new(id, Status::SetByInstall, format!("{SET_BY_INSTALL}{found}"))
+            }
+            Stage::AfterOs => CheckResult::fail(
+                id,
+                format!("{found} after kk's os phase, which should have set it; fix: {fix}"),
+            ),
+        }
     }
 
     /// Whether the node runs an etcd member: the `etcd` group with external etcd, the control
@@ -368,5 +476,112 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("kubeadm.port.6443"), "{table}");
+    }
+
+    /// A minimal server, as found before the install: swap on, forwarding off, no
+    /// `br_netfilter` (so no bridge sysctls), no modules loaded.
+    fn minimal(fixture: &mut Fixture, node: &str) {
+        let facts = fixture.node(node);
+        facts.swap_bytes = 1 << 30;
+        facts.sysctls = BTreeMap::from([("net.ipv4.ip_forward".to_owned(), "0".to_owned())]);
+        facts.modules.clear();
+        facts.filesystems.clear();
+    }
+
+    #[test]
+    fn what_the_os_phase_sets_is_not_a_failure_before_the_install() {
+        let mut fixture = Fixture::three_nodes();
+        minimal(&mut fixture, "node2");
+        let report = fixture.evaluate(&BTreeSet::new());
+        let table = report.render_table();
+        assert!(!report.failed(), "{table}");
+        let set: Vec<&str> = report.nodes["node2"]
+            .iter()
+            .filter(|r| r.status == Status::SetByInstall)
+            .map(|r| r.id.as_str())
+            .collect();
+        // Exactly the rules the os phase establishes, and nothing is `set` elsewhere.
+        let mut expected = ESTABLISHED_BY_OS.to_vec();
+        expected.sort_unstable();
+        let mut found = set.clone();
+        found.sort_unstable();
+        assert_eq!(found, expected, "{table}");
+        for (node, results) in &report.nodes {
+            for result in results {
+                if result.status == Status::SetByInstall {
+                    assert_eq!(node, "node2");
+                    assert!(
+                        result.message.starts_with(SET_BY_INSTALL),
+                        "{}",
+                        result.message
+                    );
+                }
+            }
+        }
+        assert!(
+            table.contains(
+                "precheck passed: 3 nodes, 0 failed, 0 warnings, 4 set by the install, 0 waived"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("node2  kubeadm.swap: now swap is on (1024 MiB)"),
+            "{table}"
+        );
+        assert_eq!(report.to_json()["nodes"]["node2"][0]["status"], "pass");
+
+        // After the os phase, the same facts fail, and only those rules.
+        let after = fixture.evaluate_at(&BTreeSet::new(), Stage::AfterOs);
+        let mut failed: Vec<&str> = after.nodes["node2"]
+            .iter()
+            .filter(|r| r.status == Status::Fail)
+            .map(|r| r.id.as_str())
+            .collect();
+        failed.sort_unstable();
+        assert_eq!(failed, expected);
+    }
+
+    #[test]
+    fn established_by_os_judges_only_those_rules_for_real() {
+        let mut fixture = Fixture::three_nodes();
+        minimal(&mut fixture, "node2");
+        // Problems the os phase does not fix are not its report's business.
+        fixture.node("node2").commands.clear();
+        fixture.node("node3").uid = 1000;
+        let report = established_by_os(&fixture.context(), &BTreeSet::new());
+        assert!(report.cluster.is_empty());
+        assert_eq!(
+            report.nodes.keys().collect::<Vec<_>>(),
+            ["node1", "node2", "node3"]
+        );
+        for (node, results) in &report.nodes {
+            let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            let mut expected = ESTABLISHED_BY_OS.to_vec();
+            expected.sort_unstable();
+            assert_eq!(sorted, expected, "{node}");
+            let status = if node == "node2" {
+                Status::Fail
+            } else {
+                Status::Pass
+            };
+            assert!(
+                results.iter().all(|r| r.status == status),
+                "{node}: {results:#?}"
+            );
+        }
+        assert!(report.failed());
+        // Waivers apply here too.
+        let ignore: BTreeSet<String> = ESTABLISHED_BY_OS
+            .iter()
+            .map(|id| (*id).to_owned())
+            .collect();
+        let waived = established_by_os(&fixture.context(), &ignore);
+        assert!(!waived.failed(), "{}", waived.render_table());
+        // A node whose facts were not gathered again is not judged.
+        fixture.facts.remove("node1");
+        let report = established_by_os(&fixture.context(), &BTreeSet::new());
+        assert!(!report.nodes.contains_key("node1"));
     }
 }

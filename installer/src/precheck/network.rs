@@ -1,5 +1,5 @@
-//! `network.*`: node interfaces, the pod and service ranges, dual stack, the network plugin
-//! and the pod address space.
+//! `network.*`: node interfaces, bridge filtering, the pod and service ranges, dual stack, the
+//! network plugin and the pod address space.
 
 use std::net::IpAddr;
 
@@ -14,7 +14,28 @@ const DUAL_STACK_SINCE: Version = Version::new(1, 20, 0);
 const HYBRIDNET_SINCE: Version = Version::new(1, 16, 0);
 
 pub(super) fn node(node: &Node) -> Vec<CheckResult> {
-    vec![interface(node)]
+    vec![interface(node), bridge_nf_call_iptables(node)]
+}
+
+/// `network.bridge_nf_call_iptables`: bridged traffic goes through iptables (and ip6tables on a
+/// node that uses IPv6), as kube-proxy's iptables rules and bridge-based network plugins need.
+/// kubeadm checked it up to v1.29; kk's os phase sets it whatever the version (see
+/// [`super::ESTABLISHED_BY_OS`]). The keys exist only once `br_netfilter` is loaded.
+fn bridge_nf_call_iptables(node: &Node) -> CheckResult {
+    const ID: &str = "network.bridge_nf_call_iptables";
+    if !node.is_kubernetes() {
+        return CheckResult::skip(ID, "not a Kubernetes node");
+    }
+    let mut keys = vec!["net.bridge.bridge-nf-call-iptables"];
+    if node.uses_ipv6() {
+        keys.push("net.bridge.bridge-nf-call-ip6tables");
+    }
+    super::kubeadm::sysctls_on(
+        node,
+        ID,
+        &keys,
+        "`modprobe br_netfilter`, set them to 1 in /etc/sysctl.d/99-kubernetes.conf and run `sysctl --system`",
+    )
 }
 
 pub(super) fn cluster(cx: &Context) -> Vec<CheckResult> {

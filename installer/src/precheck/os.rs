@@ -1,7 +1,7 @@
-//! `os.*`: the node's name, distribution, architecture, memory and kernel.
+//! `os.*`: the node's name, distribution, architecture, memory, kernel and kernel modules.
 
 use super::version::Version;
-use super::{CheckResult, Node, mib};
+use super::{CheckResult, Node, list, mib};
 
 /// Distributions kk installs on: `ID` of `/etc/os-release` (lowercased) and the `VERSION_ID`s
 /// (a listed `8` also accepts `8.9`).
@@ -19,6 +19,11 @@ const SUPPORTED: &[(&str, &[&str])] = &[
 /// Architectures the installer and the catalog's binaries exist for.
 const ARCHITECTURES: &[&str] = &["amd64", "arm64"];
 
+/// Kernel modules every Kubernetes node needs, which kk's os phase loads (and lists in
+/// `/etc/modules-load.d/`): `overlay` for containerd's overlayfs snapshotter, `br_netfilter`
+/// for the `net.bridge.bridge-nf-call-*` sysctls.
+pub(super) const MODULES: &[&str] = &["overlay", "br_netfilter"];
+
 pub(super) fn node(node: &Node) -> Vec<CheckResult> {
     vec![
         hostname(node),
@@ -26,6 +31,7 @@ pub(super) fn node(node: &Node) -> Vec<CheckResult> {
         arch(node),
         memory(node),
         kernel(node),
+        modules(node),
     ]
 }
 
@@ -212,9 +218,31 @@ fn kernel(node: &Node) -> CheckResult {
     }
 }
 
+/// `os.modules`: [`MODULES`] are available (see [`super::ESTABLISHED_BY_OS`]).
+fn modules(node: &Node) -> CheckResult {
+    const ID: &str = "os.modules";
+    if !node.is_kubernetes() {
+        return CheckResult::skip(ID, "not a Kubernetes node");
+    }
+    let missing: Vec<&str> = MODULES
+        .iter()
+        .copied()
+        .filter(|m| !node.facts.has_module(m))
+        .collect();
+    if missing.is_empty() {
+        return CheckResult::pass(ID, format!("{} loaded", list(MODULES)));
+    }
+    node.unmet_until_os(
+        ID,
+        &format!("{} not loaded", list(&missing)),
+        "`modprobe` them and list them in /etc/modules-load.d/kubernetes.conf",
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::Status::{Fail, Pass, Skip, Warn};
+    use super::super::Stage::{AfterOs, BeforeInstall};
+    use super::super::Status::{Fail, Pass, SetByInstall, Skip, Warn};
     use super::super::fixtures::{Fixture, config, expect, inventory};
 
     #[test]
@@ -359,5 +387,55 @@ mod tests {
             Fail,
             &["4.4.0", "4.9.17", "min_kernel_version"],
         );
+    }
+
+    /// `overlay` and `br_netfilter`, loaded or evidently built in; else the install's to load.
+    #[test]
+    fn modules_loaded_or_built_in() {
+        /// `/proc/modules`, `/proc/filesystems`, whether `net.bridge.*` exists, what is missing.
+        type Row = (
+            &'static [&'static str],
+            &'static [&'static str],
+            bool,
+            Option<&'static str>,
+        );
+        let table: &[Row] = &[
+            (&["overlay", "br_netfilter"], &[], false, None),
+            (&["br_netfilter"], &["ext4", "overlay"], false, None),
+            (&[], &["overlay"], true, None),
+            (&["overlay"], &[], false, Some("`br_netfilter`")),
+            (&[], &["ext4"], true, Some("`overlay`")),
+            (
+                &[],
+                &[],
+                false,
+                Some("`overlay`, `br_netfilter` not loaded"),
+            ),
+        ];
+        for (modules, filesystems, bridge, missing) in table {
+            let mut fixture = Fixture::three_nodes();
+            let facts = fixture.node("node2");
+            facts.modules = modules.iter().map(|m| (*m).to_owned()).collect();
+            facts.filesystems = filesystems.iter().map(|m| (*m).to_owned()).collect();
+            if !bridge {
+                facts
+                    .sysctls
+                    .retain(|key, _| !key.starts_with("net.bridge."));
+            }
+            let (before, after) = (
+                fixture.on_at("node2", "os.modules", BeforeInstall),
+                fixture.on_at("node2", "os.modules", AfterOs),
+            );
+            match missing {
+                None => {
+                    expect(&before, Pass, &["loaded"]);
+                    assert_eq!(before, after);
+                }
+                Some(words) => {
+                    expect(&before, SetByInstall, &["set by the install: now", words]);
+                    expect(&after, Fail, &[words, "modules-load.d"]);
+                }
+            }
+        }
     }
 }

@@ -6,11 +6,13 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CheckResult, Status, WAIVED};
+use super::{CheckResult, SET_BY_INSTALL, Status, WAIVED};
 
 /// What [`super::evaluate`] found.
 ///
-/// JSON: `{"nodes": {"node1": [{"id", "status", "message"}, …]}, "cluster": [ … ]}`.
+/// JSON: `{"nodes": {"node1": [{"id", "status", "message"}, …]}, "cluster": [ … ]}`; `status`
+/// is `pass`, `set` (set by the install, see [`Status::SetByInstall`]), `warn`, `fail` or
+/// `skip`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
     /// Node rules, by inventory host name; one result per rule, in the same order for every
@@ -31,12 +33,15 @@ impl Report {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// One table of checks (rows) by nodes (columns), then the message of every node result
-    /// that is a warning, a failure or waived (a skip because a rule does not apply is only
-    /// marked `skip`, and a waived rule that would pass is not repeated), then every cluster result, then a summary line.
+    /// One table of checks (rows) by nodes (columns), then what the install sets on each
+    /// node (`set` results, with what the node has now), then the message of every node
+    /// result that is a warning, a failure or waived (a skip because a rule does not apply is
+    /// only marked `skip`, and a waived rule that would pass is not repeated), then every
+    /// cluster result, then a summary line.
     pub fn render_table(&self) -> String {
         let mut out = String::new();
         self.render_grid(&mut out);
+        self.render_set(&mut out);
         self.render_problems(&mut out);
         self.render_cluster(&mut out);
         out.push_str(&self.summary());
@@ -95,6 +100,29 @@ impl Report {
         out.push('\n');
     }
 
+    /// The `set` results, by node: not problems, but what the install will change.
+    fn render_set(&self, out: &mut String) {
+        let mut any = false;
+        for (node, results) in &self.nodes {
+            for result in results.iter().filter(|r| r.status == Status::SetByInstall) {
+                if !any {
+                    out.push_str(
+                        "SET BY THE INSTALL (kk's os phase sets these, then checks them again)\n",
+                    );
+                    any = true;
+                }
+                let now = result
+                    .message
+                    .strip_prefix(SET_BY_INSTALL)
+                    .unwrap_or(&result.message);
+                let _ = writeln!(out, "  {node}  {}: now {now}", result.id);
+            }
+        }
+        if any {
+            out.push('\n');
+        }
+    }
+
     fn render_problems(&self, out: &mut String) {
         let notable = |r: &&CheckResult| {
             matches!(r.status, Status::Warn | Status::Fail)
@@ -139,6 +167,7 @@ impl Report {
         let count = |status| self.all().filter(|r| r.status == status).count();
         let waived = self.all().filter(|r| r.message.starts_with(WAIVED)).count();
         let (failed, warned) = (count(Status::Fail), count(Status::Warn));
+        let set = count(Status::SetByInstall);
         let verdict = if failed > 0 {
             "precheck failed"
         } else {
@@ -146,8 +175,15 @@ impl Report {
         };
         let nodes = self.nodes.len();
         let plural = if nodes == 1 { "" } else { "s" };
+        // Only when there are some: most reports (a rerun, `precheck` after an install) have
+        // none, and the line stays as it was.
+        let set = if set > 0 {
+            format!(", {set} set by the install")
+        } else {
+            String::new()
+        };
         let mut line = format!(
-            "{verdict}: {nodes} node{plural}, {failed} failed, {warned} warnings, {waived} waived"
+            "{verdict}: {nodes} node{plural}, {failed} failed, {warned} warnings{set}, {waived} waived"
         );
         if failed > 0 {
             line.push_str(" (fix them, or waive a rule with `--ignore ID`)");
@@ -169,6 +205,7 @@ mod tests {
                     vec![
                         R::pass("os.arch", "amd64"),
                         R::pass("kubeadm.port.6443", "6443 free for kube-apiserver"),
+                        R::pass("kubeadm.swap", "swap is off"),
                     ],
                 ),
                 (
@@ -176,6 +213,11 @@ mod tests {
                     vec![
                         R::fail("os.arch", "architecture `riscv64` is not supported"),
                         R::skip("kubeadm.port.6443", "not a control-plane node"),
+                        R::new(
+                            "kubeadm.swap",
+                            Status::SetByInstall,
+                            "set by the install: now swap is on (2048 MiB)",
+                        ),
                     ],
                 ),
             ]),
@@ -195,6 +237,10 @@ mod tests {
 CHECK              node1  worker-long
 os.arch            pass   fail
 kubeadm.port.6443  pass   skip
+kubeadm.swap       pass   set
+
+SET BY THE INSTALL (kk's os phase sets these, then checks them again)
+  worker-long  kubeadm.swap: now swap is on (2048 MiB)
 
 NODE PROBLEMS
   fail  worker-long  os.arch: architecture `riscv64` is not supported
@@ -203,7 +249,7 @@ CLUSTER
   pass  kubernetes.version: v1.31.4
   skip  nfs.server_count: waived by --ignore `nfs` (would be fail: 2 hosts)
 
-precheck failed: 2 nodes, 1 failed, 0 warnings, 1 waived (fix them, or waive a rule with `--ignore ID`)
+precheck failed: 2 nodes, 1 failed, 0 warnings, 1 set by the install, 1 waived (fix them, or waive a rule with `--ignore ID`)
 ";
         assert_eq!(small().render_table(), expected);
     }
@@ -216,6 +262,14 @@ precheck failed: 2 nodes, 1 failed, 0 warnings, 1 waived (fix them, or waive a r
             serde_json::json!({"id": "os.arch", "status": "pass", "message": "amd64"})
         );
         assert_eq!(json["nodes"]["worker-long"][1]["status"], "skip");
+        assert_eq!(
+            json["nodes"]["worker-long"][2],
+            serde_json::json!({
+                "id": "kubeadm.swap",
+                "status": "set",
+                "message": "set by the install: now swap is on (2048 MiB)",
+            })
+        );
         assert_eq!(json["cluster"][0]["id"], "kubernetes.version");
         let keys: Vec<&String> = json.as_object().expect("object").keys().collect();
         assert_eq!(keys, ["cluster", "nodes"]);
@@ -226,6 +280,9 @@ precheck failed: 2 nodes, 1 failed, 0 warnings, 1 waived (fix them, or waive a r
         let mut report = small();
         assert!(report.failed());
         report.nodes.remove("worker-long");
+        assert!(!report.failed());
+        // `set` does not fail: the install sets it.
+        report.cluster.push(R::new("x", Status::SetByInstall, "y"));
         assert!(!report.failed());
         report.cluster.push(R::warn("kubernetes.version", "x"));
         assert!(!report.failed());

@@ -31,7 +31,10 @@
 //! # Errors worth a hint
 //!
 //! A registry refusing the credentials fails with [`PushError::Unauthorized`] (naming the
-//! registry and the user, never the password). Harbor answers a blob upload into a project that
+//! registry and the user, never the password). Credentials over plain HTTP are refused before
+//! anything is sent ([`PushError::PasswordOverPlainHttp`]) unless
+//! [`PushTarget::allow_plain_http_password`] says so: basic auth in clear text gives the
+//! password to anyone on the path, and a typo'd `--plain-http` must not do that silently. Harbor answers a blob upload into a project that
 //! does not exist with `404`: that is [`PushError::ProjectMissing`], naming the project (the
 //! first component of the repository, `docker.io` for `docker.io/library/busybox`) to create.
 
@@ -64,6 +67,8 @@ pub struct PushTarget {
     pub host: String,
     /// Speak plain HTTP instead of HTTPS.
     pub plain_http: bool,
+    /// Send [`Self::credentials`] even over plain HTTP, in clear text (refused otherwise).
+    pub allow_plain_http_password: bool,
     /// A PEM file of CA certificates to trust besides the system's.
     pub ca_file: Option<PathBuf>,
     /// Basic credentials (also used to get a token from registries that want one).
@@ -131,6 +136,7 @@ pub async fn push(
     target: &PushTarget,
     jobs: usize,
 ) -> Result<PushReport, PushError> {
+    target.check()?;
     let plans = plan::plan(store)?;
     let pusher = Pusher::new(store, target)?;
     let jobs = jobs.max(1);
@@ -156,6 +162,23 @@ pub async fn push(
         report.repositories += 1;
     }
     Ok(report)
+}
+
+impl PushTarget {
+    /// What [`push`] refuses before it sends anything: credentials over plain HTTP unless
+    /// [`Self::allow_plain_http_password`] is set. A caller may check it before a long
+    /// preparation (unpacking a bundle).
+    pub fn check(&self) -> Result<(), PushError> {
+        match &self.credentials {
+            Some(credentials) if self.plain_http && !self.allow_plain_http_password => {
+                Err(PushError::PasswordOverPlainHttp {
+                    registry: self.host.clone(),
+                    username: credentials.username.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A client for the target, with what it needs to push a store.
@@ -485,8 +508,49 @@ fn names_missing_project(error: &OciDistributionError) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Credentials, names_missing_project, status_of};
+    use super::{Credentials, PushTarget, names_missing_project, status_of};
+    use crate::error::PushError;
     use oci_client::errors::OciDistributionError;
+
+    #[test]
+    fn a_password_crosses_plain_http_only_when_allowed() {
+        let credentials = Some(Credentials {
+            username: "admin".into(),
+            password: "s3cret-pw".into(),
+        });
+        // (plain HTTP, allowed, credentials, refused)
+        for (plain_http, allowed, credentials, refused) in [
+            (true, false, credentials.clone(), true),
+            (true, true, credentials.clone(), false),
+            (false, false, credentials.clone(), false),
+            (true, false, None, false),
+            (false, true, None, false),
+        ] {
+            let target = PushTarget {
+                host: "registry.local:5000".into(),
+                plain_http,
+                allow_plain_http_password: allowed,
+                ca_file: None,
+                credentials,
+            };
+            match target.check() {
+                Err(error @ PushError::PasswordOverPlainHttp { .. }) => {
+                    assert!(refused, "{target:?}");
+                    let text = error.to_string();
+                    for words in [
+                        "`admin`",
+                        "`registry.local:5000`",
+                        "--allow-plain-http-password",
+                    ] {
+                        assert!(text.contains(words), "{text} lacks {words}");
+                    }
+                    assert!(!text.contains("s3cret-pw"), "{text}");
+                }
+                Ok(()) => assert!(!refused, "{target:?}"),
+                Err(other) => panic!("{other}"),
+            }
+        }
+    }
 
     #[test]
     fn credentials_debug_hides_the_password() {

@@ -1,4 +1,8 @@
-//! The store: an unpacked bundle (an OCI image layout) and the repositories it serves.
+//! The store: an unpacked bundle (an OCI image layout) and the repositories it serves. This
+//! module reads it ([`Store`]); its `write` child fills it ([`unpack`]): one owner of the
+//! layout.
+
+mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read as _;
@@ -10,6 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::names::{parse_ref_name, repository_name};
 use crate::error::RegistryError;
+
+pub use write::{Unpacked, unpack};
 
 /// The largest manifest the store reads (as the distribution reference implementation).
 const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;

@@ -1,13 +1,26 @@
 //! Opening an SSH connection: the host key against `known_hosts`, then authentication.
+//!
+//! # Host keys
+//!
+//! What `known_hosts` records for a host decides, for the key the host offers ([`judge`]):
+//! the same key is known; another key of the same algorithm is a changed key; a host recorded
+//! only with keys of other algorithms (an `ssh-rsa` line, and the host now offers ed25519) is
+//! a changed key too — a machine that lost the key it was known by is not a new machine, so
+//! `--accept-new-host-keys` never applies to it; only a host with no line at all is unknown.
+//! So that a host that still has a recorded key is asked for that one, the algorithms recorded
+//! for it are offered first in the key exchange ([`preferred_algorithms`]), as OpenSSH does.
 
+use std::borrow::Cow;
+use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use russh::client::{self, Handle};
-use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
+use russh::keys::{Algorithm, HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 
 use super::{Auth, HostKeyPolicy};
+use crate::durable;
 use crate::error::SshError;
 
 /// Where a connection goes, for connecting and for messages.
@@ -21,13 +34,86 @@ pub(super) struct Address<'a> {
 }
 
 /// What the host key check decided, kept for the error message: russh only learns yes or no.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Verdict {
     Known,
     Learned,
-    Unknown { fingerprint: String },
-    Changed { line: usize, fingerprint: String },
-    Unreadable { reason: String },
+    Unknown {
+        fingerprint: String,
+    },
+    Changed {
+        line: usize,
+        fingerprint: String,
+    },
+    /// Only keys of other algorithms are recorded: refused like a changed key.
+    OtherAlgorithm {
+        line: usize,
+        offered: String,
+        recorded: String,
+        fingerprint: String,
+    },
+    Unreadable {
+        reason: String,
+    },
+}
+
+/// What `known_hosts` says of an offered key, from the keys it records for the host (each with
+/// its line as russh counts lines: comments skipped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Judgement {
+    /// The offered key is recorded.
+    Known,
+    /// Nothing is recorded for the host.
+    Unknown,
+    /// Another key of the offered key's algorithm is recorded, first on `line`.
+    Changed { line: usize },
+    /// Only keys of other algorithms are recorded, the first on `line`, of `recorded`.
+    OtherAlgorithm { line: usize, recorded: Algorithm },
+}
+
+/// Judges `offered` against the keys `recorded` for its host (see the module documentation).
+fn judge(recorded: &[(usize, PublicKey)], offered: &PublicKey) -> Judgement {
+    if recorded
+        .iter()
+        .any(|(_, key)| key.key_data() == offered.key_data())
+    {
+        return Judgement::Known;
+    }
+    if let Some((line, _)) = recorded
+        .iter()
+        .find(|(_, key)| key.algorithm() == offered.algorithm())
+    {
+        return Judgement::Changed { line: *line };
+    }
+    match recorded.first() {
+        Some((line, key)) => Judgement::OtherAlgorithm {
+            line: *line,
+            recorded: key.algorithm(),
+        },
+        None => Judgement::Unknown,
+    }
+}
+
+/// The host key algorithms to offer, most preferred first: russh's default order, with the
+/// algorithms of the keys `recorded` for the host moved ahead (in their own default order),
+/// so that a host offering several keys presents one `known_hosts` can check. A recorded
+/// `ssh-rsa` key brings every RSA signature algorithm (the key is the same).
+fn preferred_algorithms(recorded: &[(usize, PublicKey)]) -> Vec<Algorithm> {
+    let same_key_type = |algorithm: &Algorithm, key: &PublicKey| match algorithm {
+        Algorithm::Rsa { .. } => key.algorithm().is_rsa(),
+        other => *other == key.algorithm(),
+    };
+    let (mut first, rest): (Vec<Algorithm>, Vec<Algorithm>) = russh::Preferred::DEFAULT
+        .key
+        .iter()
+        .cloned()
+        .partition(|algorithm| {
+            recorded
+                .iter()
+                .any(|(_, key)| same_key_type(algorithm, key))
+        });
+    first.extend(rest);
+    first
 }
 
 /// The russh event handler: checks the server's host key.
@@ -40,33 +126,90 @@ pub(super) struct Checker {
 
 impl Checker {
     fn decide(&self, key: &PublicKey) -> Verdict {
-        let fingerprint = key.fingerprint(russh::keys::HashAlg::Sha256).to_string();
+        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
         let known_hosts = &self.policy.known_hosts;
-        match russh::keys::check_known_hosts_path(&self.host, self.port, key, known_hosts) {
-            Ok(true) => Verdict::Known,
-            Ok(false) if self.policy.accept_new => {
-                match russh::keys::known_hosts::learn_known_hosts_path(
-                    &self.host,
-                    self.port,
-                    key,
-                    known_hosts,
-                ) {
+        let recorded = match recorded_keys(&self.host, self.port, known_hosts) {
+            Ok(recorded) => recorded,
+            Err(reason) => return Verdict::Unreadable { reason },
+        };
+        match judge(&recorded, key) {
+            Judgement::Known => Verdict::Known,
+            Judgement::Unknown if self.policy.accept_new => {
+                match learn(&self.host, self.port, key, known_hosts) {
                     Ok(()) => Verdict::Learned,
                     Err(e) => Verdict::Unreadable {
                         reason: format!("cannot record the new key: {e}"),
                     },
                 }
             }
-            Ok(false) => Verdict::Unknown { fingerprint },
-            Err(russh::keys::Error::KeyChanged { line }) => Verdict::Changed {
+            Judgement::Unknown => Verdict::Unknown { fingerprint },
+            Judgement::Changed { line } => Verdict::Changed {
                 line: physical_line(known_hosts, line),
                 fingerprint,
             },
-            Err(e) => Verdict::Unreadable {
-                reason: e.to_string(),
+            Judgement::OtherAlgorithm { line, recorded } => Verdict::OtherAlgorithm {
+                line: physical_line(known_hosts, line),
+                offered: key.algorithm().as_str().to_owned(),
+                recorded: recorded.as_str().to_owned(),
+                fingerprint,
             },
         }
     }
+}
+
+/// The keys `known_hosts` records for `host:port`, with their lines as russh counts them; none
+/// when the file does not exist.
+fn recorded_keys(
+    host: &str,
+    port: u16,
+    known_hosts: &Path,
+) -> Result<Vec<(usize, PublicKey)>, String> {
+    russh::keys::known_hosts::known_host_keys_path(host, port, known_hosts)
+        .map_err(|e| e.to_string())
+}
+
+/// Only one node at a time records its key: each rewrites the whole file.
+static LEARNING: Mutex<()> = Mutex::new(());
+
+/// Adds `key` for `host:port` to `known_hosts` (created with its directory if needed), as
+/// OpenSSH writes it, durably: the file is rewritten through a synced temporary file and a
+/// rename (see `crate::durable`), so a crash leaves the old file or the new one, never a
+/// half-written line. A `known_hosts` that is a link (to a dotfiles repository) is updated where
+/// it points; its mode is kept.
+fn learn(host: &str, port: u16, key: &PublicKey, known_hosts: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let _one_at_a_time = LEARNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(dir) = known_hosts.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let target = match std::fs::canonicalize(known_hosts) {
+        Ok(real) => real,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => known_hosts.to_owned(),
+        Err(e) => return Err(e),
+    };
+    let (mut text, mode) = match std::fs::read(&target) {
+        Ok(text) => {
+            let mode = std::fs::metadata(&target)?.permissions().mode() & 0o7777;
+            (text, mode)
+        }
+        // OpenSSH's file under the usual umask.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), 0o644),
+        Err(e) => return Err(e),
+    };
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        text.push(b'\n');
+    }
+    let name = if port == 22 {
+        host.to_owned()
+    } else {
+        format!("[{host}]:{port}")
+    };
+    let entry = key.to_openssh().map_err(io::Error::other)?;
+    text.extend_from_slice(format!("{name} {entry}\n").as_bytes());
+    durable::write(&target, &text, mode, ".known_hosts.kk-")
 }
 
 impl client::Handler for Checker {
@@ -120,10 +263,17 @@ pub(super) async fn open(
         policy: policy.clone(),
         verdict: Arc::clone(&verdict),
     };
+    // An unreadable file leaves the default order; the check itself then reports it.
+    let recorded =
+        recorded_keys(address.host, address.port, &policy.known_hosts).unwrap_or_default();
     let config = Arc::new(client::Config {
         keepalive_interval: Some(Duration::from_secs(15)),
         keepalive_max: 4,
         nodelay: true,
+        preferred: russh::Preferred {
+            key: Cow::Owned(preferred_algorithms(&recorded)),
+            ..russh::Preferred::DEFAULT
+        },
         ..client::Config::default()
     });
     let connecting = client::connect(config, (address.host, address.port), checker);
@@ -180,6 +330,20 @@ fn refusal(
             node,
             address: endpoint,
             fingerprint,
+            known_hosts,
+            line,
+        },
+        Some(Verdict::OtherAlgorithm {
+            line,
+            offered,
+            recorded,
+            fingerprint,
+        }) => SshError::HostKeyAlgorithmChanged {
+            node,
+            address: endpoint,
+            offered,
+            fingerprint,
+            recorded,
             known_hosts,
             line,
         },
@@ -276,7 +440,21 @@ fn auth_kind(auth: &Auth) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::physical_line;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::durable::journal;
+
+    const RSA: &str = "AAAAB3NzaC1yc2EAAAADAQABAAAAgQDCXOziuz/4g5zx0l3BJAxSx8rbD98QTqfYozw85OliW/DuBBCL2l6IP4Mc7xFQPoSq4XgYqAGA2WZLFNHR1WVSkt2vBQ2X6SVPEZEFqwIbk6eySEgizFacngyU4CTbxTzhN46z3xIPW74cB2gy7zTNHKNgvhSXHCezuq/bP5u20Q==";
+    const ED25519: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIHee3s+nRXskD559OrNXK518czQiQrCnxMrAuO4CqjQa";
+    const ED25519_OTHER: &str =
+        "AAAAC3NzaC1lZDI1NTE5AAAAIJnUP9ekR/NebvpyggdrvD31/0E0m2GkZYUunRfF9oAL";
+    const ECDSA: &str = "AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBH8VFvcZdLVA9G+JYpwf3+w+08L3P0P0/fCgQzxlNttJViKcGa0R1Ao/TbYMPNvD1YGptZQ7Hf6Bml+WpNAjgsg=";
+
+    fn key(base64: &str) -> PublicKey {
+        russh::keys::parse_public_key_base64(base64).expect("a key")
+    }
 
     #[test]
     fn changed_key_lines_count_comments_too() {
@@ -286,5 +464,193 @@ mod tests {
         for (counted, physical) in [(1, 2), (2, 5), (9, 9)] {
             assert_eq!(physical_line(&path, counted), physical);
         }
+    }
+
+    #[test]
+    fn a_key_of_another_algorithm_than_the_recorded_ones_is_a_changed_key() {
+        /// The keys recorded for the host, the key offered, the judgement.
+        type Row<'a> = (&'a [(usize, &'a PublicKey)], &'a PublicKey, Judgement);
+        let (rsa, ed, ed2, ecdsa) = (key(RSA), key(ED25519), key(ED25519_OTHER), key(ECDSA));
+        let table: &[Row] = &[
+            (&[], &ed, Judgement::Unknown),
+            (&[(1, &ed)], &ed, Judgement::Known),
+            (&[(3, &rsa), (4, &ed)], &ed, Judgement::Known),
+            (&[(2, &ed2)], &ed, Judgement::Changed { line: 2 }),
+            // A recorded key of the offered algorithm decides over other algorithms.
+            (&[(1, &rsa), (5, &ed2)], &ed, Judgement::Changed { line: 5 }),
+            // known_hosts has ssh-rsa, the server offers ed25519: changed, not unknown.
+            (
+                &[(7, &rsa)],
+                &ed,
+                Judgement::OtherAlgorithm {
+                    line: 7,
+                    recorded: Algorithm::Rsa { hash: None },
+                },
+            ),
+            (
+                &[(1, &ecdsa), (2, &rsa)],
+                &ed,
+                Judgement::OtherAlgorithm {
+                    line: 1,
+                    recorded: ecdsa.algorithm(),
+                },
+            ),
+            (&[(1, &ed), (2, &rsa)], &rsa, Judgement::Known),
+        ];
+        for (recorded, offered, expected) in table {
+            let recorded: Vec<(usize, PublicKey)> =
+                recorded.iter().map(|(l, k)| (*l, (*k).clone())).collect();
+            assert_eq!(judge(&recorded, offered), *expected, "{recorded:?}");
+        }
+    }
+
+    #[test]
+    fn recorded_algorithms_are_offered_first() {
+        let names = |recorded: &[(usize, PublicKey)]| -> Vec<String> {
+            preferred_algorithms(recorded)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        let default = names(&[]);
+        assert_eq!(default[0], "ssh-ed25519");
+        let rsa_first = names(&[(1, key(RSA))]);
+        assert_eq!(
+            rsa_first[..3],
+            ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"],
+            "{rsa_first:?}"
+        );
+        let mut sorted = rsa_first.clone();
+        sorted.sort();
+        let mut all = default.clone();
+        all.sort();
+        assert_eq!(sorted, all, "the same algorithms, reordered");
+        let both = names(&[(1, key(RSA)), (2, key(ECDSA))]);
+        assert_eq!(both[0], "ecdsa-sha2-nistp256", "{both:?}");
+        assert!(both[1..4].iter().all(|a| a.contains("rsa")), "{both:?}");
+    }
+
+    fn checker(known_hosts: PathBuf, accept_new: bool) -> Checker {
+        Checker {
+            host: "10.250.0.11".to_owned(),
+            port: 22,
+            policy: HostKeyPolicy {
+                known_hosts,
+                accept_new,
+            },
+            verdict: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    #[test]
+    fn accepting_new_keys_never_accepts_a_host_known_by_another_algorithm() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("known_hosts");
+        let text =
+            format!("# lab\n10.250.0.12 ssh-ed25519 {ED25519_OTHER}\n10.250.0.11 ssh-rsa {RSA}\n");
+        std::fs::write(&path, &text).expect("write");
+        let verdict = checker(path.clone(), true).decide(&key(ED25519));
+        let Verdict::OtherAlgorithm {
+            line,
+            offered,
+            recorded,
+            ..
+        } = &verdict
+        else {
+            panic!("{verdict:?}");
+        };
+        assert_eq!(
+            (*line, offered.as_str(), recorded.as_str()),
+            (3, "ssh-ed25519", "ssh-rsa")
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            text,
+            "nothing recorded"
+        );
+
+        let error = refusal(
+            &Address {
+                node: "node1",
+                host: "10.250.0.11",
+                port: 22,
+                user: "root",
+            },
+            &HostKeyPolicy {
+                known_hosts: path.clone(),
+                accept_new: true,
+            },
+            Some(verdict),
+            &russh::Error::UnknownKey,
+        )
+        .to_string();
+        for words in [
+            "node `node1`",
+            "line 3",
+            "ssh-rsa",
+            "ssh-ed25519",
+            "ssh-keygen -R",
+        ] {
+            assert!(error.contains(words), "{error} lacks {words}");
+        }
+
+        // The same key of the same algorithm is known; a host with no line is learned.
+        assert_eq!(
+            checker(path.clone(), false).decide(&key(RSA)),
+            Verdict::Known
+        );
+        let mut other = checker(path.clone(), true);
+        other.host = "10.250.0.13".to_owned();
+        journal::take();
+        assert_eq!(other.decide(&key(ECDSA)), Verdict::Learned);
+        journal::assert_durable(&journal::take(), &path);
+        assert_eq!(
+            checker(path.clone(), false).decide(&key(RSA)),
+            Verdict::Known
+        );
+        other.policy.accept_new = false;
+        assert_eq!(other.decide(&key(ECDSA)), Verdict::Known);
+    }
+
+    #[test]
+    fn learning_rewrites_known_hosts_durably_keeping_every_entry() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let real = dir.path().join("dotfiles/known_hosts");
+        std::fs::create_dir_all(real.parent().expect("dir")).expect("dir");
+        // No final newline, a comment, a mode of its own; reached through a link.
+        std::fs::write(&real, format!("# mine\nh1 ssh-ed25519 {ED25519_OTHER}")).expect("write");
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).expect("mode");
+        let link = dir.path().join("ssh/known_hosts");
+        std::fs::create_dir_all(link.parent().expect("dir")).expect("dir");
+        std::os::unix::fs::symlink(&real, &link).expect("link");
+        journal::take();
+        learn("10.250.0.11", 2222, &key(ED25519), &link).expect("learns");
+        journal::assert_durable(&journal::take(), &real);
+        assert_eq!(
+            std::fs::read_to_string(&real).expect("read"),
+            format!(
+                "# mine\nh1 ssh-ed25519 {ED25519_OTHER}\n[10.250.0.11]:2222 ssh-ed25519 {ED25519}\n"
+            )
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("meta")
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777,
+            0o600
+        );
+        // What it wrote, russh reads back.
+        let recorded = recorded_keys("10.250.0.11", 2222, &link).expect("reads");
+        assert_eq!(judge(&recorded, &key(ED25519)), Judgement::Known);
+        // A new file, in a new directory.
+        let fresh = dir.path().join("new/known_hosts");
+        learn("h2", 22, &key(RSA), &fresh).expect("learns");
+        assert_eq!(
+            std::fs::read_to_string(&fresh).expect("read"),
+            format!("h2 ssh-rsa {RSA}\n")
+        );
     }
 }

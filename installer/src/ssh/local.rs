@@ -5,6 +5,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use bundle_spec::Sha256Digest;
+use tokio::io::AsyncWriteExt as _;
 
 use super::CommandOutput;
 use crate::error::SshError;
@@ -47,16 +48,27 @@ pub(super) async fn run(
     }
 }
 
-/// Copies `from` to `to` on this machine.
+/// Copies `from` to `to` on this machine: a new file in a directory just made for this upload
+/// (see [`super::Node::upload`]); an existing file or link there is refused, never written
+/// through.
 pub(super) async fn copy(node: &str, from: &Path, to: &str) -> Result<(), SshError> {
-    tokio::fs::copy(from, to)
+    let failed = |e: std::io::Error| SshError::Upload {
+        node: node.to_owned(),
+        path: to.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut source = tokio::fs::File::open(from).await.map_err(failed)?;
+    let mut target = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
         .await
-        .map(|_| ())
-        .map_err(|e| SshError::Upload {
-            node: node.to_owned(),
-            path: to.to_owned(),
-            reason: e.to_string(),
-        })
+        .map_err(failed)?;
+    tokio::io::copy(&mut source, &mut target)
+        .await
+        .map_err(failed)?;
+    // tokio writes in the background: the node's sha256sum must see every byte.
+    target.flush().await.map_err(failed)
 }
 
 /// The sha256 and size of a local file, hashed off the async threads.

@@ -16,6 +16,8 @@ use crate::error::SshError;
 /// An authenticated SSH connection.
 pub(super) struct Remote {
     handle: Handle<Checker>,
+    /// The login user.
+    user: String,
     /// Whether commands go through `sudo -n` (any login but root).
     sudo: bool,
 }
@@ -24,6 +26,7 @@ impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The handle holds channels and keys; what identifies a connection is its node.
         f.debug_struct("Remote")
+            .field("user", &self.user)
             .field("sudo", &self.sudo)
             .finish_non_exhaustive()
     }
@@ -39,8 +42,15 @@ impl Remote {
         let handle = connect::open(address, auth, policy, timeout).await?;
         Ok(Self {
             handle,
+            user: address.user.to_owned(),
             sudo: address.user != "root",
         })
+    }
+
+    /// The user that SFTP writes as, when it is not root: an upload lands in a directory given
+    /// to this user, since its SFTP session cannot write into one of root's.
+    pub(super) fn landing_owner(&self) -> Option<&str> {
+        self.sudo.then_some(self.user.as_str())
     }
 
     /// Runs `command` with `sh`, as root.
@@ -87,25 +97,14 @@ impl Remote {
         Ok(output)
     }
 
-    /// Copies `from` over SFTP to `beside` (root) or to a private temporary file (other users,
-    /// who cannot write to system directories; the caller's root step moves it). Returns where
-    /// the copy is.
-    pub(super) async fn copy(
-        &self,
-        node: &str,
-        from: &Path,
-        beside: &str,
-    ) -> Result<String, SshError> {
+    /// Copies `from` over SFTP to `to`, a new file in a directory the node just made for this
+    /// upload (see [`super::Node::upload`]); an existing file there is refused, never
+    /// overwritten.
+    pub(super) async fn copy(&self, node: &str, from: &Path, to: &str) -> Result<(), SshError> {
         let failed = |reason: String| SshError::Upload {
             node: node.to_owned(),
-            path: beside.to_owned(),
+            path: to.to_owned(),
             reason,
-        };
-        let staged = if self.sudo {
-            let file = beside.rsplit('/').next().unwrap_or(beside);
-            format!("/tmp/{file}.{}", std::process::id())
-        } else {
-            beside.to_owned()
         };
         let channel = self
             .handle
@@ -121,11 +120,11 @@ impl Remote {
             .map_err(|e| failed(format!("the node offers no SFTP: {e}")))?;
         let mut remote = sftp
             .open_with_flags(
-                &staged,
-                OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::WRITE,
+                to,
+                OpenFlags::CREATE | OpenFlags::EXCLUDE | OpenFlags::WRITE,
             )
             .await
-            .map_err(|e| failed(format!("cannot create `{staged}`: {e}")))?;
+            .map_err(|e| failed(format!("cannot create `{to}`: {e}")))?;
         let mut local = tokio::fs::File::open(from)
             .await
             .map_err(|e| failed(format!("cannot read `{}`: {e}", from.display())))?;
@@ -134,7 +133,7 @@ impl Remote {
             .map_err(|e| failed(format!("copy cut off: {e}")))?;
         remote.shutdown().await.map_err(|e| failed(e.to_string()))?;
         let _ = sftp.close().await;
-        Ok(staged)
+        Ok(())
     }
 
     pub(super) async fn close(self) {

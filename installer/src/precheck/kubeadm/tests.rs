@@ -1,5 +1,8 @@
-use super::super::Status::{Fail, Pass, Skip, Warn};
-use super::super::fixtures::{Fixture, config, expect};
+use super::super::Stage::AfterOs;
+use super::super::Status::{Fail, Pass, SetByInstall, Skip, Warn};
+use super::super::fixtures::{Fixture, config, expect, inventory};
+use super::super::version::Version;
+use super::{COMMANDS, Need, in_path_checks};
 use crate::facts::Listener;
 
 fn listen(fixture: &mut Fixture, node: &str, port: u16) {
@@ -88,10 +91,17 @@ fn leftovers_swap_and_forwarding() {
     );
     expect(&fixture.on("node2", "kubeadm.swap"), Pass, &["off"]);
     fixture.node("node2").swap_bytes = 2 << 30;
+    // The os phase turns swap off: before the install that is the install's to do; after the
+    // phase, swap still on fails.
     expect(
         &fixture.on("node2", "kubeadm.swap"),
+        SetByInstall,
+        &["set by the install: now swap is on (2048 MiB)"],
+    );
+    expect(
+        &fixture.on_at("node2", "kubeadm.swap", AfterOs),
         Fail,
-        &["2048 MiB", "swapoff -a"],
+        &["2048 MiB", "os phase", "swapoff -a"],
     );
     expect(&fixture.on("node2", "kubeadm.ip_forward"), Pass, &[]);
     fixture
@@ -100,28 +110,195 @@ fn leftovers_swap_and_forwarding() {
         .insert("net.ipv4.ip_forward".to_owned(), "0\n".to_owned());
     expect(
         &fixture.on("node2", "kubeadm.ip_forward"),
+        SetByInstall,
+        &["now net.ipv4.ip_forward = 0"],
+    );
+    expect(
+        &fixture.on_at("node2", "kubeadm.ip_forward", AfterOs),
         Fail,
         &["net.ipv4.ip_forward = 0", "sysctl"],
     );
     fixture.node("node2").sysctls.clear();
     expect(
-        &fixture.on("node2", "kubeadm.ip_forward"),
+        &fixture.on_at("node2", "kubeadm.ip_forward", AfterOs),
         Fail,
         &["(absent)"],
     );
 }
 
+/// IPv6 forwarding is checked where IPv6 is used: a node with an IPv6 address, or any node of
+/// a dual-stack cluster; kubeadm reads `conf/default`, routing goes by `conf/all`.
 #[test]
-fn missing_commands_are_named() {
+fn ipv6_forwarding_where_ipv6_is_used() {
     let mut fixture = Fixture::three_nodes();
+    let on = |f: &Fixture| f.on_at("node2", "kubeadm.ip_forward", AfterOs);
+    expect(&on(&fixture), Pass, &["net.ipv4.ip_forward = 1"]);
+    assert!(!on(&fixture).message.contains("ipv6"));
+    fixture.config = config("  cni: {pod_cidr: '10.233.64.0/18,fd85:ee78:d8a6:8600::/56'}\n");
+    expect(
+        &on(&fixture),
+        Fail,
+        &[
+            "net.ipv6.conf.all.forwarding = (absent)",
+            "net.ipv6.conf.default.forwarding = (absent)",
+        ],
+    );
+    for key in [
+        "net.ipv6.conf.all.forwarding",
+        "net.ipv6.conf.default.forwarding",
+    ] {
+        fixture
+            .node("node2")
+            .sysctls
+            .insert(key.to_owned(), "1".to_owned());
+    }
+    expect(&on(&fixture), Pass, &["net.ipv6.conf.default.forwarding"]);
+    // Single stack, but the node has an IPv6 address.
+    let mut fixture = Fixture::three_nodes();
+    fixture.inventory = inventory(
+        "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    node1: {internal_ipv4: 10.0.0.1}\n    node2: {internal_ipv4: 10.0.0.2, internal_ipv6: 'fd00::2'}\n  groups:\n    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2]}\n",
+    );
+    fixture.facts.remove("node3");
+    expect(
+        &on(&fixture),
+        Fail,
+        &["net.ipv6.conf.all.forwarding = (absent)"],
+    );
+    expect(
+        &fixture.on_at("node1", "kubeadm.ip_forward", AfterOs),
+        Pass,
+        &[],
+    );
+}
+
+/// kubeadm's `InPathCheck`s by release (`addExecChecks` of `checks_linux.go`).
+#[test]
+fn in_path_checks_follow_kubeadm_by_version() {
+    use Need::{Mandatory, Optional};
+    let always = [
+        ("ip", Mandatory),
+        ("iptables", Mandatory),
+        ("mount", Mandatory),
+        ("nsenter", Mandatory),
+        ("ebtables", Optional),
+        ("ethtool", Optional),
+        ("socat", Optional),
+        ("tc", Optional),
+        ("touch", Optional),
+    ];
+    let with = |extra: &[(&'static str, Need)]| -> Vec<(&'static str, Need)> {
+        extra.iter().copied().chain(always).collect()
+    };
+    for (version, expected) in [
+        (
+            Version::new(1, 29, 0),
+            with(&[("crictl", Mandatory), ("conntrack", Mandatory)]),
+        ),
+        (
+            Version::new(1, 30, 9),
+            with(&[("crictl", Mandatory), ("conntrack", Mandatory)]),
+        ),
+        (
+            Version::new(1, 31, 0),
+            with(&[("crictl", Optional), ("conntrack", Mandatory)]),
+        ),
+        (
+            Version::new(1, 31, 14),
+            with(&[("crictl", Optional), ("conntrack", Mandatory)]),
+        ),
+        (Version::new(1, 32, 0), with(&[])),
+        (Version::new(1, 33, 5), with(&[])),
+    ] {
+        assert_eq!(in_path_checks(version), expected, "{version}");
+    }
+    // The fixture's (and the fact script's) list covers every version.
+    let mut named: Vec<&str> = [29, 31, 32]
+        .into_iter()
+        .flat_map(|minor| in_path_checks(Version::new(1, minor, 0)))
+        .map(|(command, _)| command)
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    let mut listed = COMMANDS.to_vec();
+    listed.sort_unstable();
+    assert_eq!(named, listed);
+}
+
+/// `kubeadm.commands` on a node lacking `missing`, per Kubernetes version: the status, and
+/// the words of its message.
+#[test]
+fn missing_commands_are_judged_as_the_versions_kubeadm_does() {
+    let table: &[(&str, &[&str], crate::precheck::Status, &[&str])] = &[
+        ("v1.31.4", &[], Pass, &["kubeadm v1.31.4"]),
+        // Optional everywhere: a warning naming each.
+        (
+            "v1.31.4",
+            &["socat", "ebtables", "ethtool", "tc", "touch"],
+            Warn,
+            &["`ebtables`, `ethtool`, `socat`, `tc`, `touch`", "warns"],
+        ),
+        // Mandatory everywhere: a failure naming each (and the optional ones).
+        (
+            "v1.33.1",
+            &["nsenter", "ip", "socat"],
+            Fail,
+            &[
+                "`ip`, `nsenter`, which kubeadm v1.33.1 requires",
+                "and `socat`",
+            ],
+        ),
+        ("v1.29.3", &["iptables"], Fail, &["`iptables`"]),
+        ("v1.32.0", &["mount"], Fail, &["`mount`"]),
+        // conntrack: mandatory below v1.32, not looked for from v1.32.
+        ("v1.29.3", &["conntrack"], Fail, &["`conntrack`"]),
+        ("v1.31.4", &["conntrack"], Fail, &["`conntrack`", "v1.31.4"]),
+        ("v1.32.0", &["conntrack"], Pass, &[]),
+        ("v1.33.1", &["conntrack"], Pass, &[]),
+        // crictl: the bundle of the fixture carries none here, see below.
+        ("v1.30.2", &["crictl"], Fail, &["`crictl`"]),
+        ("v1.31.4", &["crictl"], Warn, &["`crictl`"]),
+        ("v1.32.0", &["crictl"], Pass, &[]),
+    ];
+    for (version, missing, status, words) in table {
+        let mut fixture = Fixture::three_nodes();
+        fixture.bundle.kubernetes_version = Some((*version).to_owned());
+        fixture
+            .node("node2")
+            .commands
+            .retain(|c| !missing.contains(&c.as_str()));
+        let result = fixture.on("node2", "kubeadm.commands");
+        assert_eq!(result.status, *status, "{version} {missing:?}: {result:?}");
+        for word in *words {
+            assert!(
+                result.message.contains(word),
+                "{version}: `{}` lacks `{word}`",
+                result.message
+            );
+        }
+        // Judged the same after the os phase: commands are not the os phase's to install.
+        assert_eq!(
+            fixture.on_at("node2", "kubeadm.commands", AfterOs),
+            result,
+            "{version}"
+        );
+    }
+    // A bundle carrying crictl installs it: not missing, whatever the version.
+    let mut fixture = Fixture::three_nodes();
+    fixture.bundle.kubernetes_version = Some("v1.30.2".to_owned());
+    fixture.bundle.binaries.push("crictl".to_owned());
+    fixture.node("node2").commands.retain(|c| c != "crictl");
     expect(&fixture.on("node2", "kubeadm.commands"), Pass, &[]);
-    fixture
-        .node("node2")
-        .commands
-        .retain(|c| c != "socat" && c != "conntrack");
-    let result = fixture.on("node2", "kubeadm.commands");
-    expect(&result, Fail, &["missing `socat`, `conntrack`"]);
-    assert!(!result.message.contains("`ip`"), "{}", result.message);
+    // An unknown version is judged as the strictest kubeadm kk installs, v1.29.
+    fixture.bundle.kubernetes_version = None;
+    fixture.node("node2").commands.retain(|c| c != "conntrack");
+    expect(
+        &fixture.on("node2", "kubeadm.commands"),
+        Fail,
+        &["`conntrack`", "v1.29.0 (the version to install is unknown)"],
+    );
+    // `kube_version` of the config decides over the bundle's.
+    fixture.config = config("  kubernetes: {kube_version: v1.32.1}\n");
+    expect(&fixture.on("node2", "kubeadm.commands"), Pass, &["v1.32.1"]);
 }
 
 #[test]

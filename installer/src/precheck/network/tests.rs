@@ -1,4 +1,5 @@
-use super::super::Status::{Fail, Pass, Skip, Warn};
+use super::super::Stage::AfterOs;
+use super::super::Status::{Fail, Pass, SetByInstall, Skip, Warn};
 use super::super::fixtures::{Fixture, config, expect, inventory};
 
 /// Two nodes with both address families.
@@ -191,5 +192,61 @@ fn hybridnet_only_with_hybridnet() {
         &fixture.cluster("network.hybridnet"),
         Fail,
         &["v1.16.0", "v1.15.3"],
+    );
+}
+
+#[test]
+fn bridge_filtering_is_the_installs_to_set() {
+    const ID: &str = "network.bridge_nf_call_iptables";
+    let mut fixture = Fixture::three_nodes();
+    expect(
+        &fixture.on("node2", ID),
+        Pass,
+        &["net.bridge.bridge-nf-call-iptables = 1"],
+    );
+    // Without br_netfilter the key does not exist.
+    fixture
+        .node("node2")
+        .sysctls
+        .remove("net.bridge.bridge-nf-call-iptables");
+    expect(
+        &fixture.on("node2", ID),
+        SetByInstall,
+        &["set by the install: now net.bridge.bridge-nf-call-iptables = (absent)"],
+    );
+    expect(
+        &fixture.on_at("node2", ID, AfterOs),
+        Fail,
+        &["(absent)", "modprobe br_netfilter"],
+    );
+    // Where IPv6 is used, ip6tables too.
+    fixture.inventory = inventory(DUAL);
+    fixture.facts.remove("node3");
+    fixture.node("node2").sysctls.insert(
+        "net.bridge.bridge-nf-call-iptables".to_owned(),
+        "1".to_owned(),
+    );
+    expect(
+        &fixture.on_at("node2", ID, AfterOs),
+        Fail,
+        &["net.bridge.bridge-nf-call-ip6tables = (absent)"],
+    );
+    fixture.node("node2").sysctls.insert(
+        "net.bridge.bridge-nf-call-ip6tables".to_owned(),
+        "1".to_owned(),
+    );
+    expect(&fixture.on_at("node2", ID, AfterOs), Pass, &["ip6tables"]);
+    // Not on a node that gets no kubelet.
+    fixture.inventory = inventory(
+        "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    node1: {}\n    store: {}\n  groups:\n    kube_control_plane: {hosts: [node1]}\n    nfs: {hosts: [store]}\n",
+    );
+    fixture
+        .facts
+        .insert("store".to_owned(), fixture.facts["node1"].clone());
+    fixture.node("store").sysctls.clear();
+    expect(
+        &fixture.on_at("store", ID, AfterOs),
+        Skip,
+        &["not a Kubernetes node"],
     );
 }

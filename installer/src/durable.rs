@@ -1,0 +1,224 @@
+//! Durable file replacement: after a crash or power cut a file is either its old self or its
+//! new self, never empty or half written, and once a call returns the new one survives.
+//!
+//! Every write goes the same way: a temporary file in the target's own directory (a rename is
+//! atomic only within one file system) → write → `fsync` the file → rename it over the target
+//! → `fsync` the directory. Without the first `fsync`, ext4 and xfs may put the rename on disk
+//! before the data, and after a crash the name points at an empty file; without the second,
+//! the rename itself may be lost, and a store index or `known_hosts` entry that was written is
+//! gone after a reboot.
+
+use std::fs::{self, File, Permissions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+/// Replaces `path` with `bytes`, mode `mode`, durably. The temporary file is named
+/// `<prefix>…` so that a caller can recognise leftovers of a killed run.
+pub(crate) fn write(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<()> {
+    let dir = parent(path);
+    let mut temp = tempfile::Builder::new().prefix(prefix).tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(mode))?;
+    persist(temp, path)
+}
+
+/// Moves the fully written `temp` (created in `path`'s directory) over `path`, durably: its data
+/// first, then the rename, then the directory entry.
+pub(crate) fn persist(temp: NamedTempFile, path: &Path) -> io::Result<()> {
+    persist_unsynced_dir(temp, path)?;
+    sync_dir(parent(path))
+}
+
+/// Like [`persist`] without the final directory sync, for many files into one directory that
+/// the caller syncs once with [`sync_dir`] before anything refers to them.
+pub(crate) fn persist_unsynced_dir(temp: NamedTempFile, path: &Path) -> io::Result<()> {
+    temp.as_file().sync_all()?;
+    #[cfg(test)]
+    let from = temp.path().to_owned();
+    #[cfg(test)]
+    journal::record(journal::Step::SyncFile(from.clone()));
+    temp.persist(path).map_err(|e| e.error)?;
+    #[cfg(test)]
+    journal::record(journal::Step::Rename {
+        from,
+        to: path.to_owned(),
+    });
+    Ok(())
+}
+
+/// Makes the entries of `dir` (a rename into it, a new file) durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    match File::open(dir).and_then(|handle| handle.sync_all()) {
+        Ok(()) => {}
+        // Some file systems (and some FUSE ones) cannot fsync a directory: they say so with
+        // EINVAL. The rename is as durable there as it can be made.
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
+        Err(e) => return Err(e),
+    }
+    #[cfg(test)]
+    journal::record(journal::Step::SyncDir(dir.to_owned()));
+    Ok(())
+}
+
+/// Creates the directory `relative` below `root` (each missing component, synced into its
+/// parent), refusing to go through anything that is not a real directory: a symbolic link
+/// planted inside a store must not send a write outside it. `root` itself is the operator's
+/// choice and is not checked. On failure, the component at fault and why; a component that is
+/// not a real directory (a link, a file) is [`io::ErrorKind::NotADirectory`].
+pub(crate) fn create_dirs_below(root: &Path, relative: &Path) -> Result<(), (PathBuf, io::Error)> {
+    let mut dir = root.to_path_buf();
+    for component in relative.components() {
+        let std::path::Component::Normal(name) = component else {
+            let error = io::Error::new(io::ErrorKind::InvalidInput, "a path leaving its root");
+            return Err((root.join(relative), error));
+        };
+        dir.push(name);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                let error = io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "not a real directory (a link or a file)",
+                );
+                return Err((dir, error));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Err(e) = fs::create_dir(&dir).and_then(|()| sync_dir(parent(&dir))) {
+                    return Err((dir, e));
+                }
+            }
+            Err(e) => return Err((dir, e)),
+        }
+    }
+    Ok(())
+}
+
+/// The directory holding `path` (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// What the durable steps did on this thread, for tests to check that a write went through
+/// them: `fsync` cannot be observed from outside, so the order of the steps is.
+#[cfg(test)]
+pub(crate) mod journal {
+    use std::path::PathBuf;
+
+    /// One durable step.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) enum Step {
+        /// A file's data were synced.
+        SyncFile(PathBuf),
+        /// A file was renamed into place.
+        Rename {
+            /// The temporary name.
+            from: PathBuf,
+            /// The final name.
+            to: PathBuf,
+        },
+        /// A directory's entries were synced.
+        SyncDir(PathBuf),
+    }
+
+    thread_local! {
+        static STEPS: std::cell::RefCell<Vec<Step>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    pub(crate) fn record(step: Step) {
+        STEPS.with(|steps| steps.borrow_mut().push(step));
+    }
+
+    /// The steps recorded on this thread since the last call.
+    pub(crate) fn take() -> Vec<Step> {
+        STEPS.with(|steps| std::mem::take(&mut *steps.borrow_mut()))
+    }
+
+    /// Asserts that `steps` made `path` durable: its temporary file in the same directory
+    /// synced, renamed onto it, then the directory synced.
+    #[track_caller]
+    pub(crate) fn assert_durable(steps: &[Step], path: &std::path::Path) {
+        let dir = path.parent().expect("a parent");
+        let renamed = steps
+            .iter()
+            .position(|s| matches!(s, Step::Rename { to, .. } if to == path))
+            .unwrap_or_else(|| {
+                panic!(
+                    "`{}` was not renamed into place: {steps:#?}",
+                    path.display()
+                )
+            });
+        let Step::Rename { from, .. } = &steps[renamed] else {
+            unreachable!()
+        };
+        assert_eq!(
+            from.parent(),
+            Some(dir),
+            "the temporary file is beside its target"
+        );
+        assert!(
+            steps[..renamed].contains(&Step::SyncFile(from.clone())),
+            "`{}` was renamed before its data were synced: {steps:#?}",
+            path.display()
+        );
+        assert!(
+            steps[renamed..].contains(&Step::SyncDir(dir.to_owned())),
+            "the rename of `{}` was not synced: {steps:#?}",
+            path.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::journal::{self, Step};
+    use super::*;
+
+    #[test]
+    fn a_write_syncs_the_file_renames_then_syncs_the_directory() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("index.json");
+        fs::write(&path, "old").expect("write");
+        journal::take();
+        write(&path, b"new", 0o640, ".kk-test-").expect("write");
+        let steps = journal::take();
+        journal::assert_durable(&steps, &path);
+        assert_eq!(steps.len(), 3, "{steps:#?}");
+        assert!(matches!(&steps[2], Step::SyncDir(d) if d == dir.path()));
+        assert_eq!(fs::read(&path).expect("read"), b"new");
+        let mode = fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("dir").count(),
+            1,
+            "no temporary file is left"
+        );
+    }
+
+    #[test]
+    fn directories_below_the_root_are_never_links() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("store");
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(&root).expect("root");
+        fs::create_dir_all(&outside).expect("outside");
+        create_dirs_below(&root, Path::new("blobs/sha256")).expect("creates");
+        assert!(root.join("blobs/sha256").is_dir());
+        create_dirs_below(&root, Path::new("blobs/sha256")).expect("idempotent");
+
+        std::os::unix::fs::symlink(&outside, root.join("kk-bundle")).expect("link");
+        let (at, error) = create_dirs_below(&root, Path::new("kk-bundle/abc")).expect_err("a link");
+        assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
+        assert_eq!(at, root.join("kk-bundle"));
+        assert_eq!(fs::read_dir(&outside).expect("dir").count(), 0);
+
+        fs::write(root.join("file"), "").expect("file");
+        assert!(create_dirs_below(&root, Path::new("file/x")).is_err());
+        assert!(create_dirs_below(&root, Path::new("../x")).is_err());
+    }
+}

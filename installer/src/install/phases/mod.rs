@@ -1,0 +1,169 @@
+//! What each step does on a node. Every step checks before it changes: a file is written only
+//! when its content or mode differs, a service is restarted only when something it reads
+//! changed, so running a step twice changes nothing the second time.
+
+mod etcd;
+mod os;
+mod pki;
+mod registry;
+mod runtime;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::inventory::{Config, Inventory};
+use crate::pki::Issued;
+use crate::ssh::{Node, quote};
+
+use super::plan::{Action, Plan};
+
+/// What every step may read.
+#[derive(Debug)]
+pub(crate) struct Cx<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) inventory: &'a Inventory,
+    pub(crate) config: &'a Config,
+    /// The bundle file as given (a file, a parts index or a first part).
+    pub(crate) bundle_path: &'a Path,
+    /// The kk-install copied to nodes.
+    pub(crate) installer_binary: &'a Path,
+    /// The work directory (certificates, logs, state).
+    pub(crate) work_dir: &'a Path,
+    /// The certificates, once `pki.issue` ran.
+    pub(crate) pki: &'a OnceLock<Issued>,
+}
+
+/// What a step did on a node.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Whether anything on the node changed.
+    pub(crate) changed: bool,
+    /// Files kk wrote (or keeps) there.
+    pub(crate) files: Vec<String>,
+    /// Bytes the installer machine sent to the node.
+    pub(crate) sent: u64,
+}
+
+impl Outcome {
+    fn merge(&mut self, other: Self) {
+        self.changed |= other.changed;
+        self.files.extend(other.files);
+        self.sent += other.sent;
+    }
+}
+
+/// Why a step failed, as the operator should read it (remote output included).
+pub(crate) type StepResult = Result<Outcome, String>;
+
+/// Runs the per-node `action` on `node`.
+pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult {
+    match action {
+        Action::Installer => os::installer(cx, node).await,
+        Action::Swap => os::swap(node).await,
+        Action::Modules => os::modules(cx, node).await,
+        Action::Sysctl { ipv6 } => os::sysctl(cx, node, *ipv6).await,
+        Action::Hosts => os::hosts(cx, node).await,
+        Action::Certificates => pki::copy(cx, node).await,
+        Action::UnpackBundle => registry::unpack(cx, node).await,
+        Action::RegistryService => registry::service(cx, node).await,
+        Action::RegistryReady => registry::ready(cx, node).await,
+        Action::Fetch { binaries } => runtime::fetch(cx, node, binaries).await,
+        Action::Containerd => runtime::containerd(cx, node).await,
+        Action::PullProbe => runtime::pull_probe(cx, node).await,
+        Action::EtcdService => etcd::service(cx, node).await,
+        Action::EtcdHealth => etcd::health(cx, node).await,
+        Action::Hooks | Action::Precheck | Action::IssueCertificates | Action::VerifyOs => Err(
+            format!("`{action:?}` is a cluster-wide step, not a node step"),
+        ),
+    }
+}
+
+/// Makes the certificates (the cluster-wide `pki.issue`).
+pub(crate) fn issue_certificates(cx: &Cx<'_>) -> Result<(), String> {
+    pki::issue(cx)
+}
+
+/// Runs `command` on `node`; a failure is the step's error, with the command's output.
+async fn sh(node: &Node, command: &str) -> Result<String, String> {
+    node.run_checked(command)
+        .await
+        .map(|output| output.stdout_text())
+        .map_err(|error| error.to_string())
+}
+
+/// Puts `content` at `path` on `node` with `mode`, unless it is there already with that
+/// content and mode. Returns whether it wrote.
+async fn put(cx: &Cx<'_>, node: &Node, content: &[u8], path: &str, mode: u32) -> StepResult {
+    let staged = stage(cx.work_dir, content)?;
+    put_file(node, staged.path(), path, mode).await
+}
+
+/// Like [`put`] for a local file.
+async fn put_file(node: &Node, local: &Path, path: &str, mode: u32) -> StepResult {
+    let local_owned = local.to_owned();
+    let (digest, size) = tokio::task::spawn_blocking(move || {
+        std::fs::File::open(&local_owned).and_then(bundle_spec::Sha256Digest::of_reader)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("cannot read `{}`: {e}", local.display()))?;
+    let probe = format!(
+        "if [ -f {p} ]; then echo \"$(sha256sum < {p} | cut -d' ' -f1) $(stat -c %a {p})\"; fi",
+        p = quote(path)
+    );
+    let current = sh(node, &probe).await?;
+    let wanted = format!("{} {mode:o}", digest.hex());
+    let mut outcome = Outcome {
+        files: vec![path.to_owned()],
+        ..Outcome::default()
+    };
+    if current.trim() != wanted {
+        node.upload(local, path, mode)
+            .await
+            .map_err(|e| e.to_string())?;
+        outcome.changed = true;
+        outcome.sent = size;
+    }
+    Ok(outcome)
+}
+
+/// `content` in a temporary file of the work directory, for an upload.
+fn stage(work_dir: &Path, content: &[u8]) -> Result<tempfile::NamedTempFile, String> {
+    let dir: PathBuf = work_dir.join("tmp");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    let mut file = tempfile::NamedTempFile::new_in(&dir)
+        .map_err(|e| format!("cannot write in `{}`: {e}", dir.display()))?;
+    file.write_all(content)
+        .map_err(|e| format!("cannot write in `{}`: {e}", dir.display()))?;
+    Ok(file)
+}
+
+/// Reloads systemd when a unit changed, enables `unit`, and (re)starts it: restarted when
+/// `changed` and running, started when not running, left alone otherwise.
+async fn ensure_service(node: &Node, unit: &str, changed: bool, block: bool) -> StepResult {
+    let no_block = if block { "" } else { " --no-block" };
+    // A unit that does not come up is reported with systemd's own account of why.
+    let command = format!(
+        "u={unit}; fail() {{ systemctl status --no-pager $u; journalctl -u $u -n 30 --no-pager; exit 1; }}; \
+         if [ {changed} = 1 ]; then systemctl daemon-reload || exit 1; fi; \
+         if ! systemctl is-enabled --quiet $u 2>/dev/null; then systemctl enable --quiet $u || fail; echo enabled; fi; \
+         if systemctl is-active --quiet $u; then \
+           if [ {changed} = 1 ]; then systemctl restart{no_block} $u || fail; echo restarted; fi; \
+         else systemctl start{no_block} $u || fail; echo started; fi",
+        unit = quote(unit),
+        changed = u8::from(changed),
+    );
+    let said = sh(node, &command).await?;
+    Ok(Outcome {
+        changed: !said.trim().is_empty(),
+        ..Outcome::default()
+    })
+}
+
+/// Writes `/etc/kubekey/installed.json` when its content changed.
+pub(crate) async fn put_record(cx: &Cx<'_>, node: &Node, content: &[u8]) -> Result<(), String> {
+    put(cx, node, content, super::render::paths::INSTALLED, 0o644)
+        .await
+        .map(drop)
+}

@@ -1,0 +1,109 @@
+//! The os phase: the node's copy of kk-install, swap, kernel modules, sysctls, `/etc/hosts`,
+//! and the check that they hold.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use super::{Cx, Outcome, StepResult, put, put_file, sh};
+use crate::install::plan::address_of;
+use crate::install::render::{self, paths};
+use crate::ssh::Node;
+
+/// `os.installer`: this kk-install at `/usr/local/bin/kk-install` (the node fetches binaries
+/// and the registry host serves the bundle with it).
+pub(super) async fn installer(cx: &Cx<'_>, node: &Node) -> StepResult {
+    put_file(node, cx.installer_binary, paths::KK_INSTALL, 0o755).await
+}
+
+/// `os.swap`: swap off now, and its `/etc/fstab` lines commented out so it stays off.
+pub(super) async fn swap(node: &Node) -> StepResult {
+    let said = sh(
+        node,
+        "if [ -n \"$(tail -n +2 /proc/swaps)\" ]; then swapoff -a && echo swapoff; fi; \
+         if grep -Eq '^[^#][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]]' /etc/fstab 2>/dev/null; then \
+           sed -i -E 's@^([^#][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]].*)$@# kk-install: swap off for the kubelet: \\1@' /etc/fstab \
+           && echo fstab; fi",
+    )
+    .await?;
+    Ok(Outcome {
+        changed: !said.trim().is_empty(),
+        ..Outcome::default()
+    })
+}
+
+/// `os.modules`: `overlay` and `br_netfilter` loaded (unless already) and loaded at boot.
+pub(super) async fn modules(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let mut outcome = put(
+        cx,
+        node,
+        render::modules_conf().as_bytes(),
+        "/etc/modules-load.d/kk.conf",
+        0o644,
+    )
+    .await?;
+    // Judged by what the modules provide, not by `/sys/module`: a kernel with them built in
+    // has no module to load.
+    let said = sh(node, &format!("{LOADED}; for m in overlay br_netfilter; do loaded $m || {{ modprobe $m && echo $m; }} || exit 1; done")).await?;
+    outcome.changed |= !said.trim().is_empty();
+    Ok(outcome)
+}
+
+/// A shell function: whether module `$1` is in effect (`overlay` as a known file system,
+/// `br_netfilter` by its `net.bridge` sysctls), as the precheck's facts judge it.
+const LOADED: &str = "loaded() { case $1 in \
+    overlay) grep -qw overlay /proc/filesystems ;; \
+    br_netfilter) [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] ;; \
+    *) [ -d /sys/module/$1 ] ;; esac; }";
+
+/// `os.sysctl`: `/etc/sysctl.d/99-kk.conf`, and each value set now where it differs.
+pub(super) async fn sysctl(cx: &Cx<'_>, node: &Node, ipv6: bool) -> StepResult {
+    let mut outcome = put(
+        cx,
+        node,
+        render::sysctl_conf(ipv6).as_bytes(),
+        "/etc/sysctl.d/99-kk.conf",
+        0o644,
+    )
+    .await?;
+    let mut command = String::new();
+    for (key, value) in render::sysctls(ipv6) {
+        let _ = write!(
+            command,
+            "[ \"$(sysctl -n {key})\" = {value} ] || {{ sysctl -qw {key}={value} && echo {key}; }} || exit 1; "
+        );
+    }
+    let said = sh(node, &command).await?;
+    outcome.changed |= !said.trim().is_empty();
+    Ok(outcome)
+}
+
+/// `os.hosts`: every node's name and the registry's name in `/etc/hosts`, in a block kk owns.
+pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let current = sh(node, "cat /etc/hosts 2>/dev/null || true").await?;
+    let wanted = render::hosts_file(&current, &host_entries(cx)?);
+    if wanted == current {
+        return Ok(Outcome {
+            files: vec!["/etc/hosts".to_owned()],
+            ..Outcome::default()
+        });
+    }
+    put(cx, node, wanted.as_bytes(), "/etc/hosts", 0o644).await
+}
+
+/// The `/etc/hosts` lines: each node's address with its name, and the registry's name with
+/// the registry host's address when the registry is reached by name.
+fn host_entries(cx: &Cx<'_>) -> Result<Vec<(IpAddr, Vec<String>)>, String> {
+    let mut entries: Vec<(IpAddr, Vec<String>)> = Vec::new();
+    for host in cx.inventory.hosts() {
+        let ip = address_of(host).map_err(|e| e.to_string())?;
+        entries.push((ip, vec![host.name.clone()]));
+    }
+    let registry = &cx.plan.registry;
+    if registry.host.parse::<IpAddr>().is_err() {
+        match entries.iter_mut().find(|(ip, _)| *ip == registry.ip) {
+            Some((_, names)) => names.push(registry.host.clone()),
+            None => entries.push((registry.ip, vec![registry.host.clone()])),
+        }
+    }
+    Ok(entries)
+}

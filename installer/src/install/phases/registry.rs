@@ -1,0 +1,130 @@
+//! The registry phase: the verified bundle goes to the registry host once, is unpacked there
+//! by the same verifying unpack as `kk-install unpack`, and is served by `kk-registry.service`;
+//! then every node proves it reaches and trusts the registry.
+
+use std::path::{Path, PathBuf};
+
+use super::{Cx, Outcome, StepResult, ensure_service, put, sh};
+use crate::install::render::{self, paths};
+use crate::ssh::{Node, quote};
+
+/// `registry.unpack`: the bundle into `/var/lib/kk/store` on the registry host, unless the
+/// store holds it already (its header is kept under `kk-bundle/<identity>/`).
+pub(super) async fn unpack(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let marker = format!("{}/kk-bundle/{}", paths::STORE, cx.plan.bundle.hex());
+    let present = sh(
+        node,
+        &format!("[ -d {} ] && echo yes || true", quote(&marker)),
+    )
+    .await?;
+    if present.trim() == "yes" {
+        return Ok(Outcome::default());
+    }
+    let files = bundle_files(cx.bundle_path)?;
+    let incoming = format!("{}/{}", paths::INCOMING, cx.plan.bundle.hex());
+    let mut outcome = Outcome {
+        changed: true,
+        ..Outcome::default()
+    };
+    let mut first = String::new();
+    for file in &files {
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("`{}` has no usable file name", file.display()))?;
+        let remote = format!("{incoming}/{name}");
+        if first.is_empty() {
+            first.clone_from(&remote);
+        }
+        node.upload(file, &remote, 0o600)
+            .await
+            .map_err(|e| e.to_string())?;
+        outcome.sent += std::fs::metadata(file).map_or(0, |m| m.len());
+    }
+    // The copy is removed whether the unpack worked or not: a rerun uploads it again rather
+    // than trusting a file it did not verify itself.
+    sh(
+        node,
+        &format!(
+            "{kk} unpack --bundle {first} --store {store}; rc=$?; rm -rf {incoming}; exit $rc",
+            kk = paths::KK_INSTALL,
+            first = quote(&first),
+            store = paths::STORE,
+            incoming = quote(&incoming),
+        ),
+    )
+    .await?;
+    Ok(outcome)
+}
+
+/// The files of the bundle: the file itself, or a parts index with every part it lists.
+fn bundle_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let Some(stem) = name.strip_suffix(".split.json") else {
+        return Ok(vec![path.to_owned()]);
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut files = vec![path.to_owned()];
+    let prefix = format!("{stem}.part");
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list `{}`: {e}", dir.display()))?;
+    let mut parts: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .collect();
+    parts.sort();
+    files.extend(parts);
+    Ok(files)
+}
+
+/// `registry.service`: `kk-registry.service` installed, enabled and running; restarted when
+/// its unit or its certificate changed.
+pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let cert = sh(
+        node,
+        &format!("sha256sum < {} | cut -d' ' -f1", paths::REGISTRY_CERT),
+    )
+    .await?;
+    let listen = render::registry_listen(cx.plan.registry.ip, cx.plan.registry.port);
+    // The certificate's digest is part of the unit, so a new certificate restarts the service.
+    let unit = format!(
+        "{}# serving certificate sha256 {}\n",
+        render::registry_unit(&listen),
+        cert.trim()
+    );
+    let mut outcome = put(
+        cx,
+        node,
+        unit.as_bytes(),
+        "/etc/systemd/system/kk-registry.service",
+        0o644,
+    )
+    .await?;
+    let started = ensure_service(node, "kk-registry.service", outcome.changed, true).await?;
+    outcome.merge(started);
+    Ok(outcome)
+}
+
+/// `registry.ready`: the node reaches the registry by its name over TLS verified with the
+/// cluster CA (the same path every later pull takes).
+pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
+    sh(
+        node,
+        &format!(
+            "{kk} registry ping --registry {registry} --ca {ca} --wait 60",
+            kk = paths::KK_INSTALL,
+            registry = quote(&cx.plan.registry.address),
+            ca = paths::TRUST_CA,
+        ),
+    )
+    .await?;
+    Ok(Outcome::default())
+}

@@ -1,0 +1,508 @@
+//! The plan: inventory + config + bundle → the ordered steps of every phase, and which nodes
+//! each step runs on. Pure: no node is contacted, so `kk-install plan` and the tests see exactly
+//! what an install would do.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use bundle_spec::{ArtifactKind, Description, Sha256Digest};
+use serde::Serialize;
+
+use crate::error::PlanError;
+use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
+
+/// The phases of an install, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The operator's `pre_install_*.sh` scripts.
+    PreHook,
+    /// Facts and rules: whether the install can work.
+    Precheck,
+    /// Swap, kernel modules, sysctls, `/etc/hosts`, the node's copy of kk-install.
+    Os,
+    /// The cluster's certificates, made once and copied where each node needs them.
+    Pki,
+    /// kk's registry on the `image_registry` host, serving the unpacked bundle.
+    Registry,
+    /// containerd, runc, CNI plugins, crictl, trusting kk's registry as a mirror.
+    Runtime,
+    /// etcd as a systemd service on the `etcd` hosts.
+    Etcd,
+    /// The operator's `post_install_*.sh` scripts.
+    PostHook,
+}
+
+impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Self; 8] = [
+        Self::PreHook,
+        Self::Precheck,
+        Self::Os,
+        Self::Pki,
+        Self::Registry,
+        Self::Runtime,
+        Self::Etcd,
+        Self::PostHook,
+    ];
+
+    /// The phase's name as `--phase` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PreHook => "pre_hook",
+            Self::Precheck => "precheck",
+            Self::Os => "os",
+            Self::Pki => "pki",
+            Self::Registry => "registry",
+            Self::Runtime => "runtime",
+            Self::Etcd => "etcd",
+            Self::PostHook => "post_hook",
+        }
+    }
+
+    /// The phase called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|phase| phase.name() == name)
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one step does. Steps marked cluster-wide run once for all their nodes together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Action {
+    /// Runs the hook scripts of every node (cluster-wide).
+    Hooks,
+    /// Gathers facts and evaluates every rule (cluster-wide).
+    Precheck,
+    /// Copies this kk-install to `/usr/local/bin/kk-install` on the node.
+    Installer,
+    /// Turns swap off, now and in `/etc/fstab`.
+    Swap,
+    /// Loads `overlay` and `br_netfilter` and lists them in `/etc/modules-load.d/`.
+    Modules,
+    /// Writes and applies the forwarding and bridge sysctls.
+    Sysctl {
+        /// Whether IPv6 forwarding is needed too (dual stack).
+        ipv6: bool,
+    },
+    /// Maps every node and the registry's name in `/etc/hosts`.
+    Hosts,
+    /// Gathers the nodes' facts again and judges, for real, the precheck rules the os phase
+    /// establishes (cluster-wide step over its nodes).
+    VerifyOs,
+    /// Makes the certificates in the work directory (cluster-wide, on the installer machine).
+    IssueCertificates,
+    /// Copies the certificates this node needs.
+    Certificates,
+    /// Copies the bundle to the registry host and unpacks it there, verified.
+    UnpackBundle,
+    /// Installs and starts `kk-registry.service`.
+    RegistryService,
+    /// Waits until the registry answers over TLS verified with the cluster CA.
+    RegistryReady,
+    /// Fetches binaries from the registry, on the node.
+    Fetch {
+        /// What to fetch.
+        binaries: Vec<BinaryFetch>,
+    },
+    /// Writes containerd's config, mirrors and unit; (re)starts it when they changed.
+    Containerd,
+    /// Pulls the pause image through the mirrors: proves the node's trust and mirrors.
+    PullProbe,
+    /// Writes the etcd unit and starts the member.
+    EtcdService,
+    /// Waits until every member reports healthy.
+    EtcdHealth,
+}
+
+impl Action {
+    /// Whether the step runs once for all its nodes rather than per node.
+    pub fn is_cluster_wide(&self) -> bool {
+        matches!(
+            self,
+            Self::Hooks | Self::Precheck | Self::IssueCertificates | Self::VerifyOs
+        )
+    }
+}
+
+/// A binary a node fetches from the registry, and where it puts which files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BinaryFetch {
+    /// The artifact's name (`etcd`).
+    pub name: String,
+    /// Its reference in the registry (`kk.internal/binaries/etcd:v3.4.23`).
+    pub reference: String,
+    /// The manifest digests the bundle lists for it, one per platform.
+    pub digests: Vec<Sha256Digest>,
+    /// The directory on the node.
+    pub into: String,
+    /// The files to take (all of an archive's when empty).
+    pub files: Vec<String>,
+}
+
+/// One step of a phase and the nodes it runs on, in inventory order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The phase.
+    pub phase: Phase,
+    /// `phase.what`, unique in the plan: the key of the step in the state file.
+    pub id: String,
+    /// What it does.
+    pub action: Action,
+    /// The nodes, by inventory name.
+    pub nodes: Vec<String>,
+}
+
+/// kk's registry as the install sets it up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegistryPlan {
+    /// The inventory name of the host that serves it.
+    pub node: String,
+    /// That host's address, which `/etc/hosts` maps the registry's name to.
+    pub ip: IpAddr,
+    /// `host:port` as every node reaches it.
+    pub address: String,
+    /// The host part of `address`.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+}
+
+/// The whole install, step by step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// The identity of the bundle the plan installs.
+    pub bundle: Sha256Digest,
+    /// The Kubernetes version the bundle carries, if any.
+    pub kubernetes_version: Option<String>,
+    /// The registry.
+    pub registry: RegistryPlan,
+    /// The bundle's containerd version (its config version follows from it).
+    pub containerd_version: String,
+    /// The pause image by its original reference (containerd's sandbox image, the pull probe).
+    pub pause_image: String,
+    /// The registry hosts the bundle's images are named by (`docker.io`, `registry.k8s.io`):
+    /// each gets a containerd mirror entry.
+    pub image_hosts: Vec<String>,
+    /// The `etcd` hosts with their addresses, in inventory order.
+    pub etcd_members: Vec<(String, IpAddr)>,
+    /// Every step, in order.
+    pub steps: Vec<Step>,
+}
+
+impl Plan {
+    /// The plan for `inventory` and `config` from the bundle described by `description`.
+    pub fn new(
+        inventory: &Inventory,
+        config: &Config,
+        identity: Sha256Digest,
+        description: &Description,
+    ) -> Result<Self, PlanError> {
+        if let ImageRegistry::External(external) = &config.image_registry {
+            return Err(PlanError::ExternalRegistry {
+                address: external.address.clone(),
+            });
+        }
+        let content = Content::of(description);
+        let registry = registry_plan(inventory, config)?;
+        let runtime_nodes = names(&inventory.group_members(crate::inventory::K8S_CLUSTER));
+        let external_etcd = config.etcd.deployment_type == EtcdDeploymentType::External;
+        let etcd_hosts = if external_etcd {
+            inventory.role_members(Role::Etcd)
+        } else {
+            Vec::new()
+        };
+        let etcd_members = etcd_hosts
+            .iter()
+            .map(|host| Ok((host.name.clone(), address_of(host)?)))
+            .collect::<Result<Vec<_>, PlanError>>()?;
+        let all = names(&inventory.hosts().iter().collect::<Vec<_>>());
+        let etcd_nodes = names(&etcd_hosts);
+        let ipv6 = config.cni.pod_cidr.is_dual_stack() || config.cni.service_cidr.is_dual_stack();
+        let mut steps = Vec::new();
+        let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
+            if !nodes.is_empty() || action.is_cluster_wide() {
+                steps.push(Step {
+                    phase,
+                    id: format!("{phase}.{what}"),
+                    action,
+                    nodes: nodes.to_vec(),
+                });
+            }
+        };
+        add(Phase::PreHook, "scripts", Action::Hooks, &all);
+        add(Phase::Precheck, "rules", Action::Precheck, &all);
+        add(Phase::Os, "installer", Action::Installer, &all);
+        add(Phase::Os, "swap", Action::Swap, &runtime_nodes);
+        add(Phase::Os, "modules", Action::Modules, &runtime_nodes);
+        add(Phase::Os, "sysctl", Action::Sysctl { ipv6 }, &runtime_nodes);
+        add(Phase::Os, "hosts", Action::Hosts, &all);
+        add(Phase::Os, "verify", Action::VerifyOs, &runtime_nodes);
+        add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
+        add(Phase::Pki, "copy", Action::Certificates, &all);
+        let registry_node = std::slice::from_ref(&registry.node);
+        add(
+            Phase::Registry,
+            "unpack",
+            Action::UnpackBundle,
+            registry_node,
+        );
+        add(
+            Phase::Registry,
+            "service",
+            Action::RegistryService,
+            registry_node,
+        );
+        add(Phase::Registry, "ready", Action::RegistryReady, &all);
+        let runtime_binaries = content.runtime_binaries()?;
+        let containerd_version = runtime_binaries[0]
+            .reference
+            .rsplit_once(':')
+            .map_or_else(String::new, |(_, tag)| tag.to_owned());
+        add(
+            Phase::Runtime,
+            "binaries",
+            Action::Fetch {
+                binaries: runtime_binaries,
+            },
+            &runtime_nodes,
+        );
+        add(
+            Phase::Runtime,
+            "containerd",
+            Action::Containerd,
+            &runtime_nodes,
+        );
+        add(Phase::Runtime, "pull", Action::PullProbe, &runtime_nodes);
+        if !etcd_nodes.is_empty() {
+            add(
+                Phase::Etcd,
+                "binaries",
+                Action::Fetch {
+                    binaries: vec![content.binary(
+                        "etcd",
+                        "/usr/local/bin",
+                        &["etcd", "etcdctl"],
+                    )?],
+                },
+                &etcd_nodes,
+            );
+            add(Phase::Etcd, "service", Action::EtcdService, &etcd_nodes);
+            add(Phase::Etcd, "health", Action::EtcdHealth, &etcd_nodes);
+        }
+        add(Phase::PostHook, "scripts", Action::Hooks, &all);
+        let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        Ok(Self {
+            bundle: identity,
+            kubernetes_version: content.kubernetes_version,
+            registry,
+            containerd_version,
+            pause_image,
+            image_hosts: content.image_hosts,
+            etcd_members,
+            steps,
+        })
+    }
+
+    /// The steps of `phase`.
+    pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
+        self.steps.iter().filter(move |step| step.phase == phase)
+    }
+
+    /// The plan as text: per node, its steps in order.
+    pub fn render(&self, inventory: &Inventory) -> String {
+        let mut text = format!(
+            "bundle {}\nregistry {} on {} ({})\n",
+            self.bundle, self.registry.address, self.registry.node, self.registry.ip
+        );
+        for host in inventory.hosts() {
+            let _ = writeln!(text, "\n{}:", host.name);
+            for step in self.steps.iter().filter(|s| s.nodes.contains(&host.name)) {
+                let _ = writeln!(text, "  {:<20} {}", step.id, describe(&step.action));
+            }
+        }
+        let once: Vec<&Step> = self.steps.iter().filter(|s| s.nodes.is_empty()).collect();
+        if !once.is_empty() {
+            text.push_str("\non the installer machine:\n");
+            for step in once {
+                let _ = writeln!(text, "  {:<20} {}", step.id, describe(&step.action));
+            }
+        }
+        text
+    }
+}
+
+/// A short description of an action for `kk-install plan`.
+fn describe(action: &Action) -> String {
+    match action {
+        Action::Hooks => "run the hook scripts".to_owned(),
+        Action::Precheck => "gather facts, check every rule".to_owned(),
+        Action::Installer => "copy kk-install to /usr/local/bin".to_owned(),
+        Action::Swap => "swap off, now and in /etc/fstab".to_owned(),
+        Action::Modules => "load overlay, br_netfilter; /etc/modules-load.d/kk.conf".to_owned(),
+        Action::Sysctl { ipv6 } => format!(
+            "forwarding{} and bridge netfilter; /etc/sysctl.d/99-kk.conf",
+            if *ipv6 { " (IPv4 and IPv6)" } else { "" }
+        ),
+        Action::Hosts => "map every node and the registry in /etc/hosts".to_owned(),
+        Action::VerifyOs => "check swap, modules and sysctls for real".to_owned(),
+        Action::IssueCertificates => "make the cluster's certificates in <work dir>/pki".to_owned(),
+        Action::Certificates => "copy this node's certificates".to_owned(),
+        Action::UnpackBundle => "copy the bundle, unpack it into /var/lib/kk/store".to_owned(),
+        Action::RegistryService => "install and start kk-registry.service".to_owned(),
+        Action::RegistryReady => "wait for the registry over TLS".to_owned(),
+        Action::Fetch { binaries } => format!(
+            "fetch {} from the registry",
+            binaries
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Action::Containerd => "containerd config, mirrors, unit; start".to_owned(),
+        Action::PullProbe => "pull the pause image through the mirrors".to_owned(),
+        Action::EtcdService => "etcd unit; start the member".to_owned(),
+        Action::EtcdHealth => "wait until every member is healthy".to_owned(),
+    }
+}
+
+fn names(hosts: &[&Host]) -> Vec<String> {
+    hosts.iter().map(|host| host.name.clone()).collect()
+}
+
+/// The address the cluster uses for `host`.
+pub fn address_of(host: &Host) -> Result<IpAddr, PlanError> {
+    host.internal_ipv4
+        .map(IpAddr::V4)
+        .or(host.internal_ipv6.map(IpAddr::V6))
+        .ok_or_else(|| PlanError::NoAddress {
+            node: host.name.clone(),
+        })
+}
+
+/// The registry host: the first of `image_registry`, else the first control plane.
+fn registry_plan(inventory: &Inventory, config: &Config) -> Result<RegistryPlan, PlanError> {
+    let host = inventory
+        .role_members(Role::ImageRegistry)
+        .into_iter()
+        .next()
+        .or_else(|| {
+            inventory
+                .role_members(Role::ControlPlane)
+                .into_iter()
+                .next()
+        })
+        .ok_or(PlanError::NoRegistryHost)?;
+    let address = &config.registry_address;
+    Ok(RegistryPlan {
+        node: host.name.clone(),
+        ip: address_of(host)?,
+        address: address.to_string(),
+        host: address.host.clone(),
+        port: address.port,
+    })
+}
+
+/// What the plan reads from the bundle's description.
+#[derive(Debug, Default)]
+struct Content {
+    kubernetes_version: Option<String>,
+    /// By name: reference and the manifest digests of every platform.
+    binaries: BTreeMap<String, (String, Vec<Sha256Digest>)>,
+    images: Vec<String>,
+    image_hosts: Vec<String>,
+}
+
+impl Content {
+    fn of(description: &Description) -> Self {
+        let mut content = Self::default();
+        for artifact in &description.artifacts {
+            match artifact.kind {
+                ArtifactKind::Binary => {
+                    let entry = content
+                        .binaries
+                        .entry(artifact.name.clone())
+                        .or_insert_with(|| (artifact.reference.clone(), Vec::new()));
+                    if !entry.1.contains(&artifact.digest) {
+                        entry.1.push(artifact.digest);
+                    }
+                    if artifact.name == "kubeadm" {
+                        content.kubernetes_version = Some(artifact.version.clone());
+                    }
+                }
+                ArtifactKind::Image => {
+                    if !content.images.contains(&artifact.reference) {
+                        content.images.push(artifact.reference.clone());
+                    }
+                    if let Some((host, _)) = artifact.name.split_once('/')
+                        && !content.image_hosts.iter().any(|h| h == host)
+                    {
+                        content.image_hosts.push(host.to_owned());
+                    }
+                }
+                ArtifactKind::Chart | ArtifactKind::File => {}
+            }
+        }
+        content.image_hosts.sort();
+        content
+    }
+
+    fn binary(&self, name: &str, into: &str, files: &[&str]) -> Result<BinaryFetch, PlanError> {
+        let (reference, digests) =
+            self.binaries
+                .get(name)
+                .ok_or_else(|| PlanError::MissingBinary {
+                    name: name.to_owned(),
+                })?;
+        Ok(BinaryFetch {
+            name: name.to_owned(),
+            reference: reference.clone(),
+            digests: digests.clone(),
+            into: into.to_owned(),
+            files: files.iter().map(|f| (*f).to_owned()).collect(),
+        })
+    }
+
+    /// containerd (its daemon, shim and `ctr`), runc, the CNI plugins and crictl.
+    fn runtime_binaries(&self) -> Result<Vec<BinaryFetch>, PlanError> {
+        Ok(vec![
+            self.binary(
+                "containerd",
+                "/usr/local/bin",
+                &["containerd", "containerd-shim-runc-v2", "ctr"],
+            )?,
+            self.binary("runc", "/usr/local/sbin", &["runc"])?,
+            self.binary("cni-plugins", "/opt/cni/bin", &[])?,
+            self.binary("crictl", "/usr/local/bin", &["crictl"])?,
+        ])
+    }
+
+    /// The pause image: the image whose repository is `pause` (kubeadm's sandbox image).
+    fn pause_image(&self) -> Option<String> {
+        self.images
+            .iter()
+            .find(|reference| {
+                let name = reference.split(['@']).next().unwrap_or(reference);
+                let path =
+                    name.rsplit_once(':').map_or(
+                        name,
+                        |(path, tag)| {
+                            if tag.contains('/') { name } else { path }
+                        },
+                    );
+                path.rsplit('/').next() == Some("pause")
+            })
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,232 @@
+use bundle_spec::description::{Artifact, BuilderInfo, FORMAT_VERSION, SourceManifest};
+use bundle_spec::lock::Lock;
+
+use super::*;
+
+fn artifact(kind: ArtifactKind, name: &str, version: &str, reference: &str) -> Artifact {
+    Artifact {
+        kind,
+        name: name.to_owned(),
+        version: version.to_owned(),
+        platform: Some("linux/amd64".to_owned()),
+        reference: reference.to_owned(),
+        digest: Sha256Digest::of(reference.as_bytes()),
+        size: 1,
+        omitted_platforms: Vec::new(),
+    }
+}
+
+fn binary(name: &str, version: &str) -> Artifact {
+    artifact(
+        ArtifactKind::Binary,
+        name,
+        version,
+        &format!("kk.internal/binaries/{name}:{version}"),
+    )
+}
+
+fn image(reference: &str) -> Artifact {
+    let (name, tag) = reference.rsplit_once(':').expect("tag");
+    artifact(ArtifactKind::Image, name, tag, reference)
+}
+
+/// A bundle as the catalog builds it for v1.33.0.
+fn description(skip: &[&str]) -> Description {
+    let created = jiff::Timestamp::UNIX_EPOCH;
+    let mut artifacts = vec![
+        binary("kubeadm", "v1.33.0"),
+        binary("containerd", "1.7.30"),
+        binary("runc", "v1.3.3"),
+        binary("cni-plugins", "v1.7.1"),
+        binary("crictl", "v1.33.0"),
+        binary("etcd", "v3.5.21"),
+        image("registry.k8s.io/pause:3.10"),
+        image("registry.k8s.io/kube-apiserver:v1.33.0"),
+        image("quay.io/calico/node:v3.30.5"),
+    ];
+    artifacts.retain(|a| !skip.contains(&a.name.rsplit('/').next().unwrap_or_default()));
+    Description {
+        format_version: FORMAT_VERSION,
+        builder: BuilderInfo {
+            name: "test".into(),
+            version: "0".into(),
+        },
+        created,
+        manifest: SourceManifest {
+            name: "m.yaml".into(),
+            text: String::new(),
+        },
+        lock: Lock::new(created),
+        artifacts,
+    }
+}
+
+const INVENTORY: &str = "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hosts:\n    cp1: {internal_ipv4: 10.0.0.1}\n    w1: {internal_ipv4: 10.0.0.2}\n    w2: {internal_ipv4: 10.0.0.3}\n  groups:\n    kube_control_plane: {hosts: [cp1]}\n    kube_worker: {hosts: [w1, w2]}\n    etcd: {hosts: [cp1, w1, w2]}\n";
+
+fn config(spec: &str) -> Config {
+    Config::from_str_named(
+        &format!("apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nmetadata: {{name: t}}\nspec:\n{spec}"),
+        "config.yaml",
+    )
+    .expect("config")
+}
+
+fn plan(inventory: &str, spec: &str, skip: &[&str]) -> Result<Plan, PlanError> {
+    let inventory = Inventory::from_str_named(inventory, "inventory.yaml").expect("inventory");
+    Plan::new(
+        &inventory,
+        &config(spec),
+        Sha256Digest::of(b"bundle"),
+        &description(skip),
+    )
+}
+
+fn nodes_of(plan: &Plan, id: &str) -> Vec<String> {
+    plan.steps
+        .iter()
+        .find(|s| s.id == id)
+        .map_or_else(|| panic!("no step {id}"), |s| s.nodes.clone())
+}
+
+#[test]
+fn steps_come_in_phase_order_with_unique_ids() {
+    let plan = plan(INVENTORY, "  etcd: {deployment_type: external}\n", &[]).expect("plan");
+    let phases: Vec<Phase> = plan.steps.iter().map(|s| s.phase).collect();
+    let mut sorted = phases.clone();
+    sorted.sort();
+    assert_eq!(phases, sorted);
+    let mut ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    ids.sort_unstable();
+    let count = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "duplicate step ids");
+    assert_eq!(
+        plan.steps.first().map(|s| s.id.as_str()),
+        Some("pre_hook.scripts")
+    );
+    assert_eq!(
+        plan.steps.last().map(|s| s.id.as_str()),
+        Some("post_hook.scripts")
+    );
+}
+
+#[test]
+fn each_step_runs_where_its_role_is() {
+    let plan = plan(INVENTORY, "  etcd: {deployment_type: external}\n", &[]).expect("plan");
+    let all = vec!["cp1".to_owned(), "w1".to_owned(), "w2".to_owned()];
+    let cases: &[(&str, &[&str])] = &[
+        ("os.installer", &["cp1", "w1", "w2"]),
+        ("os.sysctl", &["cp1", "w1", "w2"]),
+        ("pki.issue", &[]),
+        ("registry.unpack", &["cp1"]),
+        ("registry.service", &["cp1"]),
+        ("registry.ready", &["cp1", "w1", "w2"]),
+        ("runtime.pull", &["cp1", "w1", "w2"]),
+        ("etcd.service", &["cp1", "w1", "w2"]),
+    ];
+    for (id, nodes) in cases {
+        assert_eq!(nodes_of(&plan, id), *nodes, "{id}");
+    }
+    assert_eq!(nodes_of(&plan, "pki.copy"), all);
+    assert_eq!(plan.registry.node, "cp1");
+    assert_eq!(plan.registry.address, "dockerhub.kubekey.local:5443");
+    assert_eq!(plan.pause_image, "registry.k8s.io/pause:3.10");
+    assert_eq!(plan.image_hosts, vec!["quay.io", "registry.k8s.io"]);
+    assert_eq!(plan.containerd_version, "1.7.30");
+    assert_eq!(plan.kubernetes_version.as_deref(), Some("v1.33.0"));
+}
+
+#[test]
+fn binaries_are_fetched_by_reference_with_the_digests_the_bundle_lists() {
+    let plan = plan(INVENTORY, "", &[]).expect("plan");
+    let step = plan
+        .steps
+        .iter()
+        .find(|s| s.id == "runtime.binaries")
+        .expect("step");
+    let Action::Fetch { binaries } = &step.action else {
+        panic!("{step:?}");
+    };
+    let names: Vec<(&str, &str)> = binaries
+        .iter()
+        .map(|b| (b.name.as_str(), b.into.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("containerd", "/usr/local/bin"),
+            ("runc", "/usr/local/sbin"),
+            ("cni-plugins", "/opt/cni/bin"),
+            ("crictl", "/usr/local/bin"),
+        ]
+    );
+    assert_eq!(
+        binaries[0].digests,
+        vec![Sha256Digest::of(b"kk.internal/binaries/containerd:1.7.30")]
+    );
+}
+
+#[test]
+fn stacked_etcd_has_no_etcd_phase_and_the_registry_can_be_named() {
+    let plan = plan(
+        INVENTORY,
+        "  etcd: {deployment_type: internal}\n  image_registry: {auth: {registry: \"10.0.0.9:5000\"}}\n",
+        &[],
+    )
+    .expect("plan");
+    assert_eq!(plan.phase(Phase::Etcd).count(), 0);
+    assert!(plan.etcd_members.is_empty());
+    assert_eq!(plan.registry.address, "10.0.0.9:5000");
+    assert_eq!(plan.registry.port, 5000);
+}
+
+#[test]
+fn what_the_bundle_or_inventory_lacks_is_named() {
+    let cases: &[(&str, &str, &[&str], &str)] = &[
+        (INVENTORY, "", &["etcd"], "no binary `etcd`"),
+        (INVENTORY, "", &["crictl"], "no binary `crictl`"),
+        (INVENTORY, "", &["pause"], "no pause image"),
+        (
+            INVENTORY,
+            "  image_registry: {type: external, address: harbor.local}\n",
+            &[],
+            "`harbor.local`",
+        ),
+        (
+            &INVENTORY.replace(
+                "w1: {internal_ipv4: 10.0.0.2}",
+                "w1: {connector: {host: w1.lan}}",
+            ),
+            "",
+            &[],
+            "host `w1` has no `internal_ipv4`",
+        ),
+    ];
+    for (inventory, spec, skip, expected) in cases {
+        let error = plan(inventory, spec, skip).expect_err(expected);
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+}
+
+#[test]
+fn the_rendered_plan_lists_each_nodes_steps() {
+    let inventory = Inventory::from_str_named(INVENTORY, "inventory.yaml").expect("inventory");
+    let plan = plan(INVENTORY, "", &[]).expect("plan");
+    let text = plan.render(&inventory);
+    let w1 = text.split("\nw1:\n").nth(1).expect("w1 section");
+    let w1 = w1.split("\n\n").next().unwrap_or(w1);
+    assert!(w1.contains("runtime.containerd"), "{text}");
+    assert!(!w1.contains("registry.unpack"), "{text}");
+    assert!(
+        text.contains("on the installer machine:\n  pki.issue"),
+        "{text}"
+    );
+}
+
+#[test]
+fn phases_are_named_as_the_cli_takes_them() {
+    for phase in Phase::ALL {
+        assert_eq!(Phase::from_name(phase.name()), Some(phase));
+    }
+    assert_eq!(Phase::from_name("kubernetes"), None);
+}

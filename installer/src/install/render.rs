@@ -1,0 +1,297 @@
+//! The files the install writes on nodes, rendered from the plan. Pure text in, text out, so
+//! each format is table-tested against what the program reading it expects.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+/// Where node-side files live: the contract tests and operators rely on.
+pub mod paths {
+    /// The CA every node trusts kk's registry with (containerd's `hosts.toml`, `kk-install fetch`).
+    pub const TRUST_CA: &str = "/etc/kk/pki/ca.crt";
+    /// The registry's serving certificate and key, on the registry host.
+    pub const REGISTRY_CERT: &str = "/etc/kk/pki/registry.crt";
+    /// The registry's key.
+    pub const REGISTRY_KEY: &str = "/etc/kk/pki/registry.key";
+    /// The content store the registry serves.
+    pub const STORE: &str = "/var/lib/kk/store";
+    /// Where an uploaded bundle waits to be unpacked (removed afterwards).
+    pub const INCOMING: &str = "/var/lib/kk/incoming";
+    /// The node's kk-install.
+    pub const KK_INSTALL: &str = "/usr/local/bin/kk-install";
+    /// containerd's mirror directory.
+    pub const CERTS_D: &str = "/etc/containerd/certs.d";
+    /// The record of what kk did on the node.
+    pub const INSTALLED: &str = "/etc/kubekey/installed.json";
+    /// etcd's certificates.
+    pub const ETCD_PKI: &str = "/etc/kubernetes/pki/etcd";
+}
+
+/// Major version of a containerd version string (`1.7.24`, `v2.0.4`).
+pub fn containerd_major(version: &str) -> Option<u32> {
+    version
+        .trim_start_matches('v')
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// `/etc/containerd/config.toml` in the config version the bundled containerd reads: version 2
+/// for containerd 1.x, version 3 (the CRI plugin split in two) for 2.x. The CRI plugin uses the
+/// systemd cgroup driver (as the kubelet is configured), the pause image by its original name,
+/// and `certs.d` for registry hosts, where kk's registry is every host's mirror.
+pub fn containerd_config(major: u32, pause_image: &str) -> String {
+    let certs_d = paths::CERTS_D;
+    if major >= 2 {
+        format!(
+            "# Written by kk-install: containerd 2.x (config version 3).\n\
+             version = 3\n\n\
+             [plugins.'io.containerd.cri.v1.images']\n\
+             \x20 snapshotter = 'overlayfs'\n\n\
+             [plugins.'io.containerd.cri.v1.images'.pinned_images]\n\
+             \x20 sandbox = '{pause_image}'\n\n\
+             [plugins.'io.containerd.cri.v1.images'.registry]\n\
+             \x20 config_path = '{certs_d}'\n\n\
+             [plugins.'io.containerd.cri.v1.runtime'.containerd]\n\
+             \x20 default_runtime_name = 'runc'\n\n\
+             [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n\
+             \x20 runtime_type = 'io.containerd.runc.v2'\n\n\
+             [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n\
+             \x20 BinaryName = '/usr/local/sbin/runc'\n\
+             \x20 SystemdCgroup = true\n"
+        )
+    } else {
+        let cri = "plugins.\"io.containerd.grpc.v1.cri\"";
+        format!(
+            "# Written by kk-install: containerd 1.x (config version 2).\n\
+             version = 2\n\n\
+             [{cri}]\n\
+             \x20 sandbox_image = \"{pause_image}\"\n\n\
+             [{cri}.containerd]\n\
+             \x20 snapshotter = \"overlayfs\"\n\
+             \x20 default_runtime_name = \"runc\"\n\n\
+             [{cri}.containerd.runtimes.runc]\n\
+             \x20 runtime_type = \"io.containerd.runc.v2\"\n\n\
+             [{cri}.containerd.runtimes.runc.options]\n\
+             \x20 BinaryName = \"/usr/local/sbin/runc\"\n\
+             \x20 SystemdCgroup = true\n\n\
+             [{cri}.registry]\n\
+             \x20 config_path = \"{certs_d}\"\n"
+        )
+    }
+}
+
+/// The upstream server of a registry host, as containerd would reach it without a mirror.
+fn upstream_server(host: &str) -> String {
+    match host {
+        "docker.io" => "https://registry-1.docker.io".to_owned(),
+        _ => format!("https://{host}"),
+    }
+}
+
+/// `/etc/containerd/certs.d/<host>/hosts.toml`: kk's registry (`registry`, `host:port`) is the
+/// mirror for `host`, trusted through the installation's CA, never with `skip_verify`. Pulls
+/// keep the original names: containerd asks the mirror with `?ns=<host>`.
+pub fn hosts_toml(host: &str, registry: &str) -> String {
+    format!(
+        "# Written by kk-install: pulls of {host} images go to kk's registry.\n\
+         server = \"{server}\"\n\n\
+         [host.\"https://{registry}\"]\n\
+         \x20 capabilities = [\"pull\", \"resolve\"]\n\
+         \x20 ca = \"{ca}\"\n",
+        server = upstream_server(host),
+        ca = paths::TRUST_CA,
+    )
+}
+
+/// `/etc/crictl.yaml`.
+pub fn crictl_yaml() -> &'static str {
+    "runtime-endpoint: unix:///run/containerd/containerd.sock\n\
+     image-endpoint: unix:///run/containerd/containerd.sock\n\
+     timeout: 10\n"
+}
+
+/// `containerd.service`, shaped like upstream's.
+pub fn containerd_unit() -> &'static str {
+    "# Written by kk-install (upstream's containerd.service).\n\
+     [Unit]\n\
+     Description=containerd container runtime\n\
+     Documentation=https://containerd.io\n\
+     After=network.target local-fs.target dbus.service\n\n\
+     [Service]\n\
+     ExecStartPre=-/sbin/modprobe overlay\n\
+     ExecStart=/usr/local/bin/containerd\n\
+     Type=notify\n\
+     Delegate=yes\n\
+     KillMode=process\n\
+     Restart=always\n\
+     RestartSec=5\n\
+     LimitNPROC=infinity\n\
+     LimitCORE=infinity\n\
+     TasksMax=infinity\n\
+     OOMScoreAdjust=-999\n\n\
+     [Install]\n\
+     WantedBy=multi-user.target\n"
+}
+
+/// `kk-registry.service`: this same binary serving the store read-only over TLS.
+pub fn registry_unit(listen: &str) -> String {
+    format!(
+        "# Written by kk-install.\n\
+         [Unit]\n\
+         Description=kk registry: the bundle's images, binaries and charts, read-only\n\
+         After=network-online.target\n\
+         Wants=network-online.target\n\n\
+         [Service]\n\
+         ExecStart={kk} registry serve --store {store} --listen {listen} --tls-cert {cert} --tls-key {key}\n\
+         Restart=on-failure\n\
+         RestartSec=2\n\n\
+         [Install]\n\
+         WantedBy=multi-user.target\n",
+        kk = paths::KK_INSTALL,
+        store = paths::STORE,
+        cert = paths::REGISTRY_CERT,
+        key = paths::REGISTRY_KEY,
+    )
+}
+
+/// The address `kk-registry.service` listens on for `port`: every address of the host's family.
+pub fn registry_listen(host_ip: IpAddr, port: u16) -> String {
+    match host_ip {
+        IpAddr::V4(_) => format!("0.0.0.0:{port}"),
+        IpAddr::V6(_) => format!("[::]:{port}"),
+    }
+}
+
+/// `etcd.service`: the member's settings come from `/etc/etcd.env`.
+pub fn etcd_unit() -> &'static str {
+    "# Written by kk-install.\n\
+     [Unit]\n\
+     Description=etcd key-value store\n\
+     Documentation=https://etcd.io\n\
+     After=network-online.target\n\
+     Wants=network-online.target\n\n\
+     [Service]\n\
+     Type=notify\n\
+     EnvironmentFile=/etc/etcd.env\n\
+     ExecStart=/usr/local/bin/etcd\n\
+     Restart=always\n\
+     RestartSec=5\n\
+     LimitNOFILE=65536\n\n\
+     [Install]\n\
+     WantedBy=multi-user.target\n"
+}
+
+/// A URL host: an IPv6 address in brackets.
+fn url_host(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(ip) => ip.to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+    }
+}
+
+/// `/etc/etcd.env` of `member` in a cluster of `members` (name, address), with TLS and
+/// client-certificate authentication for clients and peers.
+pub fn etcd_env(member: &str, ip: IpAddr, members: &[(String, IpAddr)]) -> String {
+    let host = url_host(ip);
+    let cluster = members
+        .iter()
+        .map(|(name, ip)| format!("{name}=https://{}:2380", url_host(*ip)))
+        .collect::<Vec<_>>()
+        .join(",");
+    let pki = paths::ETCD_PKI;
+    let loopback = if ip.is_ipv4() { "127.0.0.1" } else { "[::1]" };
+    format!(
+        "# Written by kk-install.\n\
+         ETCD_NAME={member}\n\
+         ETCD_DATA_DIR=/var/lib/etcd\n\
+         ETCD_LISTEN_PEER_URLS=https://{host}:2380\n\
+         ETCD_INITIAL_ADVERTISE_PEER_URLS=https://{host}:2380\n\
+         ETCD_LISTEN_CLIENT_URLS=https://{host}:2379,https://{loopback}:2379\n\
+         ETCD_ADVERTISE_CLIENT_URLS=https://{host}:2379\n\
+         ETCD_INITIAL_CLUSTER={cluster}\n\
+         ETCD_INITIAL_CLUSTER_STATE=new\n\
+         ETCD_INITIAL_CLUSTER_TOKEN=kk-etcd\n\
+         ETCD_CERT_FILE={pki}/server.crt\n\
+         ETCD_KEY_FILE={pki}/server.key\n\
+         ETCD_TRUSTED_CA_FILE={pki}/ca.crt\n\
+         ETCD_CLIENT_CERT_AUTH=true\n\
+         ETCD_PEER_CERT_FILE={pki}/peer.crt\n\
+         ETCD_PEER_KEY_FILE={pki}/peer.key\n\
+         ETCD_PEER_TRUSTED_CA_FILE={pki}/ca.crt\n\
+         ETCD_PEER_CLIENT_CERT_AUTH=true\n"
+    )
+}
+
+/// The client URLs of every member, comma-separated (`etcdctl --endpoints`).
+pub fn etcd_endpoints(members: &[(String, IpAddr)]) -> String {
+    members
+        .iter()
+        .map(|(_, ip)| format!("https://{}:2379", url_host(*ip)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `/etc/modules-load.d/kk.conf`.
+pub fn modules_conf() -> &'static str {
+    "# Written by kk-install: what containerd and the kubelet need.\noverlay\nbr_netfilter\n"
+}
+
+/// The sysctls the os phase sets, with their values.
+pub fn sysctls(ipv6: bool) -> Vec<(&'static str, &'static str)> {
+    let mut list = vec![
+        ("net.ipv4.ip_forward", "1"),
+        ("net.bridge.bridge-nf-call-iptables", "1"),
+    ];
+    if ipv6 {
+        list.push(("net.ipv6.conf.all.forwarding", "1"));
+        list.push(("net.bridge.bridge-nf-call-ip6tables", "1"));
+    }
+    list
+}
+
+/// `/etc/sysctl.d/99-kk.conf`.
+pub fn sysctl_conf(ipv6: bool) -> String {
+    let mut text =
+        "# Written by kk-install: forwarding and bridge netfilter for Kubernetes.\n".to_owned();
+    for (key, value) in sysctls(ipv6) {
+        let _ = writeln!(text, "{key} = {value}");
+    }
+    text
+}
+
+/// Marks of the block kk owns in `/etc/hosts`.
+pub const HOSTS_BEGIN: &str = "# BEGIN kk-install";
+/// End of the block.
+pub const HOSTS_END: &str = "# END kk-install";
+
+/// `/etc/hosts` with kk's block (every node; the registry's name) replacing any earlier one;
+/// the rest of the file is kept as it was.
+pub fn hosts_file(current: &str, entries: &[(IpAddr, Vec<String>)]) -> String {
+    let mut kept = String::new();
+    let mut inside = false;
+    for line in current.lines() {
+        match line.trim() {
+            HOSTS_BEGIN => inside = true,
+            HOSTS_END => inside = false,
+            _ if !inside => {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+            _ => {}
+        }
+    }
+    let mut text = kept.trim_end_matches('\n').to_owned();
+    text.push('\n');
+    text.push_str(HOSTS_BEGIN);
+    text.push('\n');
+    for (ip, names) in entries {
+        let _ = writeln!(text, "{ip} {}", names.join(" "));
+    }
+    text.push_str(HOSTS_END);
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests;

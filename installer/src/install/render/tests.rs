@@ -1,0 +1,179 @@
+use super::*;
+
+/// A TOML document parsed into a value, so tests read what containerd reads.
+fn toml(text: &str) -> toml::Table {
+    text.parse::<toml::Table>()
+        .unwrap_or_else(|e| panic!("not TOML: {e}\n{text}"))
+}
+
+fn at<'a>(table: &'a toml::Table, path: &[&str]) -> &'a toml::Value {
+    let (first, rest) = path.split_first().expect("path");
+    let mut value = table.get(*first).unwrap_or_else(|| panic!("no {first}"));
+    for key in rest {
+        value = value
+            .get(*key)
+            .unwrap_or_else(|| panic!("no {key} in {path:?}"));
+    }
+    value
+}
+
+#[test]
+fn containerd_config_follows_the_bundled_containerd_version() {
+    for (version, config_version) in [("1.6.20", 2), ("1.7.30", 2), ("v2.0.4", 3), ("2.1.0", 3)] {
+        let major = containerd_major(version).expect("version");
+        let config = toml(&containerd_config(major, "registry.k8s.io/pause:3.10"));
+        assert_eq!(
+            at(&config, &["version"]).as_integer(),
+            Some(config_version),
+            "{version}"
+        );
+        let (cri_images, cri_runtime) = if config_version == 2 {
+            let cri = ["plugins", "io.containerd.grpc.v1.cri"];
+            assert_eq!(
+                at(&config, &[cri[0], cri[1], "sandbox_image"]).as_str(),
+                Some("registry.k8s.io/pause:3.10")
+            );
+            (cri.to_vec(), vec![cri[0], cri[1], "containerd"])
+        } else {
+            assert_eq!(
+                at(
+                    &config,
+                    &[
+                        "plugins",
+                        "io.containerd.cri.v1.images",
+                        "pinned_images",
+                        "sandbox"
+                    ]
+                )
+                .as_str(),
+                Some("registry.k8s.io/pause:3.10")
+            );
+            (
+                vec!["plugins", "io.containerd.cri.v1.images"],
+                vec!["plugins", "io.containerd.cri.v1.runtime", "containerd"],
+            )
+        };
+        let mut registry = cri_images.clone();
+        registry.extend(["registry", "config_path"]);
+        assert_eq!(
+            at(&config, &registry).as_str(),
+            Some("/etc/containerd/certs.d"),
+            "{version}"
+        );
+        let mut options = cri_runtime.clone();
+        options.extend(["runtimes", "runc", "options", "SystemdCgroup"]);
+        assert_eq!(at(&config, &options).as_bool(), Some(true), "{version}");
+    }
+    assert_eq!(containerd_major("x.y"), None);
+}
+
+#[test]
+fn hosts_toml_points_every_registry_host_at_kk_with_the_ca() {
+    for (host, server) in [
+        ("docker.io", "https://registry-1.docker.io"),
+        ("registry.k8s.io", "https://registry.k8s.io"),
+        ("quay.io", "https://quay.io"),
+    ] {
+        let hosts = toml(&hosts_toml(host, "dockerhub.kubekey.local:5443"));
+        assert_eq!(at(&hosts, &["server"]).as_str(), Some(server));
+        let mirror = at(&hosts, &["host", "https://dockerhub.kubekey.local:5443"]);
+        assert_eq!(
+            mirror.get("ca").and_then(|v| v.as_str()),
+            Some(paths::TRUST_CA)
+        );
+        assert_eq!(
+            mirror
+                .get("capabilities")
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("[\"pull\", \"resolve\"]")
+        );
+        assert!(mirror.get("skip_verify").is_none());
+    }
+}
+
+#[test]
+fn etcd_members_know_each_other_and_demand_client_certificates() {
+    let members = vec![
+        ("node1".to_owned(), "10.0.0.1".parse().expect("ip")),
+        ("node2".to_owned(), "10.0.0.2".parse().expect("ip")),
+    ];
+    let env = etcd_env("node2", members[1].1, &members);
+    for line in [
+        "ETCD_NAME=node2",
+        "ETCD_INITIAL_CLUSTER=node1=https://10.0.0.1:2380,node2=https://10.0.0.2:2380",
+        "ETCD_LISTEN_CLIENT_URLS=https://10.0.0.2:2379,https://127.0.0.1:2379",
+        "ETCD_ADVERTISE_CLIENT_URLS=https://10.0.0.2:2379",
+        "ETCD_CLIENT_CERT_AUTH=true",
+        "ETCD_PEER_CLIENT_CERT_AUTH=true",
+        "ETCD_CERT_FILE=/etc/kubernetes/pki/etcd/server.crt",
+        "ETCD_PEER_KEY_FILE=/etc/kubernetes/pki/etcd/peer.key",
+        "ETCD_DATA_DIR=/var/lib/etcd",
+    ] {
+        assert!(env.lines().any(|l| l == line), "{line} missing:\n{env}");
+    }
+    let v6 = vec![("a".to_owned(), "fd00::1".parse().expect("ip"))];
+    assert!(etcd_env("a", v6[0].1, &v6).contains("https://[fd00::1]:2380"));
+    assert_eq!(
+        etcd_endpoints(&members),
+        "https://10.0.0.1:2379,https://10.0.0.2:2379"
+    );
+}
+
+#[test]
+fn units_are_systemd_units_with_an_install_section() {
+    for unit in [
+        containerd_unit().to_owned(),
+        etcd_unit().to_owned(),
+        registry_unit("0.0.0.0:5443"),
+    ] {
+        for section in [
+            "[Unit]",
+            "[Service]",
+            "[Install]",
+            "WantedBy=multi-user.target",
+        ] {
+            assert!(unit.contains(section), "{section}:\n{unit}");
+        }
+        let exec = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .expect("ExecStart");
+        assert!(exec.starts_with("/usr/local/bin/"), "{exec}");
+    }
+    assert!(containerd_unit().contains("Delegate=yes"));
+    assert!(etcd_unit().contains("Type=notify"));
+    assert!(
+        registry_unit("[::]:5443")
+            .contains("--listen [::]:5443 --tls-cert /etc/kk/pki/registry.crt")
+    );
+    assert_eq!(
+        registry_listen("10.0.0.1".parse().expect("ip"), 5443),
+        "0.0.0.0:5443"
+    );
+}
+
+#[test]
+fn sysctls_cover_ipv6_only_for_dual_stack() {
+    assert!(!sysctl_conf(false).contains("ipv6"));
+    assert!(sysctl_conf(true).contains("net.ipv6.conf.all.forwarding = 1"));
+    assert!(sysctl_conf(false).contains("net.bridge.bridge-nf-call-iptables = 1"));
+}
+
+#[test]
+fn the_hosts_block_replaces_its_earlier_self_and_keeps_the_rest() {
+    let entries = vec![
+        (
+            "10.0.0.1".parse().expect("ip"),
+            vec!["node1".to_owned(), "dockerhub.kubekey.local".to_owned()],
+        ),
+        ("10.0.0.2".parse().expect("ip"), vec!["node2".to_owned()]),
+    ];
+    let original = "127.0.0.1 localhost\n10.0.0.1 node1\n";
+    let once = hosts_file(original, &entries);
+    assert!(once.starts_with(original), "{once}");
+    assert!(once.contains("# BEGIN kk-install\n10.0.0.1 node1 dockerhub.kubekey.local\n10.0.0.2 node2\n# END kk-install\n"));
+    assert_eq!(hosts_file(&once, &entries), once, "idempotent");
+    let fewer = hosts_file(&once, &entries[..1]);
+    assert!(!fewer.contains("node2"), "{fewer}");
+}

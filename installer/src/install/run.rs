@@ -1,0 +1,577 @@
+//! The executor: runs the plan phase by phase and, inside a phase, step by step, each step on
+//! all its nodes at once (bounded by `--concurrency`); records every finished step in the
+//! state file; stops after the first step that failed on any node.
+//!
+//! Steps are run step-major (every node does step 1, then every node step 2) rather than node by
+//! node: etcd members must all be started before any can report healthy, and a failing step
+//! stops the install before the next one begins anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::phases::{self, Cx};
+use super::plan::{Action, Phase, Plan, Step};
+use super::render::paths;
+use super::state::{CLUSTER, State};
+use crate::cluster::{self, Reach};
+use crate::error::InstallError;
+use crate::hooks::{self, Hook};
+use crate::inventory::{Config, Inventory};
+use crate::precheck::{self, BundleFacts, Context, Report};
+use crate::ssh::{Node, fan_out};
+
+/// What the precheck reads: the cluster as configured, the bundle, the nodes.
+#[derive(Debug, Clone, Copy)]
+pub struct Checks<'a> {
+    /// The inventory.
+    pub inventory: &'a Inventory,
+    /// The config.
+    pub config: &'a Config,
+    /// What the precheck needs from the bundle.
+    pub bundle: &'a BundleFacts,
+    /// How nodes are reached; the work directory.
+    pub reach: &'a Reach,
+    /// fio's data size for the etcd disk check.
+    pub fio_size: &'a str,
+    /// Rules waived by id or prefix.
+    pub ignore: &'a BTreeSet<String>,
+}
+
+/// Everything an install reads.
+#[derive(Debug)]
+pub struct Install<'a> {
+    /// The plan.
+    pub plan: &'a Plan,
+    /// The bundle as given on the command line.
+    pub bundle_path: &'a Path,
+    /// The kk-install binary copied to the nodes.
+    pub installer_binary: &'a Path,
+    /// The cluster, the bundle's facts, how nodes are reached.
+    pub checks: Checks<'a>,
+}
+
+/// How this run goes.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Only this phase, with its steps run again even if done.
+    pub phase: Option<Phase>,
+    /// Require a state to resume from.
+    pub resume: bool,
+}
+
+/// What happened to a step on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// It ran and changed something.
+    Changed,
+    /// It ran; everything was in place already.
+    Unchanged,
+    /// A previous run did it.
+    Done,
+    /// It failed.
+    Failed,
+}
+
+/// A step finished on a node (or, for a cluster-wide step, on the installer machine).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepEvent {
+    /// The node; `installer` for cluster-wide steps.
+    pub node: String,
+    /// The step id.
+    pub step: String,
+    /// What happened.
+    pub status: StepStatus,
+    /// How long it took, in seconds.
+    pub seconds: f64,
+    /// Steps finished so far in this run, of `total`.
+    pub finished: usize,
+    /// Steps of this run.
+    pub total: usize,
+}
+
+/// What the caller is told while the install runs.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A step finished.
+    Step(&'a StepEvent),
+    /// The precheck's report.
+    Precheck(&'a Report),
+    /// A line for the operator.
+    Note(String),
+}
+
+/// Phase × node: the final table.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Per node, per phase: `done`, `changed`, or absent when the phase has nothing there.
+    pub nodes: BTreeMap<String, BTreeMap<String, String>>,
+    /// Bytes the installer machine sent to each node.
+    pub sent: BTreeMap<String, u64>,
+    /// Wall time of the run, in seconds.
+    pub seconds: f64,
+}
+
+impl Summary {
+    /// The table as text.
+    pub fn render(&self, inventory: &Inventory, phases: &[Phase]) -> String {
+        let mut text = format!("{:<12}", "node");
+        for phase in phases {
+            let _ = write!(text, " {:<10}", phase.name());
+        }
+        text.push_str(" sent\n");
+        for host in inventory.hosts() {
+            let _ = write!(text, "{:<12}", host.name);
+            let cells = self.nodes.get(&host.name);
+            for phase in phases {
+                let cell = cells
+                    .and_then(|c| c.get(phase.name()))
+                    .map_or("-", String::as_str);
+                let _ = write!(text, " {cell:<10}");
+            }
+            let sent = self.sent.get(&host.name).copied().unwrap_or(0);
+            let _ = writeln!(text, " {}", bytesize::ByteSize(sent));
+        }
+        let _ = writeln!(text, "finished in {:.1}s", self.seconds);
+        text
+    }
+}
+
+/// Shared progress of a run.
+struct Progress<'a> {
+    state: Mutex<State>,
+    summary: Mutex<Summary>,
+    work_dir: &'a Path,
+    finished: Mutex<usize>,
+    total: usize,
+    report: &'a (dyn Fn(Event<'_>) + Sync),
+}
+
+impl Progress<'_> {
+    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a finished step (persisted at once) and tells the caller.
+    fn finish(
+        &self,
+        node: &str,
+        step: &Step,
+        status: StepStatus,
+        seconds: f64,
+        outcome: Option<&phases::Outcome>,
+    ) -> Result<(), InstallError> {
+        let key = if node == "installer" { CLUSTER } else { node };
+        if status != StepStatus::Failed {
+            let mut state = Self::lock(&self.state);
+            if status != StepStatus::Done {
+                state.mark_done(key, &step.id, seconds);
+            }
+            if let Some(outcome) = outcome {
+                state.add_files(key, outcome.files.iter().cloned());
+            }
+            state.save(self.work_dir)?;
+        }
+        if let Some(outcome) = outcome {
+            let mut summary = Self::lock(&self.summary);
+            *summary.sent.entry(node.to_owned()).or_default() += outcome.sent;
+        }
+        if node != "installer" && status != StepStatus::Failed {
+            let mut summary = Self::lock(&self.summary);
+            let cell = summary
+                .nodes
+                .entry(node.to_owned())
+                .or_default()
+                .entry(step.phase.name().to_owned())
+                .or_insert_with(|| "done".to_owned());
+            if status == StepStatus::Changed {
+                "changed".clone_into(cell);
+            }
+        }
+        let finished = {
+            let mut finished = Self::lock(&self.finished);
+            *finished += 1;
+            *finished
+        };
+        (self.report)(Event::Step(&StepEvent {
+            node: node.to_owned(),
+            step: step.id.clone(),
+            status,
+            seconds,
+            finished,
+            total: self.total,
+        }));
+        Ok(())
+    }
+}
+
+/// Runs the install on the connected `nodes` (every host of the inventory).
+pub async fn run(
+    install: &Install<'_>,
+    nodes: &[Node],
+    options: &RunOptions,
+    report: &(dyn Fn(Event<'_>) + Sync),
+) -> Result<Summary, InstallError> {
+    let started = Instant::now();
+    let work_dir = &install.checks.reach.work_dir;
+    let state = starting_state(install.plan, work_dir, options)?;
+    let phases: Vec<Phase> = options
+        .phase
+        .map_or_else(|| Phase::ALL.to_vec(), |p| vec![p]);
+    let steps: Vec<&Step> = install
+        .plan
+        .steps
+        .iter()
+        .filter(|s| phases.contains(&s.phase))
+        .collect();
+    let total = steps
+        .iter()
+        .map(|s| {
+            if s.action.is_cluster_wide() {
+                1
+            } else {
+                s.nodes.len()
+            }
+        })
+        .sum();
+    let progress = Progress {
+        state: Mutex::new(state),
+        summary: Mutex::new(Summary::default()),
+        work_dir,
+        finished: Mutex::new(0),
+        total,
+        report,
+    };
+    let pki = OnceLock::new();
+    let cx = Cx {
+        plan: install.plan,
+        inventory: install.checks.inventory,
+        config: install.checks.config,
+        bundle_path: install.bundle_path,
+        installer_binary: install.installer_binary,
+        work_dir,
+        pki: &pki,
+    };
+    for phase in &phases {
+        for step in steps.iter().filter(|s| s.phase == *phase) {
+            run_step(install, &cx, nodes, step, &progress).await?;
+        }
+        record(&cx, nodes, Some(*phase), &progress).await?;
+    }
+    // Every node's record once more at the end, so it names the last phases too (a rerun
+    // then finds it as it left it and rewrites nothing).
+    record(&cx, nodes, None, &progress).await?;
+    let mut summary = Progress::lock(&progress.summary).clone();
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// The state to start from: the work directory's, when it belongs to this bundle.
+fn starting_state(
+    plan: &Plan,
+    work_dir: &Path,
+    options: &RunOptions,
+) -> Result<State, InstallError> {
+    let bundle = plan.bundle.to_string();
+    let mut state = match State::load(work_dir)? {
+        Some(state) if state.bundle != bundle => {
+            return Err(InstallError::OtherBundle {
+                path: work_dir.join(super::state::STATE_FILE),
+                recorded: state.bundle,
+                bundle,
+            });
+        }
+        Some(state) => state,
+        None if options.resume => {
+            return Err(InstallError::NothingToResume {
+                path: work_dir.join(super::state::STATE_FILE),
+            });
+        }
+        None => State::new(&bundle),
+    };
+    if let Some(phase) = options.phase {
+        for step in plan.phase(phase) {
+            state.forget(&step.id);
+        }
+    }
+    state.save(work_dir)?;
+    Ok(state)
+}
+
+async fn run_step(
+    install: &Install<'_>,
+    cx: &Cx<'_>,
+    nodes: &[Node],
+    step: &Step,
+    progress: &Progress<'_>,
+) -> Result<(), InstallError> {
+    if step.action.is_cluster_wide() {
+        return run_cluster_step(install, cx, nodes, step, progress).await;
+    }
+    let targets: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| step.nodes.iter().any(|name| name == n.name()))
+        .collect();
+    let results = fan_out(
+        &targets,
+        install.checks.reach.concurrency,
+        |node| async move {
+            if Progress::lock(&progress.state).is_done(node.name(), &step.id) {
+                progress.finish(node.name(), step, StepStatus::Done, 0.0, None)?;
+                return Ok(());
+            }
+            let started = Instant::now();
+            let result = phases::run(cx, &step.action, node).await;
+            let seconds = started.elapsed().as_secs_f64();
+            match result {
+                Ok(outcome) => {
+                    let status = if outcome.changed {
+                        StepStatus::Changed
+                    } else {
+                        StepStatus::Unchanged
+                    };
+                    progress.finish(node.name(), step, status, seconds, Some(&outcome))
+                }
+                Err(cause) => {
+                    progress.finish(node.name(), step, StepStatus::Failed, seconds, None)?;
+                    Err(InstallError::Step {
+                        phase: step.phase.name().to_owned(),
+                        step: step.id.clone(),
+                        node: node.name().to_owned(),
+                        cause,
+                    })
+                }
+            }
+        },
+    )
+    .await;
+    results.into_iter().collect()
+}
+
+async fn run_cluster_step(
+    install: &Install<'_>,
+    cx: &Cx<'_>,
+    nodes: &[Node],
+    step: &Step,
+    progress: &Progress<'_>,
+) -> Result<(), InstallError> {
+    // The certificates are needed by later steps in this run even when a previous run made
+    // them: `pki.issue` always runs (it keeps every file that exists) and is never reported
+    // as skipped.
+    let done = Progress::lock(&progress.state).is_done(CLUSTER, &step.id);
+    if done && step.action != Action::IssueCertificates {
+        return progress.finish("installer", step, StepStatus::Done, 0.0, None);
+    }
+    let started = Instant::now();
+    let failed = |cause: String| InstallError::Step {
+        phase: step.phase.name().to_owned(),
+        step: step.id.clone(),
+        node: "installer".to_owned(),
+        cause,
+    };
+    match &step.action {
+        Action::Hooks => {
+            let hook = if step.phase == Phase::PreHook {
+                Hook::Pre
+            } else {
+                Hook::Post
+            };
+            let ran = hooks::run(
+                hook,
+                nodes,
+                &install.checks.reach.work_dir,
+                install.checks.reach.concurrency,
+            )
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+            let count: usize = ran.iter().map(|r| r.scripts.len()).sum();
+            (progress.report)(Event::Note(format!(
+                "{}: {count} scripts on {} nodes",
+                step.phase,
+                ran.len()
+            )));
+        }
+        Action::Precheck => {
+            let report = precheck_report(&install.checks, nodes).await?;
+            (progress.report)(Event::Precheck(&report));
+            if report.failed() {
+                return Err(InstallError::Precheck);
+            }
+        }
+        Action::IssueCertificates => {
+            tokio::task::block_in_place(|| phases::issue_certificates(cx)).map_err(failed)?;
+        }
+        Action::VerifyOs => {
+            let targets: Vec<&Node> = nodes
+                .iter()
+                .filter(|n| step.nodes.iter().any(|name| name == n.name()))
+                .collect();
+            verify_os(&install.checks, &targets).await.map_err(failed)?;
+        }
+        _ => return Err(failed(format!("`{}` is not a cluster-wide step", step.id))),
+    }
+    let status = if done {
+        StepStatus::Unchanged
+    } else {
+        StepStatus::Changed
+    };
+    progress.finish(
+        "installer",
+        step,
+        status,
+        started.elapsed().as_secs_f64(),
+        None,
+    )
+}
+
+/// Gathers facts and measurements from every node and evaluates every rule.
+pub async fn precheck_report(checks: &Checks<'_>, nodes: &[Node]) -> Result<Report, InstallError> {
+    let facts = cluster::gather(nodes, checks.reach).await?;
+    let measured = cluster::measure(
+        checks.inventory,
+        checks.config,
+        nodes,
+        &facts,
+        checks.fio_size,
+    )
+    .await;
+    let context = Context {
+        inventory: checks.inventory,
+        config: checks.config,
+        facts: &facts,
+        bundle: checks.bundle,
+        cluster: &measured,
+    };
+    Ok(precheck::evaluate(&context, checks.ignore))
+}
+
+/// `os.verify`: the nodes' facts gathered again, and the precheck rules the os phase
+/// establishes judged for real; any that fails stops the install, naming node and rule.
+async fn verify_os(checks: &Checks<'_>, nodes: &[&Node]) -> Result<(), String> {
+    let gathered = fan_out(nodes, checks.reach.concurrency, |node| {
+        crate::facts::gather(node)
+    })
+    .await;
+    let mut facts = BTreeMap::new();
+    for (node, result) in nodes.iter().zip(gathered) {
+        facts.insert(node.name().to_owned(), result.map_err(|e| e.to_string())?);
+    }
+    let context = Context {
+        inventory: checks.inventory,
+        config: checks.config,
+        facts: &facts,
+        bundle: checks.bundle,
+        cluster: &crate::precheck::ClusterFacts::default(),
+    };
+    let report = precheck::established_by_os(&context, checks.ignore);
+    let failures: Vec<String> = report
+        .nodes
+        .iter()
+        .flat_map(|(node, results)| {
+            results
+                .iter()
+                .filter(|r| r.status == crate::precheck::Status::Fail)
+                .map(move |r| format!("{node}: {}: {}", r.id, r.message))
+        })
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "after the os phase, still not as the install needs:\n{}",
+            failures.join("\n")
+        ))
+    }
+}
+
+/// `/etc/kubekey/installed.json` on every node of `phase`: the bundle, the Kubernetes version,
+/// the phases done there and the files kk wrote. Rewritten only when it changes.
+async fn record(
+    cx: &Cx<'_>,
+    nodes: &[Node],
+    phase: Option<Phase>,
+    progress: &Progress<'_>,
+) -> Result<(), InstallError> {
+    let involved: BTreeSet<&str> = cx
+        .plan
+        .steps
+        .iter()
+        .filter(|s| phase.is_none_or(|p| s.phase == p) && !s.action.is_cluster_wide())
+        .flat_map(|s| s.nodes.iter().map(String::as_str))
+        .collect();
+    let step = &phase.map_or_else(|| "record".to_owned(), |p| format!("{p}.record"));
+    let targets: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| involved.contains(n.name()))
+        .collect();
+    let results = fan_out(&targets, 10, |node| async move {
+        let content = installed_json(cx.plan, &Progress::lock(&progress.state), node.name());
+        phases::put_record(cx, node, &content)
+            .await
+            .map_err(|cause| InstallError::Step {
+                phase: phase.map_or("record", Phase::name).to_owned(),
+                step: step.to_owned(),
+                node: node.name().to_owned(),
+                cause,
+            })
+    })
+    .await;
+    results.into_iter().collect()
+}
+
+/// The record's content for `node`: deterministic, so an unchanged install rewrites nothing.
+pub fn installed_json(plan: &Plan, state: &State, node: &str) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Record<'a> {
+        bundle: String,
+        kubernetes_version: Option<&'a str>,
+        phases: Vec<&'static str>,
+        files: Vec<&'a str>,
+    }
+    let phases = Phase::ALL
+        .into_iter()
+        .filter(|phase| {
+            let mut steps = plan
+                .phase(*phase)
+                .filter(|s| s.nodes.iter().any(|n| n == node))
+                .peekable();
+            steps.peek().is_some()
+                && steps.all(|s| {
+                    let key = if s.action.is_cluster_wide() {
+                        CLUSTER
+                    } else {
+                        node
+                    };
+                    state.is_done(key, &s.id)
+                })
+        })
+        .map(Phase::name)
+        .collect();
+    let mut files: Vec<&str> = state
+        .files
+        .get(node)
+        .map(|f| f.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    files.push(paths::INSTALLED);
+    files.sort_unstable();
+    files.dedup();
+    let record = Record {
+        bundle: plan.bundle.to_string(),
+        kubernetes_version: plan.kubernetes_version.as_deref(),
+        phases,
+        files,
+    };
+    let mut json = serde_json::to_vec_pretty(&record).unwrap_or_default();
+    json.push(b'\n');
+    json
+}
+
+/// Where the state and logs of a run live, for messages.
+pub fn state_path(work_dir: &Path) -> PathBuf {
+    work_dir.join(super::state::STATE_FILE)
+}

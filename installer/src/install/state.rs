@@ -1,0 +1,157 @@
+//! The install state: which step finished on which node, persisted in the work directory so a
+//! rerun continues where the last run stopped.
+//!
+//! The file (`<work dir>/install-state.json`) names the bundle it belongs to; a run with another
+//! bundle is refused rather than mixing two installs. Every change is written to a temporary file,
+//! fsynced and renamed over the old one (then the directory is fsynced), so a killed installer
+//! leaves either the previous state or the new one, never a torn file. A step is recorded only
+//! after it succeeded on that node, so the worst a kill can cost is redoing one step — and every
+//! step checks before it changes, so redoing it changes nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::InstallError;
+
+/// The state file's name in the work directory.
+pub const STATE_FILE: &str = "install-state.json";
+
+/// The persisted state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// The identity (`sha256:…`) of the bundle being installed.
+    pub bundle: String,
+    /// Per node, the steps done and how long each took (seconds). Cluster-wide steps are kept
+    /// under [`CLUSTER`].
+    pub done: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Per node, the files kk wrote there (for `/etc/kubekey/installed.json` and reset).
+    #[serde(default)]
+    pub files: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The key of cluster-wide steps in [`State::done`].
+pub const CLUSTER: &str = "*";
+
+impl State {
+    /// A fresh state for `bundle`.
+    pub fn new(bundle: &str) -> Self {
+        Self {
+            bundle: bundle.to_owned(),
+            done: BTreeMap::new(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Reads the state of `work_dir`; `None` when there is none yet.
+    pub fn load(work_dir: &Path) -> Result<Option<Self>, InstallError> {
+        let path = work_dir.join(STATE_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| state_error(&path)(e.into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(state_error(&path)(e)),
+        }
+    }
+
+    /// Writes the state into `work_dir` atomically and durably.
+    pub fn save(&self, work_dir: &Path) -> Result<(), InstallError> {
+        let path = work_dir.join(STATE_FILE);
+        fs::create_dir_all(work_dir).map_err(state_error(work_dir))?;
+        let json = serde_json::to_vec_pretty(self).map_err(|e| state_error(&path)(e.into()))?;
+        write_durably(&path, &json).map_err(state_error(&path))
+    }
+
+    /// Whether `step` is done on `node`.
+    pub fn is_done(&self, node: &str, step: &str) -> bool {
+        self.done
+            .get(node)
+            .is_some_and(|steps| steps.contains_key(step))
+    }
+
+    /// Records `step` done on `node` after `seconds`.
+    pub fn mark_done(&mut self, node: &str, step: &str, seconds: f64) {
+        self.done
+            .entry(node.to_owned())
+            .or_default()
+            .insert(step.to_owned(), seconds);
+    }
+
+    /// Forgets `step` everywhere, so it runs again (`--phase`).
+    pub fn forget(&mut self, step: &str) {
+        for steps in self.done.values_mut() {
+            steps.remove(step);
+        }
+    }
+
+    /// Records files kk wrote on `node`.
+    pub fn add_files(&mut self, node: &str, files: impl IntoIterator<Item = String>) {
+        self.files.entry(node.to_owned()).or_default().extend(files);
+    }
+}
+
+fn state_error(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + use<> {
+    let path: PathBuf = path.to_owned();
+    move |source| InstallError::State { path, source }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory: write, fsync,
+/// rename, fsync the directory.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_recorded_saved_and_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(State::load(dir.path()).expect("load"), None);
+        let mut state = State::new("sha256:ab");
+        assert!(!state.is_done("node1", "os.swap"));
+        state.mark_done("node1", "os.swap", 0.5);
+        state.mark_done(CLUSTER, "pki.issue", 0.1);
+        state.add_files("node1", ["/etc/sysctl.d/99-kk.conf".to_owned()]);
+        state.save(dir.path()).expect("save");
+        let read = State::load(dir.path()).expect("load").expect("state");
+        assert_eq!(read, state);
+        assert!(read.is_done("node1", "os.swap"));
+        assert!(!read.is_done("node2", "os.swap"));
+        let mut again = read.clone();
+        again.forget("os.swap");
+        assert!(!again.is_done("node1", "os.swap"));
+        assert!(again.is_done(CLUSTER, "pki.issue"));
+    }
+
+    #[test]
+    fn a_torn_state_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join(STATE_FILE), b"{\"bundle\": ").expect("write");
+        let error = State::load(dir.path()).expect_err("torn");
+        assert!(error.to_string().contains(STATE_FILE), "{error}");
+    }
+
+    #[test]
+    fn saving_leaves_no_temporary_file_behind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = State::new("sha256:cd");
+        state.save(dir.path()).expect("save");
+        state.save(dir.path()).expect("save again");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(STATE_FILE)]);
+    }
+}

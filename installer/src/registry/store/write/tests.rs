@@ -1,0 +1,232 @@
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bundle_spec::description::{BuilderInfo, SourceManifest};
+use bundle_spec::write::WriteOptions;
+use bundle_spec::{
+    Artifact, ArtifactKind, BlobFile, Bundle, BundleContents, BundleError, Description,
+    FORMAT_VERSION, Lock, Sha256Digest,
+};
+
+use super::unpack;
+use crate::durable::journal;
+use crate::registry::Store;
+
+/// A bundle in `dir` holding the single-layer linux/amd64 image `reference`, whose layer is
+/// `layer`; the digests of its config, layer and manifest.
+fn bundle(dir: &Path, reference: &str, layer: &[u8]) -> (PathBuf, Vec<Sha256Digest>) {
+    let blobs = dir.join(format!(
+        "{}-blobs",
+        Sha256Digest::of(reference.as_bytes()).hex()
+    ));
+    fs::create_dir_all(&blobs).expect("dir");
+    let mut files = Vec::new();
+    let mut add = |bytes: &[u8]| {
+        let digest = Sha256Digest::of(bytes);
+        let path = blobs.join(digest.hex());
+        fs::write(&path, bytes).expect("blob");
+        files.push(BlobFile {
+            digest,
+            size: bytes.len() as u64,
+            path,
+        });
+        (digest, bytes.len())
+    };
+    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"config":{}}"#;
+    let (config_digest, config_size) = add(config);
+    let (layer_digest, layer_size) = add(layer);
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{config_size}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{layer_digest}","size":{layer_size}}}]}}"#
+    );
+    let (digest, size) = add(manifest.as_bytes());
+    let index = serde_json::from_value(serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": digest.to_string(),
+            "size": size,
+            "annotations": {"org.opencontainers.image.ref.name": reference},
+        }],
+    }))
+    .expect("index");
+    let (repository, tag) = reference.rsplit_once(':').expect("tag");
+    let created = "2026-11-22T00:00:00Z".parse().expect("time");
+    let description = Description {
+        format_version: FORMAT_VERSION,
+        builder: BuilderInfo {
+            name: "test".into(),
+            version: "0".into(),
+        },
+        created,
+        manifest: SourceManifest {
+            name: "m.yaml".into(),
+            text: String::new(),
+        },
+        lock: Lock::new(created),
+        artifacts: vec![Artifact {
+            kind: ArtifactKind::Image,
+            name: repository.into(),
+            version: tag.into(),
+            platform: Some("linux/amd64".into()),
+            reference: reference.into(),
+            digest,
+            size: 0,
+            omitted_platforms: vec![],
+        }],
+    };
+    let target = dir.join(format!("{tag}.tar.zst"));
+    let contents = BundleContents {
+        description,
+        index,
+        blobs: files,
+    };
+    let written =
+        bundle_spec::write_bundle(&contents, &target, &WriteOptions::default()).expect("write");
+    (
+        written.output.paths[0].clone(),
+        vec![config_digest, layer_digest, digest],
+    )
+}
+
+fn unpack_into(bundle: &Path, store: &Path) -> Result<super::Unpacked, BundleError> {
+    let mut opened = Bundle::open(bundle).expect("opens");
+    let mut bytes = 0;
+    let unpacked = unpack(&mut opened, store, &mut |n| bytes += n);
+    if unpacked.is_ok() {
+        assert!(bytes > 0, "progress is reported");
+    }
+    unpacked
+}
+
+fn blob(store: &Path, digest: Sha256Digest) -> PathBuf {
+    store.join("blobs/sha256").join(digest.hex())
+}
+
+#[test]
+fn unpacks_a_store_the_reader_serves_and_adds_to_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let (first, digests) = bundle(tmp.path(), "docker.io/library/app:1", b"layer one");
+    let unpacked = unpack_into(&first, &store).expect("unpacks");
+    assert_eq!((unpacked.written, unpacked.skipped), (3, 0));
+    for digest in &digests {
+        assert_eq!(
+            Sha256Digest::of(&fs::read(blob(&store, *digest)).expect("blob")),
+            *digest
+        );
+    }
+    let served = Store::open(&store).expect("the reader opens it");
+    assert_eq!(
+        served.repositories().collect::<Vec<_>>(),
+        ["docker.io/library/app"]
+    );
+
+    // Again: everything present and verified, nothing rewritten.
+    let unpacked = unpack_into(&first, &store).expect("unpacks");
+    assert_eq!((unpacked.written, unpacked.skipped), (0, 3));
+
+    // A second bundle adds its image; the first stays; one header directory per bundle.
+    let (second, _) = bundle(tmp.path(), "quay.io/x/other:2", b"layer two");
+    unpack_into(&second, &store).expect("unpacks");
+    let served = Store::open(&store).expect("opens");
+    assert_eq!(
+        served.repositories().collect::<Vec<_>>(),
+        ["docker.io/library/app", "quay.io/x/other"]
+    );
+    assert_eq!(
+        fs::read_dir(store.join("kk-bundle")).expect("dir").count(),
+        2
+    );
+}
+
+/// Every file of the store is synced before its rename, and its directory after: the
+/// index never names a blob a power cut could take back.
+#[test]
+fn every_write_is_synced_then_renamed_then_its_directory_synced() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let (path, digests) = bundle(tmp.path(), "docker.io/library/app:1", b"layer");
+    let identity = Bundle::open(&path).expect("opens").identity();
+    journal::take();
+    unpack_into(&path, &store).expect("unpacks");
+    let steps = journal::take();
+    for digest in &digests {
+        journal::assert_durable(&steps, &blob(&store, *digest));
+    }
+    let headers = store.join("kk-bundle").join(identity.hex());
+    for file in [
+        store.join("index.json"),
+        store.join("oci-layout"),
+        headers.join("SHA256SUMS"),
+    ] {
+        journal::assert_durable(&steps, &file);
+    }
+    // The blobs' directory is synced before the index is renamed into place.
+    let index = store.join("index.json");
+    let synced = steps
+        .iter()
+        .position(|s| *s == journal::Step::SyncDir(store.join("blobs/sha256")))
+        .expect("blobs synced");
+    let published = steps
+        .iter()
+        .position(|s| matches!(s, journal::Step::Rename { to, .. } if *to == index))
+        .expect("index renamed");
+    assert!(synced < published, "{steps:#?}");
+}
+
+#[test]
+fn links_planted_in_the_store_are_never_followed() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (path, digests) = bundle(tmp.path(), "docker.io/library/app:1", b"layer");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(&outside).expect("dir");
+
+    // `blobs` is a link out of the store.
+    let store = tmp.path().join("a");
+    fs::create_dir_all(&store).expect("dir");
+    std::os::unix::fs::symlink(&outside, store.join("blobs")).expect("link");
+    let error = unpack_into(&path, &store).expect_err("refused");
+    assert!(
+        matches!(&error, BundleError::UnsafeDestination { path } if path.ends_with("blobs")),
+        "{error}"
+    );
+    assert_eq!(fs::read_dir(&outside).expect("dir").count(), 0);
+
+    // `blobs/sha256` is.
+    let store = tmp.path().join("b");
+    fs::create_dir_all(store.join("blobs")).expect("dir");
+    std::os::unix::fs::symlink(&outside, store.join("blobs/sha256")).expect("link");
+    assert!(matches!(
+        unpack_into(&path, &store),
+        Err(BundleError::UnsafeDestination { .. })
+    ));
+    assert_eq!(fs::read_dir(&outside).expect("dir").count(), 0);
+
+    // `kk-bundle` is: refused before the index is published.
+    let store = tmp.path().join("c");
+    fs::create_dir_all(&store).expect("dir");
+    std::os::unix::fs::symlink(&outside, store.join("kk-bundle")).expect("link");
+    assert!(matches!(
+        unpack_into(&path, &store),
+        Err(BundleError::UnsafeDestination { .. })
+    ));
+    assert_eq!(fs::read_dir(&outside).expect("dir").count(), 0);
+    assert!(!store.join("index.json").exists());
+
+    // A blob's name is a link to a file with the right bytes: not "present" (the registry
+    // would not serve it); replaced by a real file, the link's target untouched.
+    let store = tmp.path().join("d");
+    fs::create_dir_all(store.join("blobs/sha256")).expect("dir");
+    let target = outside.join("layer");
+    fs::write(&target, b"layer").expect("write");
+    std::os::unix::fs::symlink(&target, blob(&store, digests[1])).expect("link");
+    let unpacked = unpack_into(&path, &store).expect("unpacks");
+    assert_eq!(unpacked.written, 3);
+    assert!(
+        fs::symlink_metadata(blob(&store, digests[1]))
+            .expect("meta")
+            .is_file()
+    );
+    assert_eq!(fs::read(&target).expect("read"), b"layer");
+}
