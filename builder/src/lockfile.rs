@@ -1,6 +1,11 @@
 //! The lock file on disk: `<manifest stem>.lock.yaml` beside the manifest unless `--lock` says
-//! otherwise. Written temp → rename, so an interrupted build never leaves half a lock.
+//! otherwise. Written to a temporary file beside it, synced, renamed over it, and the directory
+//! synced: an interrupted build or a power cut never leaves half a lock, and a lock a build
+//! reported written survives a crash (without the syncs, ext4 and xfs may put the rename on
+//! disk before the data, leaving an empty lock).
 
+use std::fs::File;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use bundle_spec::Lock;
@@ -53,14 +58,52 @@ pub fn write_lock(path: &Path, lock: &Lock) -> Result<(), BuildError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let file_error = |source| BuildError::File {
+    write_durably(dir, path, text.as_bytes()).map_err(|source| BuildError::File {
         path: path.to_owned(),
         source,
-    };
-    let temp = tempfile::NamedTempFile::new_in(dir).map_err(file_error)?;
-    std::fs::write(temp.path(), text).map_err(file_error)?;
-    temp.persist(path).map_err(|e| file_error(e.error))?;
+    })
+}
+
+/// Temporary file in `dir` → write → fsync → rename over `path` → fsync `dir`.
+fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    steps::record(format!("sync {}", temp.path().display()));
+    let from = temp.path().to_owned();
+    temp.persist(path).map_err(|e| e.error)?;
+    steps::record(format!("rename {} {}", from.display(), path.display()));
+    match File::open(dir).and_then(|handle| handle.sync_all()) {
+        // Some file systems cannot fsync a directory (EINVAL): as durable as it gets there.
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
+        Err(e) => return Err(e),
+    }
+    steps::record(format!("sync {}", dir.display()));
     Ok(())
+}
+
+/// The durable steps taken on this thread, recorded in tests: an fsync cannot be observed from
+/// outside, the order of the steps can.
+mod steps {
+    #[cfg(test)]
+    thread_local! {
+        static STEPS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    #[cfg(test)]
+    pub(super) fn record(step: String) {
+        STEPS.with(|steps| steps.borrow_mut().push(step));
+    }
+
+    #[cfg(not(test))]
+    pub(super) fn record(_: String) {}
+
+    /// The steps recorded on this thread since the last call.
+    #[cfg(test)]
+    pub(super) fn take() -> Vec<String> {
+        STEPS.with(|steps| std::mem::take(&mut *steps.borrow_mut()))
+    }
 }
 
 #[cfg(test)]
@@ -90,8 +133,25 @@ mod tests {
             digest: bundle_spec::Sha256Digest::of(b"b"),
             size: 3,
         });
+        steps::take();
         write_lock(&path, &lock).unwrap();
         assert_eq!(read_lock(&path).unwrap(), lock);
+        // Synced before the rename, the directory after it.
+        let steps = steps::take();
+        assert_eq!(steps.len(), 3, "{steps:?}");
+        let temp = steps[0].strip_prefix("sync ").unwrap();
+        assert_eq!(Path::new(temp).parent(), Some(dir.path()), "{steps:?}");
+        assert_eq!(
+            steps[1],
+            format!("rename {temp} {}", path.display()),
+            "{steps:?}"
+        );
+        assert_eq!(steps[2], format!("sync {}", dir.path().display()));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
         std::fs::write(&path, "version: 9\ncreated: 2026-11-22T00:00:00Z\n").unwrap();
         assert!(
             read_lock(&path)

@@ -64,8 +64,8 @@ pub(crate) struct InstallArgs {
     /// Continue the install recorded in the work directory (an error when there is none).
     #[arg(long)]
     pub(crate) resume: bool,
-    /// Run only this phase, its steps again even if done (pre_hook, precheck, os, pki,
-    /// registry, runtime, etcd, post_hook).
+    /// Run only this phase, its steps again even if done (`pre_hook`, `precheck`, `os`, `pki`,
+    /// `registry`, `runtime`, `etcd`, `post_hook`).
     #[arg(long, value_name = "NAME", value_parser = phase)]
     pub(crate) phase: Option<kk_install::install::Phase>,
     /// How to print the final table (progress lines go to stderr).

@@ -437,18 +437,8 @@ fn place(content: &mut dyn Read, target: &Path) -> Result<String, FetchError> {
     temp.as_file()
         .set_permissions(fs::Permissions::from_mode(0o755))
         .map_err(FetchError::io(target))?;
-    temp.as_file().sync_all().map_err(FetchError::io(target))?;
-    temp.persist(target)
-        .map_err(|e| FetchError::io(target)(e.error))?;
-    sync_dir(dir);
+    crate::durable::persist(temp, target).map_err(FetchError::io(target))?;
     Ok(hex::encode(hasher.finalize()))
-}
-
-/// Makes a rename in `dir` durable; best effort (some file systems refuse to sync a directory).
-fn sync_dir(dir: &Path) {
-    if let Ok(handle) = fs::File::open(dir) {
-        let _ = handle.sync_all();
-    }
 }
 
 /// The stamp file of a request: one per reference, named by the digest of the reference.
@@ -488,18 +478,7 @@ fn write_stamp(request: &FetchRequest, fetched: &Fetched) -> Result<(), FetchErr
     let path = stamp_path(request);
     fs::create_dir_all(&request.stamp_dir).map_err(FetchError::io(&request.stamp_dir))?;
     let json = serde_json::to_vec_pretty(fetched).map_err(|e| FetchError::io(&path)(e.into()))?;
-    place_bytes(&json, &path)
-}
-
-fn place_bytes(bytes: &[u8], target: &Path) -> Result<(), FetchError> {
-    let dir = target.parent().unwrap_or(Path::new("/"));
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(FetchError::io(dir))?;
-    temp.write_all(bytes).map_err(FetchError::io(target))?;
-    temp.as_file().sync_all().map_err(FetchError::io(target))?;
-    temp.persist(target)
-        .map_err(|e| FetchError::io(target)(e.error))?;
-    sync_dir(dir);
-    Ok(())
+    crate::durable::write(&path, &json, 0o644, ".kk-fetch-").map_err(FetchError::io(&path))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod nodes;
 mod tls;
 mod unpack;
 
+use std::fmt::Write as _;
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -112,7 +113,7 @@ fn fetch(args: &cli::FetchArgs) -> anyhow::Result<()> {
             };
             let mut text = String::new();
             for (path, sha) in &fetched.files {
-                text.push_str(&format!("{verb}: {} (sha256 {sha})\n", path.display()));
+                let _ = writeln!(text, "{verb}: {} (sha256 {sha})", path.display());
             }
             print(&text)
         }

@@ -14,15 +14,15 @@ use kk_install::ssh::{HostKeyPolicy, Node};
 use crate::cli::{Output, ReachArgs};
 
 /// What every node command reads first.
-struct Read {
+struct Cluster {
     inventory: Inventory,
     config: Config,
     bundle: bundle_spec::Bundle,
     reach: Reach,
 }
 
-impl Read {
-    fn read(
+impl Cluster {
+    fn open(
         bundle: &Path,
         inventory: &Path,
         config: Option<&Path>,
@@ -69,7 +69,7 @@ fn read_files(inventory: &Path, config: Option<&Path>) -> anyhow::Result<(Invent
 
 /// `kk-install precheck`: prints the report; fails if any check failed.
 pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> anyhow::Result<()> {
-    let read = Read::read(&args.bundle, &args.inventory, args.config.as_deref(), reach)?;
+    let read = Cluster::open(&args.bundle, &args.inventory, args.config.as_deref(), reach)?;
     let bundle_facts = cluster::bundle_facts(&read.bundle);
     let checks = Checks {
         inventory: &read.inventory,
@@ -109,7 +109,7 @@ pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyh
     let (Some(bundle_path), Some(inventory)) = (&args.bundle, &args.inventory) else {
         bail!("the install needs `--bundle` and `-i/--inventory`; see `kk-install --help`");
     };
-    let read = Read::read(bundle_path, inventory, args.config.as_deref(), reach)?;
+    let read = Cluster::open(bundle_path, inventory, args.config.as_deref(), reach)?;
     let plan = Plan::new(
         &read.inventory,
         &read.config,

@@ -201,92 +201,9 @@ mod lab {
             "the precheck reports what the os phase sets as set by the install:\n{progress}"
         );
 
-        // etcd: healthy over TLS with client-certificate auth, on every member.
-        let endpoints: Vec<String> = cluster
-            .nodes
-            .ips()
-            .iter()
-            .map(|ip| format!("https://{ip}:2379"))
-            .collect();
-        let health = cluster.on(
-            1,
-            &format!(
-                "ETCDCTL_API=3 etcdctl --endpoints {} --cacert /etc/kubernetes/pki/etcd/ca.crt \
-                 --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key \
-                 endpoint health --cluster -w json",
-                endpoints.join(",")
-            ),
-        );
-        let health: Value = serde_json::from_str(&health).expect("health json");
-        assert_eq!(
-            health
-                .as_array()
-                .expect("members")
-                .iter()
-                .filter(|m| m["health"] == true)
-                .count(),
-            3,
-            "{health}"
-        );
-        let no_client_cert = run(&mut cluster.nodes.ssh(
-            "root",
-            &cluster.nodes.ips()[1],
-            &format!(
-                "ETCDCTL_API=3 etcdctl --endpoints {} --cacert /etc/kubernetes/pki/etcd/ca.crt endpoint health",
-                endpoints[0]
-            ),
-        ));
-        assert!(
-            !no_client_cert.status.success(),
-            "etcd must demand a client certificate"
-        );
-
-        // Every image of the bundle pulls on every node by its original name and by digest,
-        // through certs.d; a container runs.
-        let images = images(&cluster.bundle);
-        assert!(images.len() > 5, "{images:?}");
-        for node in 0..3 {
-            let mut pulls = String::from("set -e; ");
-            for (reference, by_digest) in &images {
-                let _ = write!(
-                    pulls,
-                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {reference} >/dev/null; \
-                     ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {by_digest} >/dev/null; "
-                );
-            }
-            cluster.on(node, &pulls);
-            // Container ids are unique across nodes: runc's cgroups live in the host's tree.
-            let said = cluster.on(
-                node,
-                &format!(
-                    "ctr -n k8s.io run --rm registry.k8s.io/pause:3.10 kk-probe-{}-{node} /bin/echo ran-from-kk-registry",
-                    std::process::id()
-                ),
-            );
-            assert!(
-                said.contains("ran-from-kk-registry"),
-                "node{}: {said}",
-                node + 1
-            );
-        }
-
-        // The registry serves TLS that a client verifies with the installation's CA only.
-        let certs = tmp.path().join("certs");
-        fs::create_dir_all(&certs).expect("certs");
-        fs::copy(cluster.work_dir().join("pki/ca.crt"), certs.join("ca.crt")).expect("ca");
-        let registry = format!("{}:5443", cluster.nodes.ips()[0]);
-        let mut skopeo = Command::new("skopeo");
-        skopeo
-            .args(["inspect", "--raw", "--cert-dir"])
-            .arg(&certs)
-            .arg(format!("docker://{registry}/registry.k8s.io/pause:3.10"));
-        run_ok(&mut skopeo);
-        let mut untrusted = Command::new("skopeo");
-        untrusted
-            .args(["inspect", "--raw"])
-            .arg(format!("docker://{registry}/registry.k8s.io/pause:3.10"));
-        assert!(!run(&mut untrusted).status.success());
-
+        assert_etcd_healthy_over_tls(&cluster);
+        assert_images_pull_by_name_and_digest_and_run(&cluster);
+        assert_registry_serves_tls_for_the_ca_only(&cluster, tmp.path());
         // The record names the bundle and every phase done on the node.
         let record: Value =
             serde_json::from_str(&cluster.on(2, "cat /etc/kubekey/installed.json")).expect("json");
@@ -334,6 +251,98 @@ mod lab {
             );
         }
         assert!(cluster.on(2, "sha256sum /usr/local/bin/etcd").len() > 64);
+    }
+
+    /// etcd: healthy over TLS with client-certificate auth, on every member.
+    fn assert_etcd_healthy_over_tls(cluster: &Cluster) {
+        let endpoints: Vec<String> = cluster
+            .nodes
+            .ips()
+            .iter()
+            .map(|ip| format!("https://{ip}:2379"))
+            .collect();
+        let health = cluster.on(
+        1,
+        &format!(
+            "ETCDCTL_API=3 etcdctl --endpoints {} --cacert /etc/kubernetes/pki/etcd/ca.crt \
+             --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key \
+             endpoint health --cluster -w json",
+            endpoints.join(",")
+        ),
+    );
+        let health: Value = serde_json::from_str(&health).expect("health json");
+        assert_eq!(
+            health
+                .as_array()
+                .expect("members")
+                .iter()
+                .filter(|m| m["health"] == true)
+                .count(),
+            3,
+            "{health}"
+        );
+        let no_client_cert = run(&mut cluster.nodes.ssh(
+        "root",
+        &cluster.nodes.ips()[1],
+        &format!(
+            "ETCDCTL_API=3 etcdctl --endpoints {} --cacert /etc/kubernetes/pki/etcd/ca.crt endpoint health",
+            endpoints[0]
+        ),
+    ));
+        assert!(
+            !no_client_cert.status.success(),
+            "etcd must demand a client certificate"
+        );
+    }
+
+    /// Every image of the bundle pulls on every node by its original name and by digest, through
+    /// `certs.d`; a container runs.
+    fn assert_images_pull_by_name_and_digest_and_run(cluster: &Cluster) {
+        let images = images(&cluster.bundle);
+        assert!(images.len() > 5, "{images:?}");
+        for node in 0..3 {
+            let mut pulls = String::from("set -e; ");
+            for (reference, by_digest) in &images {
+                let _ = write!(
+                    pulls,
+                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {reference} >/dev/null; \
+                 ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {by_digest} >/dev/null; "
+                );
+            }
+            cluster.on(node, &pulls);
+            // Container ids are unique across nodes: runc's cgroups live in the host's tree.
+            let said = cluster.on(
+            node,
+            &format!(
+                "ctr -n k8s.io run --rm registry.k8s.io/pause:3.10 kk-probe-{}-{node} /bin/echo ran-from-kk-registry",
+                std::process::id()
+            ),
+        );
+            assert!(
+                said.contains("ran-from-kk-registry"),
+                "node{}: {said}",
+                node + 1
+            );
+        }
+    }
+
+    /// The registry serves TLS that a client verifies with the installation's CA only.
+    fn assert_registry_serves_tls_for_the_ca_only(cluster: &Cluster, tmp: &Path) {
+        let certs = tmp.join("certs");
+        fs::create_dir_all(&certs).expect("certs");
+        fs::copy(cluster.work_dir().join("pki/ca.crt"), certs.join("ca.crt")).expect("ca");
+        let registry = format!("{}:5443", cluster.nodes.ips()[0]);
+        let mut skopeo = Command::new("skopeo");
+        skopeo
+            .args(["inspect", "--raw", "--cert-dir"])
+            .arg(&certs)
+            .arg(format!("docker://{registry}/registry.k8s.io/pause:3.10"));
+        run_ok(&mut skopeo);
+        let mut untrusted = Command::new("skopeo");
+        untrusted
+            .args(["inspect", "--raw"])
+            .arg(format!("docker://{registry}/registry.k8s.io/pause:3.10"));
+        assert!(!run(&mut untrusted).status.success());
     }
 
     /// Starts `cmd` and kills it (SIGKILL) once its progress shows a line containing `marker`.

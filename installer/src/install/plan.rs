@@ -224,81 +224,24 @@ impl Plan {
             .iter()
             .map(|host| Ok((host.name.clone(), address_of(host)?)))
             .collect::<Result<Vec<_>, PlanError>>()?;
-        let all = names(&inventory.hosts().iter().collect::<Vec<_>>());
-        let etcd_nodes = names(&etcd_hosts);
-        let ipv6 = config.cni.pod_cidr.is_dual_stack() || config.cni.service_cidr.is_dual_stack();
-        let mut steps = Vec::new();
-        let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
-            if !nodes.is_empty() || action.is_cluster_wide() {
-                steps.push(Step {
-                    phase,
-                    id: format!("{phase}.{what}"),
-                    action,
-                    nodes: nodes.to_vec(),
-                });
-            }
-        };
-        add(Phase::PreHook, "scripts", Action::Hooks, &all);
-        add(Phase::Precheck, "rules", Action::Precheck, &all);
-        add(Phase::Os, "installer", Action::Installer, &all);
-        add(Phase::Os, "swap", Action::Swap, &runtime_nodes);
-        add(Phase::Os, "modules", Action::Modules, &runtime_nodes);
-        add(Phase::Os, "sysctl", Action::Sysctl { ipv6 }, &runtime_nodes);
-        add(Phase::Os, "hosts", Action::Hosts, &all);
-        add(Phase::Os, "verify", Action::VerifyOs, &runtime_nodes);
-        add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
-        add(Phase::Pki, "copy", Action::Certificates, &all);
-        let registry_node = std::slice::from_ref(&registry.node);
-        add(
-            Phase::Registry,
-            "unpack",
-            Action::UnpackBundle,
-            registry_node,
-        );
-        add(
-            Phase::Registry,
-            "service",
-            Action::RegistryService,
-            registry_node,
-        );
-        add(Phase::Registry, "ready", Action::RegistryReady, &all);
         let runtime_binaries = content.runtime_binaries()?;
         let containerd_version = runtime_binaries[0]
             .reference
             .rsplit_once(':')
             .map_or_else(String::new, |(_, tag)| tag.to_owned());
-        add(
-            Phase::Runtime,
-            "binaries",
-            Action::Fetch {
-                binaries: runtime_binaries,
-            },
-            &runtime_nodes,
-        );
-        add(
-            Phase::Runtime,
-            "containerd",
-            Action::Containerd,
-            &runtime_nodes,
-        );
-        add(Phase::Runtime, "pull", Action::PullProbe, &runtime_nodes);
-        if !etcd_nodes.is_empty() {
-            add(
-                Phase::Etcd,
-                "binaries",
-                Action::Fetch {
-                    binaries: vec![content.binary(
-                        "etcd",
-                        "/usr/local/bin",
-                        &["etcd", "etcdctl"],
-                    )?],
-                },
-                &etcd_nodes,
-            );
-            add(Phase::Etcd, "service", Action::EtcdService, &etcd_nodes);
-            add(Phase::Etcd, "health", Action::EtcdHealth, &etcd_nodes);
-        }
-        add(Phase::PostHook, "scripts", Action::Hooks, &all);
+        let etcd_binary = if etcd_hosts.is_empty() {
+            None
+        } else {
+            Some(content.binary("etcd", "/usr/local/bin", &["etcd", "etcdctl"])?)
+        };
+        let groups = Groups {
+            all: names(&inventory.hosts().iter().collect::<Vec<_>>()),
+            runtime: runtime_nodes,
+            etcd: names(&etcd_hosts),
+            registry: registry.node.clone(),
+        };
+        let ipv6 = config.cni.pod_cidr.is_dual_stack() || config.cni.service_cidr.is_dual_stack();
+        let steps = steps(&groups, ipv6, runtime_binaries, etcd_binary);
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         Ok(Self {
             bundle: identity,
@@ -338,6 +281,88 @@ impl Plan {
         }
         text
     }
+}
+
+/// The nodes of each role, by inventory name.
+struct Groups {
+    all: Vec<String>,
+    runtime: Vec<String>,
+    etcd: Vec<String>,
+    registry: String,
+}
+
+/// Every step in order, each with the nodes it runs on.
+fn steps(
+    groups: &Groups,
+    ipv6: bool,
+    runtime_binaries: Vec<BinaryFetch>,
+    etcd_binary: Option<BinaryFetch>,
+) -> Vec<Step> {
+    let (all, runtime_nodes, etcd_nodes) = (&groups.all, &groups.runtime, &groups.etcd);
+    let mut steps = Vec::new();
+    let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
+        if !nodes.is_empty() || action.is_cluster_wide() {
+            steps.push(Step {
+                phase,
+                id: format!("{phase}.{what}"),
+                action,
+                nodes: nodes.to_vec(),
+            });
+        }
+    };
+    add(Phase::PreHook, "scripts", Action::Hooks, all);
+    add(Phase::Precheck, "rules", Action::Precheck, all);
+    add(Phase::Os, "installer", Action::Installer, all);
+    add(Phase::Os, "swap", Action::Swap, runtime_nodes);
+    add(Phase::Os, "modules", Action::Modules, runtime_nodes);
+    add(Phase::Os, "sysctl", Action::Sysctl { ipv6 }, runtime_nodes);
+    add(Phase::Os, "hosts", Action::Hosts, all);
+    add(Phase::Os, "verify", Action::VerifyOs, runtime_nodes);
+    add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
+    add(Phase::Pki, "copy", Action::Certificates, all);
+    let registry_node = std::slice::from_ref(&groups.registry);
+    add(
+        Phase::Registry,
+        "unpack",
+        Action::UnpackBundle,
+        registry_node,
+    );
+    add(
+        Phase::Registry,
+        "service",
+        Action::RegistryService,
+        registry_node,
+    );
+    add(Phase::Registry, "ready", Action::RegistryReady, all);
+    add(
+        Phase::Runtime,
+        "binaries",
+        Action::Fetch {
+            binaries: runtime_binaries,
+        },
+        runtime_nodes,
+    );
+    add(
+        Phase::Runtime,
+        "containerd",
+        Action::Containerd,
+        runtime_nodes,
+    );
+    add(Phase::Runtime, "pull", Action::PullProbe, runtime_nodes);
+    if let Some(etcd) = etcd_binary {
+        add(
+            Phase::Etcd,
+            "binaries",
+            Action::Fetch {
+                binaries: vec![etcd],
+            },
+            etcd_nodes,
+        );
+        add(Phase::Etcd, "service", Action::EtcdService, etcd_nodes);
+        add(Phase::Etcd, "health", Action::EtcdHealth, etcd_nodes);
+    }
+    add(Phase::PostHook, "scripts", Action::Hooks, all);
+    steps
 }
 
 /// A short description of an action for `kk-install plan`.

@@ -466,7 +466,7 @@ async fn verify_os(checks: &Checks<'_>, nodes: &[&Node]) -> Result<(), String> {
         config: checks.config,
         facts: &facts,
         bundle: checks.bundle,
-        cluster: &crate::precheck::ClusterFacts::default(),
+        cluster: &precheck::ClusterFacts::default(),
     };
     let report = precheck::established_by_os(&context, checks.ignore);
     let failures: Vec<String> = report
@@ -475,7 +475,7 @@ async fn verify_os(checks: &Checks<'_>, nodes: &[&Node]) -> Result<(), String> {
         .flat_map(|(node, results)| {
             results
                 .iter()
-                .filter(|r| r.status == crate::precheck::Status::Fail)
+                .filter(|r| r.status == precheck::Status::Fail)
                 .map(move |r| format!("{node}: {}: {}", r.id, r.message))
         })
         .collect();

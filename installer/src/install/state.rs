@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -63,7 +62,7 @@ impl State {
         let path = work_dir.join(STATE_FILE);
         fs::create_dir_all(work_dir).map_err(state_error(work_dir))?;
         let json = serde_json::to_vec_pretty(self).map_err(|e| state_error(&path)(e.into()))?;
-        write_durably(&path, &json).map_err(state_error(&path))
+        crate::durable::write(&path, &json, 0o600, ".install-state.").map_err(state_error(&path))
     }
 
     /// Whether `step` is done on `node`.
@@ -97,17 +96,6 @@ impl State {
 fn state_error(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + use<> {
     let path: PathBuf = path.to_owned();
     move |source| InstallError::State { path, source }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory: write, fsync,
-/// rename, fsync the directory.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

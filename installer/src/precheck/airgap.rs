@@ -5,10 +5,6 @@
 use super::{CheckResult, Node, gib};
 use crate::inventory::ImageRegistry;
 
-/// The port of kk's registry on the `image_registry` host, unless `image_registry.port` sets
-/// another.
-pub(super) const REGISTRY_PORT: u16 = 5443;
-
 /// Free space every node needs under `/usr/local/bin` for the binaries the install copies
 /// there (kubelet, kubeadm, kubectl, containerd, runc, crictl, etcd, helm, CNI plugins: about
 /// 600 MiB for one version, doubled for an upgrade's side-by-side copy and rounded up).
@@ -99,7 +95,7 @@ fn registry_port(node: &Node) -> CheckResult {
     if !runs_registry(node) {
         return CheckResult::skip(ID, "does not run kk's registry");
     }
-    let port = REGISTRY_PORT;
+    let port = node.cx.config.registry_address.port;
     match node.facts.port_in_use(port) {
         None => CheckResult::pass(ID, format!("{port} free")),
         Some(listener) => CheckResult::fail(
@@ -226,6 +222,12 @@ mod tests {
             &fixture.on("node1", "airgap.registry_port"),
             Fail,
             &["5443", "in use"],
+        );
+        fixture.config = config("  image_registry: {auth: {registry: \"reg.local:5000\"}}\n");
+        expect(
+            &fixture.on("node1", "airgap.registry_port"),
+            Pass,
+            &["5000 free"],
         );
         fixture.config =
             config("  image_registry: {type: external, address: harbor.example.com}\n");

@@ -266,9 +266,12 @@ pub(super) async fn open(
     // An unreadable file leaves the default order; the check itself then reports it.
     let recorded =
         recorded_keys(address.host, address.port, &policy.known_hosts).unwrap_or_default();
+    // A node silent for about 15 s (3 keepalives 5 s apart) is gone: the install stops there,
+    // naming it, instead of waiting for the command timeout. sshd answers keepalives while a
+    // long command runs, so a slow step is not mistaken for a lost node.
     let config = Arc::new(client::Config {
-        keepalive_interval: Some(Duration::from_secs(15)),
-        keepalive_max: 4,
+        keepalive_interval: Some(Duration::from_secs(5)),
+        keepalive_max: 3,
         nodelay: true,
         preferred: russh::Preferred {
             key: Cow::Owned(preferred_algorithms(&recorded)),
