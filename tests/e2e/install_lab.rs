@@ -91,6 +91,40 @@ mod lab {
             self.dir.join("work")
         }
 
+        /// KubeKey's hooks: `pre_install_<node>.sh` and `post_install_<node>.sh` in the work
+        /// directory, each logging its phase, node and mode; plus a script already on node2.
+        fn write_hooks(&self) {
+            let work = self.work_dir();
+            fs::create_dir_all(&work).expect("work dir");
+            for phase in ["pre", "post"] {
+                for node in ["node1", "node2", "node3"] {
+                    fs::write(
+                        work.join(format!("{phase}_install_{node}.sh")),
+                        format!("#!/bin/sh\necho \"{phase} {node} $(stat -c %a \"$0\")\" >> /root/hooks.log\n"),
+                    )
+                    .expect("hook");
+                }
+            }
+            self.on(
+                1,
+                "mkdir -p /etc/kubekey/scripts && printf '#!/bin/sh\\necho extra >> /root/hooks.log\\n' \
+                 > /etc/kubekey/scripts/pre_install_aa.sh && chmod 755 /etc/kubekey/scripts/pre_install_aa.sh",
+            );
+        }
+
+        /// Each node ran its pre hooks (in name order, mode 0755) before anything and its post
+        /// hook after everything, once.
+        fn assert_hooks_ran_once(&self) {
+            for i in 0..3 {
+                let node = format!("node{}", i + 1);
+                let extra = if i == 1 { "extra\n" } else { "" };
+                assert_eq!(
+                    self.on(i, "cat /root/hooks.log"),
+                    format!("{extra}pre {node} 755\npost {node} 755\n")
+                );
+            }
+        }
+
         /// `kk-install ARGS` against this cluster, with the lab's `known_hosts`.
         fn kk_install(&self, args: &[&str]) -> Command {
             let mut cmd = Command::new(binary("kk-install"));
@@ -191,8 +225,10 @@ mod lab {
             "`plan` must not start an install"
         );
 
+        cluster.write_hooks();
         let (table, out) = run_ok(&mut cluster.kk_install(&[]));
         let progress = String::from_utf8_lossy(&out.stderr);
+        cluster.assert_hooks_ran_once();
         for phase in ["os", "pki", "registry", "runtime", "etcd"] {
             assert!(table.contains(phase), "the table lacks {phase}:\n{table}");
         }
@@ -227,10 +263,11 @@ mod lab {
             .expect("kk-install")
             .len();
 
-        // A rerun changes nothing: no file rewritten, no service restarted.
+        // A rerun changes nothing: no file rewritten, no service restarted, no hook run again.
         let before = cluster.fingerprint();
         let rerun = summary(&["--output", "json"]);
         assert_eq!(cluster.fingerprint(), before, "a rerun changed something");
+        cluster.assert_hooks_ran_once();
         assert_eq!(rerun["sent"]["node2"].as_u64().unwrap_or(0), 0, "{rerun}");
 
         // Node fetch: after a fresh os/runtime/etcd on node3, the installer machine sent it
@@ -376,6 +413,33 @@ mod lab {
         let tmp = tempfile::tempdir().expect("tempdir");
         let cluster = Cluster::start(tmp.path());
 
+        // A failing pre hook stops the install before anything else, naming node, script and
+        // exit code with its output; no post hook runs.
+        let work = cluster.work_dir();
+        fs::create_dir_all(&work).expect("work dir");
+        let hook = work.join("pre_install_node3.sh");
+        fs::write(&hook, "#!/bin/sh\necho 'disk not ready' >&2\nexit 4\n").expect("hook");
+        fs::write(
+            work.join("post_install_node1.sh"),
+            "#!/bin/sh\necho post >> /root/post.log\n",
+        )
+        .expect("post hook");
+        let error = run_failing(&mut cluster.kk_install(&[]));
+        for part in [
+            "node3",
+            "/etc/kubekey/scripts/pre_install_node3.sh",
+            "exit 4",
+            "disk not ready",
+        ] {
+            assert!(error.contains(part), "{part}: {error}");
+        }
+        assert!(
+            !error.contains("os.installer"),
+            "nothing after a failed pre hook: {error}"
+        );
+        fs::remove_file(&hook).expect("remove hook");
+        cluster.on(2, "rm /etc/kubekey/scripts/pre_install_node3.sh");
+
         // Killed at a phase boundary (the first step of pki), then inside the runtime phase.
         kill_at(cluster.kk_install(&[]), "pki.issue");
         let state =
@@ -422,9 +486,12 @@ mod lab {
             "no post_hook after a failure:\n{seen}"
         );
 
+        assert_eq!(cluster.on(0, "cat /root/post.log 2>/dev/null; true"), "");
+
         // Back online: the same command converges.
         let (table, _) = run_ok(&mut cluster.kk_install(&[]));
         assert!(table.contains("node3"), "{table}");
+        assert_eq!(cluster.on(0, "cat /root/post.log"), "post\n");
         let health = cluster.on(
             0,
             "ETCDCTL_API=3 etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt \

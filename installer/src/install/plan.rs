@@ -531,3 +531,12 @@ impl Content {
 
 #[cfg(test)]
 mod tests;
+
+/// A plan for unit tests of the executor.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    /// The plan of `plan/tests.rs` for three nodes with external etcd.
+    pub(crate) fn sample_plan() -> super::Plan {
+        super::tests::sample_plan()
+    }
+}

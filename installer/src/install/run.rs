@@ -575,3 +575,66 @@ pub fn installed_json(plan: &Plan, state: &State, node: &str) -> Vec<u8> {
 pub fn state_path(work_dir: &Path) -> PathBuf {
     work_dir.join(super::state::STATE_FILE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::plan::tests_support::sample_plan;
+
+    #[test]
+    fn a_run_starts_from_the_recorded_state_of_its_own_bundle_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = sample_plan();
+        let fresh = RunOptions::default();
+        let resume = RunOptions {
+            resume: true,
+            ..RunOptions::default()
+        };
+        let error = starting_state(&plan, dir.path(), &resume).expect_err("nothing to resume");
+        assert!(error.to_string().contains("no install to resume"), "{error}");
+
+        let mut state = starting_state(&plan, dir.path(), &fresh).expect("fresh");
+        assert_eq!(state.bundle, plan.bundle.to_string());
+        state.mark_done("cp1", "os.swap", 0.1);
+        state.mark_done("cp1", "runtime.pull", 0.1);
+        state.save(dir.path()).expect("save");
+        let resumed = starting_state(&plan, dir.path(), &resume).expect("resume");
+        assert!(resumed.is_done("cp1", "os.swap") && resumed.is_done("cp1", "runtime.pull"));
+
+        let os_again = RunOptions {
+            phase: Some(Phase::Os),
+            ..RunOptions::default()
+        };
+        let again = starting_state(&plan, dir.path(), &os_again).expect("phase");
+        assert!(!again.is_done("cp1", "os.swap"), "`--phase os` runs os again");
+        assert!(again.is_done("cp1", "runtime.pull"), "other phases stay done");
+
+        let mut other = plan.clone();
+        other.bundle = bundle_spec::Sha256Digest::of(b"another bundle");
+        let error = starting_state(&other, dir.path(), &fresh).expect_err("other bundle");
+        assert!(error.to_string().contains("not of this bundle"), "{error}");
+    }
+
+    #[test]
+    fn the_record_lists_phases_done_on_the_node_and_its_files_in_order() {
+        let plan = sample_plan();
+        let mut state = State::new(&plan.bundle.to_string());
+        for step in plan.phase(Phase::Os) {
+            let key = if step.action.is_cluster_wide() { CLUSTER } else { "w1" };
+            state.mark_done(key, &step.id, 0.1);
+        }
+        state.add_files("w1", ["/etc/sysctl.d/99-kk.conf".to_owned()]);
+        let record: serde_json::Value =
+            serde_json::from_slice(&installed_json(&plan, &state, "w1")).expect("json");
+        assert_eq!(record["phases"], serde_json::json!(["os"]));
+        assert_eq!(
+            record["files"],
+            serde_json::json!(["/etc/kubekey/installed.json", "/etc/sysctl.d/99-kk.conf"])
+        );
+        assert_eq!(
+            installed_json(&plan, &state, "w1"),
+            installed_json(&plan, &state, "w1"),
+            "the same state gives the same bytes"
+        );
+    }
+}

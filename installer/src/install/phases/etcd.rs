@@ -46,11 +46,16 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
 /// reports every member healthy (retried while the cluster forms, up to two minutes).
 pub(super) async fn health(cx: &Cx<'_>, node: &Node) -> StepResult {
     let pki = paths::ETCD_PKI;
+    // `--cluster` asks every member for its client URLs; a member that has not published them
+    // yet is left out, not reported unhealthy, so the loop waits until all are counted.
+    let members = cx.plan.etcd_members.len();
     let command = format!(
         "e() {{ ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints {endpoints} --cacert {pki}/ca.crt \
            --cert {pki}/healthcheck-client.crt --key {pki}/healthcheck-client.key \
            --dial-timeout 3s --command-timeout 5s endpoint health --cluster 2>&1; }}; \
-         i=0; while [ $i -lt 120 ]; do out=$(e) && {{ echo \"$out\"; exit 0; }}; i=$((i+1)); sleep 1; done; \
+         i=0; while [ $i -lt 120 ]; do out=$(e); \
+           [ \"$(printf '%s\\n' \"$out\" | grep -c 'is healthy')\" -ge {members} ] && {{ echo \"$out\"; exit 0; }}; \
+           i=$((i+1)); sleep 1; done; \
          echo \"$out\"; systemctl status --no-pager etcd.service; journalctl -u etcd.service -n 20 --no-pager; exit 1",
         endpoints = render::etcd_endpoints(&cx.plan.etcd_members),
     );

@@ -88,6 +88,11 @@ fn nodes_of(plan: &Plan, id: &str) -> Vec<String> {
         .map_or_else(|| panic!("no step {id}"), |s| s.nodes.clone())
 }
 
+/// The plan of [`INVENTORY`] with external etcd.
+pub(super) fn sample_plan() -> Plan {
+    plan(INVENTORY, "  etcd: {deployment_type: external}\n", &[]).expect("plan")
+}
+
 #[test]
 fn steps_come_in_phase_order_with_unique_ids() {
     let plan = plan(INVENTORY, "  etcd: {deployment_type: external}\n", &[]).expect("plan");
