@@ -107,8 +107,9 @@ fn fio_size(text: &str) -> Result<String, String> {
     }
 }
 
+/// The bundle and the cluster a command works on, and how it prints.
 #[derive(Debug, Args)]
-pub(crate) struct PrecheckArgs {
+pub(crate) struct ClusterArgs {
     /// The bundle: a file, a `.split.json` parts index, or a first part.
     #[arg(long)]
     pub(crate) bundle: PathBuf,
@@ -121,25 +122,14 @@ pub(crate) struct PrecheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub(crate) output: Output,
-    #[command(flatten)]
-    pub(crate) checks: CheckOptions,
 }
 
-/// `kk-install plan`: the steps per node, without touching a node.
 #[derive(Debug, Args)]
-pub(crate) struct PlanArgs {
-    /// The bundle: a file, a `.split.json` parts index, or a first part.
-    #[arg(long)]
-    pub(crate) bundle: PathBuf,
-    /// The inventory (KubeKey `kind: Inventory`).
-    #[arg(short = 'i', long)]
-    pub(crate) inventory: PathBuf,
-    /// The cluster config (KubeKey `kind: Config`); defaults apply without one.
-    #[arg(short = 'c', long)]
-    pub(crate) config: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
-    pub(crate) output: Output,
+pub(crate) struct PrecheckArgs {
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+    #[command(flatten)]
+    pub(crate) checks: CheckOptions,
 }
 
 /// `kk-install fetch`, run on a node by the install.
@@ -178,7 +168,7 @@ pub(crate) enum Command {
     /// Checks every node of the inventory and says every reason the install would fail.
     Precheck(PrecheckArgs),
     /// Prints the install's steps per node, without touching a node.
-    Plan(PlanArgs),
+    Plan(ClusterArgs),
     /// On a node: fetches a binary from kk's registry, verifies and installs it.
     Fetch(FetchArgs),
     /// Checks everything in a bundle: header, checksum list, every member, every part.

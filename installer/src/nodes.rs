@@ -69,7 +69,13 @@ fn read_files(inventory: &Path, config: Option<&Path>) -> anyhow::Result<(Invent
 
 /// `kk-install precheck`: prints the report; fails if any check failed.
 pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> anyhow::Result<()> {
-    let read = Cluster::open(&args.bundle, &args.inventory, args.config.as_deref(), reach)?;
+    let cluster_args = &args.cluster;
+    let read = Cluster::open(
+        &cluster_args.bundle,
+        &cluster_args.inventory,
+        cluster_args.config.as_deref(),
+        reach,
+    )?;
     let bundle_facts = cluster::bundle_facts(&read.bundle);
     let checks = Checks {
         inventory: &read.inventory,
@@ -85,7 +91,7 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
         close(nodes).await;
         report
     })?;
-    match args.output {
+    match cluster_args.output {
         Output::Text => crate::print(&report.render_table())?,
         Output::Json => crate::print(&format!("{:#}\n", report.to_json()))?,
     }
@@ -93,7 +99,7 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
 }
 
 /// `kk-install plan`: the steps per node, from the inventory, config and bundle alone.
-pub(crate) fn plan(args: &crate::cli::PlanArgs) -> anyhow::Result<()> {
+pub(crate) fn plan(args: &crate::cli::ClusterArgs) -> anyhow::Result<()> {
     let (inventory, config) = read_files(&args.inventory, args.config.as_deref())?;
     let bundle = crate::open(&args.bundle)?;
     let plan = Plan::new(&inventory, &config, bundle.identity(), bundle.description())

@@ -303,6 +303,14 @@ fn starting_state(
     Ok(state)
 }
 
+/// The connected nodes `step` runs on.
+fn nodes_of<'n>(step: &Step, nodes: &'n [Node]) -> Vec<&'n Node> {
+    nodes
+        .iter()
+        .filter(|n| step.nodes.iter().any(|name| name == n.name()))
+        .collect()
+}
+
 async fn run_step(
     install: &Install<'_>,
     cx: &Cx<'_>,
@@ -407,11 +415,9 @@ async fn run_cluster_step(
             tokio::task::block_in_place(|| phases::issue_certificates(cx)).map_err(failed)?;
         }
         Action::VerifyOs => {
-            let targets: Vec<&Node> = nodes
-                .iter()
-                .filter(|n| step.nodes.iter().any(|name| name == n.name()))
-                .collect();
-            verify_os(&install.checks, &targets).await.map_err(failed)?;
+            verify_os(&install.checks, &nodes_of(step, nodes))
+                .await
+                .map_err(failed)?;
         }
         _ => return Err(failed(format!("`{}` is not a cluster-wide step", step.id))),
     }
