@@ -25,11 +25,6 @@ mod lab {
     /// requires conntrack, which a minimal server lacks).
     const VERSION: &str = "v1.33.0";
 
-    /// Precheck rules the lab's nodes cannot pass, each for a reason of the lab, not of kk:
-    /// nspawn nodes share the host's kernel and `/proc/sys/kernel`, have no time sync, and the
-    /// lab's disk is shared by other work (the etcd fsync latency varies run to run).
-    const LAB_WAIVERS: &[&str] = &["etcd.fsync", "os.time_sync", "kubeadm.system_verification"];
-
     struct Cluster {
         _lab: Lab,
         nodes: Nodes,
@@ -141,9 +136,6 @@ mod lab {
                 .arg(self.nodes.var("KK_NODES_KNOWN_HOSTS"));
             if args.first() != Some(&"plan") {
                 cmd.args(["--fio-size", "1m"]);
-                for waiver in LAB_WAIVERS {
-                    cmd.args(["--ignore", waiver]);
-                }
             }
             cmd
         }

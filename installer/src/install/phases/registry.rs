@@ -42,18 +42,26 @@ pub(super) async fn unpack(cx: &Cx<'_>, node: &Node) -> StepResult {
         outcome.sent += std::fs::metadata(file).map_or(0, |m| m.len());
     }
     // The copy is removed whether the unpack worked or not: a rerun uploads it again rather
-    // than trusting a file it did not verify itself.
-    sh(
+    // than trusting a file it did not verify itself. An unpack left running by a killed
+    // installer holds the lock; the rerun waits for it and finds the store complete.
+    let unpack = format!(
+        "if [ -d {marker} ]; then echo present; else {kk} unpack --bundle {first} --store {store}; fi",
+        marker = quote(&marker),
+        kk = paths::KK_INSTALL,
+        first = quote(&first),
+        store = paths::STORE,
+    );
+    let said = sh(
         node,
         &format!(
-            "{kk} unpack --bundle {first} --store {store}; rc=$?; rm -rf {incoming}; exit $rc",
-            kk = paths::KK_INSTALL,
-            first = quote(&first),
-            store = paths::STORE,
+            "flock -w 3600 {lock} sh -c {unpack}; rc=$?; rm -rf {incoming}; exit $rc",
+            lock = quote(&format!("{}/.unpack.lock", paths::INCOMING)),
+            unpack = quote(&unpack),
             incoming = quote(&incoming),
         ),
     )
     .await?;
+    outcome.changed = said.trim() != "present";
     Ok(outcome)
 }
 
