@@ -44,97 +44,38 @@
 # or empty when the host has no sudo), KK_NODES_PASSWORD_USER and KK_NODES_PASSWORD.
 #
 # Logs: $NODES_DIR/nodes/n<i>/init.out (the node's first process and sshd's log).
+#
+# What both node labs share (arguments, state, names, keys, bridge and namespaces, cgroups, the
+# env file's common keys, the steps of up/down/status): scripts/lab/nodelib.sh.
 set -euo pipefail
 
 # shellcheck source=scripts/lab/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/lab/nodelib.sh
+source "$LAB_SCRIPTS/nodelib.sh"
+
+# This kind's settings for nodelib.sh (whose header lists them and the functions defined below
+# for it: node_word ... after_down).
 LAB_LOG_NAME=nodes
+LAB_KIND="node lab"
+LAB_ROOT_FOR="network namespaces, mounts"
+NODES_DIR_DEFAULT=$REPO/target/lab/nodes
+PREFIX_DEFAULT=kklab
+NET_DEFAULT=10.250.0
+NODE_DEFAULT_ROUTE=yes
+BOOT_TIMEOUT=30
+STOP_TIMEOUT=5
+NODE_PROCESS=unshare
+ENV_VETHS=no
 
-usage() { lab_die "usage: $0 up [N] | down | status | env"; }
-[ $# -ge 1 ] || usage
-command=$1
-shift
-case "$command" in
-  up) [ $# -le 1 ] || usage ;;
-  down|status|env) [ $# -eq 0 ] || usage ;;
-  *) usage ;;
-esac
-
-# Whether the bridge and namespace names of PREFIX are this lab's to delete (see `down`).
-OWN_NAMES=yes
-# Node i has address .(10+i) of a /24.
-MAX_NODES=244
 NONROOT_USER=kk
 NODE_PASSWORD=kk-node-lab
 SFTP_SERVER=/usr/lib/openssh/sftp-server
 # Host directories every node overlays (those that exist as real directories on this host).
 OVERLAY_CANDIDATES=(bin sbin lib lib32 lib64 libx32 etc usr var opt root home srv)
 
-[ "$(id -u)" = 0 ] || lab_die "the node lab needs root (network namespaces, mounts)"
-
-NODES_DIR=${NODES_DIR:-$REPO/target/lab/nodes}
-mkdir -p "$NODES_DIR" || lab_die "cannot create NODES_DIR $NODES_DIR"
-NODES_DIR=$(cd "$NODES_DIR" && pwd -P)
-case "$NODES_DIR" in
-  *[[:space:]]*) lab_die "NODES_DIR must not contain whitespace: '$NODES_DIR'" ;;
-esac
-STATE=$NODES_DIR/state
-KEYS=$NODES_DIR/keys
-
-# `up` and `down` of one lab never overlap. Node processes must not inherit the lock's
-# descriptor (they would hold the lock for as long as they run): they are started with `9>&-`.
-exec 9>"$NODES_DIR/.lock"
-flock 9
-
-state_get() { sed -n "s/^$1=//p" "$STATE" 2>/dev/null || true; }
-
-recorded_prefix=$(state_get PREFIX)
-recorded_net=$(state_get NET)
-recorded_count=$(state_get COUNT)
-if [ "$command" = up ]; then
-  PREFIX=${NODES_PREFIX:-${recorded_prefix:-kklab}}
-  NET=${NODES_NET:-${recorded_net:-10.250.0}}
-  if [ -f "$STATE" ] && { [ "$PREFIX" != "$recorded_prefix" ] || [ "$NET" != "$recorded_net" ]; }; then
-    lab_die "the lab in $NODES_DIR runs with NODES_PREFIX=$recorded_prefix NODES_NET=$recorded_net;" \
-      "run \`$0 down\` before changing them"
-  fi
-else
-  PREFIX=${recorded_prefix:-${NODES_PREFIX:-kklab}}
-  NET=${recorded_net:-${NODES_NET:-10.250.0}}
-fi
-[[ "$PREFIX" =~ ^[a-z][a-z0-9]{0,7}$ ]] \
-  || lab_die "NODES_PREFIX=$PREFIX: want [a-z][a-z0-9]{0,7} (interface names have at most 15 characters)"
-if ! { [[ "$NET" =~ ^10\.250\.([0-9]{1,3})$ ]] && [ "${BASH_REMATCH[1]}" -le 255 ]; }; then
-  lab_die "NODES_NET=$NET: want 10.250.X with X in 0..255 (the lab only uses 10.250.0.0/16)"
-fi
-
-BRIDGE=${PREFIX}br0
-GATEWAY=$NET.1
-# The bridge's ifalias names the lab directory that owns it: another lab with the same prefix is
-# refused instead of taken over.
-BRIDGE_ALIAS="kk node lab $NODES_DIR"
-
-node_dir() { printf '%s/nodes/n%s' "$NODES_DIR" "$1"; }
-node_ns() { printf '%s-n%s' "$PREFIX" "$1"; }   # also the host side of the node's veth
-node_ip() { printf '%s.%s' "$NET" "$((10 + $1))"; }
 # What the recorded PID's command line contains (unshare's, after `ip netns exec` exec'd it).
 node_word() { printf 'node-init.sh %s %s' "$1" "$(node_dir "$1")"; }
-node_pid() {
-  local pid=""
-  read -r pid 2>/dev/null < "$NODES_DIR/nodes/n$1/pid" || true
-  printf '%s' "$pid"
-}
-
-# lab_pid_alive with builtins only (no zombie, no X): stop_nodes polls it for every node.
-pid_alive() {
-  local stat=""
-  [ -n "$1" ] || return 1
-  read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
-  stat=${stat##*) }
-  case "${stat%% *}" in Z|X|"") return 1 ;; *) return 0 ;; esac
-}
-
-elapsed() { printf '%.2f' "$(echo "$(date +%s.%N) - $1" | bc)"; }
 
 # The node's first process (PID 1 in its namespace): the only child of the recorded unshare.
 node_init_pid() {
@@ -154,11 +95,10 @@ node_running() {
   [ "$comm" = sshd ]
 }
 
-ssh_opts() {
-  # -F none: no user or system ssh_config can change what the lab checks.
-  printf '%s\n' -F none -i "$KEYS/id_ed25519" -o IdentitiesOnly=yes \
-    -o UserKnownHostsFile="$KEYS/known_hosts" -o GlobalKnownHostsFile=/dev/null \
-    -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=2 -o LogLevel=ERROR
+node_status() {
+  local pid
+  pid=$(node_pid "$1")
+  printf 'unshare pid %s, sshd pid %s' "$pid" "$(node_init_pid "$pid")"
 }
 
 # --- up -----------------------------------------------------------------------------------------
@@ -170,8 +110,14 @@ overlay_dirs() {
   done
 }
 
-check_nodes_dir() {
-  local dir
+check_up() {
+  local tool missing=() dir
+  for tool in ip unshare ssh ssh-keygen openssl flock bc awk mount; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  done
+  [ -x /usr/sbin/sshd ] || missing+=(/usr/sbin/sshd)
+  [ -x "$SFTP_SERVER" ] || missing+=("$SFTP_SERVER")
+  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
   for dir in $(overlay_dirs); do
     case "$NODES_DIR/" in
       "/$dir/"*) lab_die "NODES_DIR=$NODES_DIR lies under /$dir, which the nodes overlay (an overlay's" \
@@ -180,46 +126,9 @@ check_nodes_dir() {
   done
 }
 
-make_keys() {
-  local count=$1 i d key ip
-  mkdir -p "$KEYS"
-  chmod 700 "$KEYS"
-  if [ ! -f "$KEYS/id_ed25519" ] || [ ! -f "$KEYS/id_ed25519.pub" ]; then
-    rm -f "$KEYS/id_ed25519" "$KEYS/id_ed25519.pub"
-    ssh-keygen -q -t ed25519 -N '' -C kk-node-lab-client -f "$KEYS/id_ed25519"
-  fi
-  # Host keys exist before their sshd starts (LAB-NOTES P12) and outlive `down`, so known_hosts
-  # stays valid across restarts.
-  for ((i = 1; i <= count; i++)); do
-    d=$NODES_DIR/nodes/n$i/ssh
-    if [ ! -f "$d/ssh_host_ed25519_key" ] || [ ! -f "$d/ssh_host_ed25519_key.pub" ]; then
-      mkdir -p "$d"
-      rm -f "$d/ssh_host_ed25519_key" "$d/ssh_host_ed25519_key.pub"
-      ssh-keygen -q -t ed25519 -N '' -C "node$i" -f "$d/ssh_host_ed25519_key"
-    fi
-  done
-  # Builtins only in these loops: they run once per node.
-  for ((i = 1; i <= count; i++)); do
-    read -r key < "$NODES_DIR/nodes/n$i/ssh/ssh_host_ed25519_key.pub"
-    printf '%s.%s,node%s %s\n' "$NET" "$((10 + i))" "$i" "${key% *}"
-  done > "$KEYS/known_hosts.tmp"
-  mv "$KEYS/known_hosts.tmp" "$KEYS/known_hosts"
-  {
-    echo "# Written by scripts/lab/nodes.sh: ssh -F $NODES_DIR/ssh_config node1"
-    for ((i = 1; i <= count; i++)); do ip=$NET.$((10 + i)); printf 'Host node%s %s\n  HostName %s\n' "$i" "$ip" "$ip"; done
-    cat <<EOF
-Host *
-  User root
-  IdentityFile $KEYS/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile $KEYS/known_hosts
-  GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
-  BatchMode yes
-  ConnectTimeout 5
-EOF
-  } > "$NODES_DIR/ssh_config"
-}
+prepare_lab() { :; }
+# The template is made afresh whenever a node starts (it lists every node in /etc/hosts).
+prepare_start() { make_template "$1"; }
 
 # write_account_file HOST_FILE UPPER_FILE LINE: the host's file without user kk, plus LINE, with
 # the host file's owner and mode.
@@ -321,109 +230,6 @@ prepare_node() {
   echo "node$i" > "$d/upper/etc/hostname"
 }
 
-# The host's cgroup hierarchies, one line each: MOUNTPOINT FSTYPE MOUNT_OPTIONS OUR_CGROUP.
-cgroup_hierarchies() {
-  local id controllers path mountpoint
-  while IFS=: read -r id controllers path; do
-    if [ "$id" = 0 ]; then
-      mountpoint=$(awk '{ split($0, p, " - "); split(p[2], f, " ") }
-        f[1] == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
-      if [ -n "$mountpoint" ]; then printf '%s cgroup2 rw %s\n' "$mountpoint" "$path"; fi
-    else
-      mountpoint=$(awk -v want="$controllers" '{ split($0, p, " - "); split(p[2], f, " ") }
-        f[1] == "cgroup" && $4 == "/" {
-          n = split(f[3], have, ","); delete set; for (k = 1; k <= n; k++) set[have[k]] = 1
-          m = split(want, need, ","); ok = 1; for (k = 1; k <= m; k++) if (!(need[k] in set)) ok = 0
-          if (ok) { print $5; exit }
-        }' /proc/self/mountinfo)
-      [ -n "$mountpoint" ] || continue
-      case "$controllers" in
-        name=*) printf '%s cgroup none,%s %s\n' "$mountpoint" "$controllers" "$path" ;;
-        *) printf '%s cgroup %s %s\n' "$mountpoint" "$controllers" "$path" ;;
-      esac
-    fi
-  done < /proc/self/cgroup
-}
-
-# Node i's cgroups, one per hierarchy of HIERARCHIES (cgroup_hierarchies), below the cgroup this
-# script runs in (so the node stays inside whatever limits apply to us). Written to
-# NODE_DIR/cgroups as HOST_DIR FSTYPE OPTIONS NODE_MOUNTPOINT: node-init.sh mounts them, `down`
-# removes them.
-make_cgroups() {
-  local i=$1 d mountpoint fstype options path dir target f value
-  d=$NODES_DIR/nodes/n$i
-  : > "$d/cgroups"
-  [ -n "$HIERARCHIES" ] || return 0
-  while read -r mountpoint fstype options path; do
-    dir=${mountpoint}${path%/}/$PREFIX-n$i
-    mkdir -p "$dir"
-    # A v1 cpuset cgroup takes no process until it has CPUs and memory nodes.
-    for f in cpuset.cpus cpuset.mems; do
-      [ -f "$dir/$f" ] || continue
-      value=""
-      read -r value < "$dir/$f" || true
-      if [ -z "$value" ]; then read -r value < "${dir%/*}/$f" || true; echo "$value" > "$dir/$f"; fi
-    done
-    case "$mountpoint" in
-      /sys/fs/cgroup|/sys/fs/cgroup/*) target=$mountpoint ;;
-      *) target=/sys/fs/cgroup/${mountpoint##*/} ;;
-    esac
-    printf '%s %s %s %s\n' "$dir" "$fstype" "$options" "$target"
-  done <<< "$HIERARCHIES" > "$d/cgroups"
-}
-
-# The bridge's owner, from its ifalias: "" when there is no bridge, "ours", or whose it is.
-bridge_owner() {
-  local alias
-  ip link show dev "$BRIDGE" >/dev/null 2>&1 || return 0
-  alias=$(cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true)
-  if [ "$alias" = "$BRIDGE_ALIAS" ]; then echo ours; else echo "${alias:-an unnamed owner}"; fi
-}
-
-# Before `up` records or makes anything: the names and the /24 are free for this lab.
-check_names() {
-  local owner clash
-  owner=$(bridge_owner)
-  case "$owner" in
-    ""|ours) ;;
-    *) lab_die "bridge $BRIDGE exists and belongs to '$owner', not to this lab ($NODES_DIR): choose another NODES_PREFIX" ;;
-  esac
-  clash=$(ip -o -4 addr show | awk -v br="$BRIDGE" -v net="$NET." '$2 != br && index($4, net) == 1 { print $2 " " $4 }')
-  [ -z "$clash" ] || lab_die "$NET.0/24 is already used on this host ($clash): choose another NODES_NET"
-}
-
-ensure_bridge() {
-  if [ -z "$(bridge_owner)" ]; then
-    ip link add "$BRIDGE" type bridge
-    ip link set dev "$BRIDGE" alias "$BRIDGE_ALIAS"
-  fi
-  ip addr replace "$GATEWAY/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-}
-
-# Network namespaces for the given nodes (none of which runs): each with eth0, the peer of host
-# veth <ns> on the bridge. Batched: one `ip` for the host side, one per node inside.
-make_netns() {
-  local i ns batch=""
-  # (stop_nodes removed this node's old veth and namespace, if any.)
-  for i in "$@"; do
-    ns=$PREFIX-n$i
-    batch+="netns add $ns"$'\n'
-    batch+="link add $ns type veth peer name eth0 netns $ns"$'\n'
-    batch+="link set $ns master $BRIDGE up"$'\n'
-  done
-  [ -n "$batch" ] || return 0
-  printf '%s' "$batch" | ip -batch -
-  for i in "$@"; do
-    ip -n "$(node_ns "$i")" -batch - <<EOF
-link set lo up
-addr add $(node_ip "$i")/24 dev eth0
-link set eth0 up
-route add default via $GATEWAY
-EOF
-  done
-}
-
 launch_node() {
   local i=$1 d ns
   d=$(node_dir "$i")
@@ -442,16 +248,13 @@ launch_node() {
   echo $! > "$d/pid"
 }
 
-# wait_ssh I DEADLINE: until root@node i answers over ssh (strict host key checking against
+# wait_node I DEADLINE: until root@node i answers over ssh (strict host key checking against
 # known_hosts), or fail.
-wait_ssh() {
+wait_node() {
   local i=$1 deadline=$2 ip d opts
   ip=$(node_ip "$i")
   d=$(node_dir "$i")
   mapfile -t opts < <(ssh_opts)
-  # Only for this probe: curve25519 instead of OpenSSH 9's default post-quantum key exchange,
-  # which costs about 0.2 s of CPU per connection (20 nodes on 2 cores).
-  opts+=(-o KexAlgorithms=curve25519-sha256)
   while :; do
     if ssh "${opts[@]}" "root@$ip" true </dev/null >/dev/null 2>"$d/ssh-check.err"; then
       rm -f "$d/ssh-check.err"
@@ -472,252 +275,51 @@ wait_ssh() {
   done
 }
 
-write_env() {
-  local count=$1 i ips="" names="" netns="" tmp=$NODES_DIR/env.tmp sudo_user=""
-  for i in $(seq 1 "$count"); do
-    ips+="${ips:+ }$(node_ip "$i")"
-    names+="${names:+ }node$i"
-    netns+="${netns:+ }$(node_ns "$i")"
-  done
+env_head() { :; }
+
+env_tail() {
+  local sudo_user=""
   # Without sudo on the host there is none in the nodes either (they see the host's /usr).
   if [ -f "$NODES_DIR/template/etc/sudoers.d/kk-node-lab" ]; then sudo_user=$NONROOT_USER; fi
-  # KEY=VALUE lines that bash can also source: values with spaces are in double quotes.
-  cat > "$tmp" <<EOF
-KK_NODES_DIR=$NODES_DIR
-KK_NODES_PREFIX=$PREFIX
-KK_NODES_COUNT=$count
-KK_NODES_IPS="$ips"
-KK_NODES_NAMES="$names"
-KK_NODES_NETNS="$netns"
-KK_NODES_BRIDGE=$BRIDGE
-KK_NODES_HOST_IP=$GATEWAY
-KK_NODES_CIDR=$NET.0/24
-KK_NODES_PORT=22
-KK_NODES_USER=root
-KK_NODES_KEY=$KEYS/id_ed25519
-KK_NODES_PUBKEY=$KEYS/id_ed25519.pub
-KK_NODES_KNOWN_HOSTS=$KEYS/known_hosts
-KK_NODES_SSH_CONFIG=$NODES_DIR/ssh_config
+  cat <<EOF
 KK_NODES_NONROOT_USER=$NONROOT_USER
 KK_NODES_SUDO_USER=$sudo_user
 KK_NODES_PASSWORD_USER=$NONROOT_USER
 KK_NODES_PASSWORD=$NODE_PASSWORD
 EOF
-  mv "$tmp" "$NODES_DIR/env"
-}
-
-up() {
-  local count=${1:-${recorded_count:-3}} t0 i start=() extra=() deadline failed=0 pids=()
-  t0=$(date +%s.%N)
-  if ! { [[ "$count" =~ ^[0-9]+$ ]] && [ "$count" -ge 1 ] && [ "$count" -le "$MAX_NODES" ]; }; then
-    lab_die "N=$count: want a number of nodes from 1 to $MAX_NODES"
-  fi
-  local tool missing=()
-  for tool in ip unshare ssh ssh-keygen openssl flock bc awk mount; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-  done
-  [ -x /usr/sbin/sshd ] || missing+=(/usr/sbin/sshd)
-  [ -x "$SFTP_SERVER" ] || missing+=("$SFTP_SERVER")
-  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
-  check_nodes_dir
-  check_names
-
-  # Fewer nodes than before: the extra ones go.
-  if [ -n "$recorded_count" ] && [ "$recorded_count" -gt "$count" ]; then
-    mapfile -t extra < <(seq $((count + 1)) "$recorded_count")
-    stop_nodes "${extra[@]}"
-  fi
-  # Recorded before anything is made, so that `down` cleans up after a failed `up` too.
-  printf 'PREFIX=%s\nNET=%s\nCOUNT=%s\n' "$PREFIX" "$NET" "$count" > "$STATE.tmp"
-  mv "$STATE.tmp" "$STATE"
-
-  make_keys "$count"
-  ensure_bridge
-  for i in $(seq 1 "$count"); do node_running "$i" || start+=("$i"); done
-  if [ "${#start[@]}" -gt 0 ]; then
-    # Leftovers of nodes that died (their processes, if any, by recorded PID).
-    stop_nodes "${start[@]}"
-    make_template "$count"
-    HIERARCHIES=$(cgroup_hierarchies)
-    # In parallel: each node is a few dozen small file operations, which wait on the disk.
-    for i in "${start[@]}"; do
-      (
-        prepare_node "$i"
-        make_cgroups "$i"
-      ) 9>&- &
-      pids+=($!)
-    done
-    for i in "${pids[@]}"; do wait "$i" || failed=1; done
-    [ "$failed" = 0 ] || lab_die "preparing the nodes failed (above)"
-    pids=()
-    make_netns "${start[@]}"
-    for i in "${start[@]}"; do launch_node "$i"; done
-  fi
-
-  # Every node in parallel: a serial check would cost a connection set-up per node.
-  deadline=$(( $(date +%s) + 30 ))
-  for i in $(seq 1 "$count"); do
-    wait_ssh "$i" "$deadline" &
-    pids+=($!)
-  done
-  for i in "${pids[@]}"; do wait "$i" || failed=1; done
-  [ "$failed" = 0 ] || lab_die "not every node came up (\`$0 down\` cleans up)"
-
-  write_env "$count"
-  lab_log "up in $(elapsed "$t0") s: $count nodes, ${#start[@]} started ($NODES_DIR)"
-  cat "$NODES_DIR/env"
 }
 
 # --- down ---------------------------------------------------------------------------------------
 
-# Stops the given nodes by their recorded PIDs and removes what they had on the host: veth,
-# namespace, cgroups, file system changes. Host keys and logs stay.
-stop_nodes() {
-  local i pid init d ns waiting=() alive=() batch="" mnt
-  local -A node_pids=()
-  for i in "$@"; do
-    pid=$(node_pid "$i")
-    [ -n "$pid" ] || continue
-    if ! lab_pid_is "$pid" "$(node_word "$i")"; then
-      rm -f "$NODES_DIR/nodes/n$i/pid"
-      continue
-    fi
-    # TERM to the node's PID 1 (sshd): when it exits, the kernel kills every other process of
-    # the node's PID namespace, and unshare returns.
-    init=$(node_init_pid "$pid")
-    if [ -n "$init" ]; then kill -TERM "$init" 2>/dev/null || true; fi
-    node_pids[$i]=$pid
-    waiting+=("$i")
-  done
-  # All nodes were signalled first: the PID namespaces go down in parallel.
-  for _ in $(seq 1 100); do
-    alive=()
-    for i in ${waiting[@]+"${waiting[@]}"}; do
-      if pid_alive "${node_pids[$i]}"; then alive+=("$i"); fi
-    done
-    [ "${#alive[@]}" -gt 0 ] || break
-    sleep 0.05
-  done
-  for i in ${alive[@]+"${alive[@]}"}; do
-    lab_log "node$i: still running 5 s after TERM; sending KILL to unshare (pid ${node_pids[$i]}; it takes the node with it)"
+# TERM to the node's PID 1 (sshd): when it exits, the kernel kills every other process of the
+# node's PID namespace, and unshare returns.
+node_term() {
+  local init
+  init=$(node_init_pid "$2")
+  if [ -n "$init" ]; then kill -TERM "$init" 2>/dev/null || true; fi
+}
+
+stop_harder() {
+  local i
+  for i in "${alive[@]}"; do
+    lab_log "node$i: still running $STOP_TIMEOUT s after TERM; sending KILL to unshare (pid ${node_pids[$i]}; it takes the node with it)"
     # unshare ignores TERM while it waits for its child; --kill-child turns its death into a KILL
     # of the node's PID 1.
     kill -KILL "${node_pids[$i]}" 2>/dev/null || true
   done
-  for i in ${alive[@]+"${alive[@]}"}; do
-    for _ in $(seq 1 100); do pid_alive "${node_pids[$i]}" || break; sleep 0.05; done
-    if pid_alive "${node_pids[$i]}"; then lab_die "node$i: unshare (pid ${node_pids[$i]}) survives KILL"; fi
-  done
-  for i in ${waiting[@]+"${waiting[@]}"}; do
-    # Our own child when `up` restarts a node: reap it rather than leave a zombie.
-    wait "${node_pids[$i]}" 2>/dev/null || true
-    rm -f "$NODES_DIR/nodes/n$i/pid"
-  done
+}
 
-  # Deleting the host veth deletes its peer at once; a namespace's own teardown is asynchronous.
-  # One listing and one `ip -batch` for all nodes: per-node calls add up with 20 nodes.
-  local present=""
-  if [ "$OWN_NAMES" = yes ]; then
-    present=$( { ip netns list | awk '{ print "netns " $1 }'; ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print "link " $2 }'; } )
-  fi
-  for i in "$@"; do
-    ns=$PREFIX-n$i
-    if grep -qx -- "link $ns" <<< "$present"; then batch+="link del $ns"$'\n'; fi
-    if grep -qx -- "netns $ns" <<< "$present"; then batch+="netns del $ns"$'\n'; fi
-  done
-  if [ -n "$batch" ]; then printf '%s' "$batch" | ip -batch - || lab_log "warning: deleting links/namespaces failed"; fi
-
-  # The overlays live in the nodes' mount namespaces and went with them; this catches any that a
-  # host-side command mounted by hand (deepest first).
+# The overlays live in the nodes' mount namespaces and went with them; this catches any that a
+# host-side command mounted by hand (deepest first).
+release_nodes() {
+  local mnt
   while read -r mnt; do
     [ -n "$mnt" ] || continue
     lab_log "unmounting $mnt"
     umount -l "$mnt" || lab_log "warning: cannot unmount $mnt"
   done < <(awk -v d="$NODES_DIR/nodes/" 'index($5, d) == 1 || index($0, "upperdir=" d) { print $5 }' /proc/self/mountinfo | sort -r)
-
-  local cleaners=()
-  for i in "$@"; do
-    d=$NODES_DIR/nodes/n$i
-    # In parallel, as in `up`: removing even a small tree waits on the disk.
-    if [ -e "$d/cgroups" ] || [ -e "$d/upper" ] || [ -e "$d/work" ] || [ -e "$d/data" ]; then
-      clean_node "$d" 9>&- &
-      cleaners+=($!)
-    fi
-  done
-  for i in ${cleaners[@]+"${cleaners[@]}"}; do wait "$i" || true; done
 }
 
-# clean_node NODE_DIR: the cgroups and file system changes of a stopped node.
-clean_node() {
-  local d=$1 dir
-  # Depth-first: runc inside the node leaves cgroups of its containers below the node's.
-  if [ -f "$d/cgroups" ]; then
-    while read -r dir _; do
-      [ -d "$dir" ] || continue
-      find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
-      [ ! -d "$dir" ] || lab_log "warning: cgroup $dir is not empty (processes left in it?)"
-    done < "$d/cgroups"
-    rm -f "$d/cgroups"
-  fi
-  rm -rf "$d/upper" "$d/work" "$d/data"
-}
+after_down() { :; }
 
-down() {
-  local t0 nodes=() i dir ns owner
-  t0=$(date +%s.%N)
-  owner=$(bridge_owner)
-  case "$owner" in
-    ""|ours) ;;
-    *)
-      # This lab never got its names (its `up` was refused): the bridge and the namespaces with
-      # this prefix are another lab's. Only this lab's own processes and files are touched.
-      lab_log "warning: bridge $BRIDGE and the namespaces $PREFIX-n* belong to '$owner'; left alone"
-      OWN_NAMES=no
-      ;;
-  esac
-  # Every node this lab may have: recorded ones, directories with a PID file, and namespaces
-  # with the lab's names (leftovers of a run that died).
-  if [ -n "$recorded_count" ]; then mapfile -t nodes < <(seq 1 "$recorded_count"); fi
-  for dir in "$NODES_DIR"/nodes/n*; do
-    [ -e "$dir/pid" ] || [ -e "$dir/cgroups" ] || [ -d "$dir/upper" ] || continue
-    nodes+=("${dir##*/n}")
-  done
-  if [ "$OWN_NAMES" = yes ]; then
-    while read -r ns; do
-      if [[ "$ns" =~ ^$PREFIX-n([0-9]+)$ ]]; then nodes+=("${BASH_REMATCH[1]}"); fi
-    done < <(ip netns list | awk '{ print $1 }')
-  fi
-  if [ "${#nodes[@]}" -gt 0 ]; then
-    mapfile -t nodes < <(printf '%s\n' "${nodes[@]}" | sort -nu)
-    stop_nodes "${nodes[@]}"
-  fi
-  if [ "$owner" = ours ]; then ip link del "$BRIDGE"; fi
-  rm -f "$NODES_DIR/env" "$STATE"
-  lab_log "down in $(elapsed "$t0") s (${#nodes[@]} nodes, $NODES_DIR)"
-}
-
-status() {
-  local ok=0 count=${recorded_count:-0} i pid
-  if [ ! -f "$STATE" ]; then
-    echo "node lab: down ($NODES_DIR)"
-    return 3
-  fi
-  for i in $(seq 1 "$count"); do
-    pid=$(node_pid "$i")
-    if node_running "$i"; then
-      echo "node$i: running, $(node_ip "$i"), netns $(node_ns "$i"), unshare pid $pid, sshd pid $(node_init_pid "$pid")"
-    else
-      echo "node$i: stopped"; ok=3
-    fi
-  done
-  if ip link show dev "$BRIDGE" >/dev/null 2>&1; then echo "bridge: $BRIDGE $GATEWAY/24"; else echo "bridge: missing"; ok=3; fi
-  echo "lab dir: $NODES_DIR"
-  return "$ok"
-}
-
-case "$command" in
-  up) up "$@" ;;
-  down) down ;;
-  status) status ;;
-  env) [ -f "$NODES_DIR/env" ] || lab_die "the node lab in $NODES_DIR is not up (no env file)"; cat "$NODES_DIR/env" ;;
-esac
+node_lab_main "$@"

@@ -127,104 +127,43 @@
 # node has no /dev/console); the node's journal (persistent: /var/log/journal in the node, so
 # $NODES_DIR/nodes/n<i>/root/var/log/journal while the node is up; `journalctl -D DIR` reads it).
 # `up` prints the end of both for a node that does not boot.
+#
+# What both node labs share (arguments, state, names, keys, bridge and namespaces, cgroups, the
+# env file's common keys, the steps of up/down/status): scripts/lab/nodelib.sh.
 set -euo pipefail
 
 # shellcheck source=scripts/lab/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-LAB_LOG_NAME=nspawn
+# shellcheck source=scripts/lab/nodelib.sh
+source "$LAB_SCRIPTS/nodelib.sh"
 
-usage() { lab_die "usage: $0 up [N] | down | status | env"; }
-[ $# -ge 1 ] || usage
-command=$1
-shift
-case "$command" in
-  up) [ $# -le 1 ] || usage ;;
-  down|status|env) [ $# -eq 0 ] || usage ;;
-  *) usage ;;
-esac
+# This kind's settings for nodelib.sh (whose header lists them and the functions defined below
+# for it: node_word ... after_down).
+LAB_LOG_NAME=nspawn
+LAB_KIND="nspawn lab"
+LAB_ROOT_FOR="network namespaces, mounts, cgroups"
+NODES_DIR_DEFAULT=$REPO/target/lab/nspawn
+PREFIX_DEFAULT=kkns
+NET_DEFAULT=10.250.1
+NODE_DEFAULT_ROUTE=no
+BOOT_TIMEOUT=${NSPAWN_BOOT_TIMEOUT:-60}
+# Seconds `down` waits for a clean poweroff before it ends the node at once.
+STOP_TIMEOUT=${NSPAWN_STOP_TIMEOUT:-5}
+NODE_PROCESS=systemd-nspawn
+ENV_VETHS=yes
 
 # Bump when the image's preparation changes: the image cache key includes it.
 IMAGE_VERSION=1
 IMAGE_SUITE=bookworm
 IMAGE_VARIANT=minbase
 IMAGE_PACKAGES=systemd,systemd-sysv,dbus,openssh-server,iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2
-# Whether the bridge and namespace names of PREFIX are this lab's to delete (see `down`).
-OWN_NAMES=yes
-# Node i has address .(10+i) of a /24.
-MAX_NODES=244
-BOOT_TIMEOUT=${NSPAWN_BOOT_TIMEOUT:-60}
-# Seconds `down` waits for a clean poweroff before it ends the node at once.
-STOP_TIMEOUT=${NSPAWN_STOP_TIMEOUT:-5}
 # Directories of the node that are real directories of $NODES_DIR, not the overlay.
 DATA_DIRS=(var/lib/containerd var/lib/kk var/lib/etcd)
 NODE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-
-[ "$(id -u)" = 0 ] || lab_die "the nspawn lab needs root (network namespaces, mounts, cgroups)"
-
-NODES_DIR=${NODES_DIR:-$REPO/target/lab/nspawn}
-mkdir -p "$NODES_DIR" || lab_die "cannot create NODES_DIR $NODES_DIR"
-NODES_DIR=$(cd "$NODES_DIR" && pwd -P)
-case "$NODES_DIR" in
-  *[[:space:]]*) lab_die "NODES_DIR must not contain whitespace: '$NODES_DIR'" ;;
-esac
 IMAGES_DIR=${NSPAWN_IMAGES_DIR:-$REPO/target/lab/images}
-STATE=$NODES_DIR/state
-KEYS=$NODES_DIR/keys
 
-# `up` and `down` of one lab never overlap. Node processes must not inherit the lock's
-# descriptor (they would hold the lock for as long as they run): they are started with `9>&-`.
-exec 9>"$NODES_DIR/.lock"
-flock 9
-
-state_get() { sed -n "s/^$1=//p" "$STATE" 2>/dev/null || true; }
-
-recorded_prefix=$(state_get PREFIX)
-recorded_net=$(state_get NET)
-recorded_count=$(state_get COUNT)
-if [ "$command" = up ]; then
-  PREFIX=${NODES_PREFIX:-${recorded_prefix:-kkns}}
-  NET=${NODES_NET:-${recorded_net:-10.250.1}}
-  if [ -f "$STATE" ] && { [ "$PREFIX" != "$recorded_prefix" ] || [ "$NET" != "$recorded_net" ]; }; then
-    lab_die "the lab in $NODES_DIR runs with NODES_PREFIX=$recorded_prefix NODES_NET=$recorded_net;" \
-      "run \`$0 down\` before changing them"
-  fi
-else
-  PREFIX=${recorded_prefix:-${NODES_PREFIX:-kkns}}
-  NET=${recorded_net:-${NODES_NET:-10.250.1}}
-fi
-[[ "$PREFIX" =~ ^[a-z][a-z0-9]{0,7}$ ]] \
-  || lab_die "NODES_PREFIX=$PREFIX: want [a-z][a-z0-9]{0,7} (interface names have at most 15 characters)"
-if ! { [[ "$NET" =~ ^10\.250\.([0-9]{1,3})$ ]] && [ "${BASH_REMATCH[1]}" -le 255 ]; }; then
-  lab_die "NODES_NET=$NET: want 10.250.X with X in 0..255 (the lab only uses 10.250.0.0/16)"
-fi
-
-BRIDGE=${PREFIX}br0
-GATEWAY=$NET.1
-# The bridge's ifalias names the lab directory that owns it: another lab with the same prefix is
-# refused instead of taken over.
-BRIDGE_ALIAS="kk nspawn lab $NODES_DIR"
-
-node_dir() { printf '%s/nodes/n%s' "$NODES_DIR" "$1"; }
-node_ns() { printf '%s-n%s' "$PREFIX" "$1"; }   # also the host veth, the cgroups, the machine name
-node_ip() { printf '%s.%s' "$NET" "$((10 + $1))"; }
 # What the recorded PID's command line contains (systemd-nspawn's -D argument).
 node_word() { printf '%s/root' "$(node_dir "$1")"; }
-node_pid() {
-  local pid=""
-  read -r pid 2>/dev/null < "$NODES_DIR/nodes/n$1/pid" || true
-  printf '%s' "$pid"
-}
-
-# lab_pid_alive with builtins only (no zombie, no X): stop_nodes polls it for every node.
-pid_alive() {
-  local stat=""
-  [ -n "$1" ] || return 1
-  read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
-  stat=${stat##*) }
-  case "${stat%% *}" in Z|X|"") return 1 ;; *) return 0 ;; esac
-}
-
-elapsed() { printf '%.2f' "$(echo "$(date +%s.%N) - $1" | bc)"; }
 
 # Whether node i runs: the recorded PID is alive and is this node's systemd-nspawn.
 node_running() {
@@ -235,12 +174,7 @@ node_running() {
   [ "$comm" = systemd-nspawn ]
 }
 
-ssh_opts() {
-  # -F none: no user or system ssh_config can change what the lab checks.
-  printf '%s\n' -F none -i "$KEYS/id_ed25519" -o IdentitiesOnly=yes \
-    -o UserKnownHostsFile="$KEYS/known_hosts" -o GlobalKnownHostsFile=/dev/null \
-    -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=2 -o LogLevel=ERROR
-}
+node_status() { printf 'systemd-nspawn pid %s' "$(node_pid "$1")"; }
 
 # --- the base image -----------------------------------------------------------------------------
 
@@ -403,55 +337,32 @@ ensure_image() {
 
 # --- up -----------------------------------------------------------------------------------------
 
-check_nodes_dir() {
+check_up() {
+  local tool missing=()
+  for tool in ip systemd-nspawn setsid ssh ssh-keygen flock bc awk mount umount dpkg; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  done
+  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
+  grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || true
   case "$NODES_DIR/" in
     "$IMAGES_DIR/"*) lab_die "NODES_DIR=$NODES_DIR lies under the image cache $IMAGES_DIR" ;;
   esac
 }
 
-make_keys() {
-  local count=$1 i d mid
-  mkdir -p "$KEYS"
-  chmod 700 "$KEYS"
-  if [ ! -f "$KEYS/id_ed25519" ] || [ ! -f "$KEYS/id_ed25519.pub" ]; then
-    rm -f "$KEYS/id_ed25519" "$KEYS/id_ed25519.pub"
-    ssh-keygen -q -t ed25519 -N '' -C kk-nspawn-lab-client -f "$KEYS/id_ed25519"
-  fi
-  # Host keys exist before the node boots (LAB-NOTES P12) and outlive `down`, so known_hosts stays
-  # valid across restarts; so does the machine id.
-  for ((i = 1; i <= count; i++)); do
+prepare_lab() {
+  local i d
+  ensure_image
+  # Like the host keys (make_keys), the machine ids outlive `down`.
+  for ((i = 1; i <= $1; i++)); do
     d=$NODES_DIR/nodes/n$i
-    if [ ! -f "$d/ssh/ssh_host_ed25519_key" ] || [ ! -f "$d/ssh/ssh_host_ed25519_key.pub" ]; then
-      mkdir -p "$d/ssh"
-      rm -f "$d/ssh/ssh_host_ed25519_key" "$d/ssh/ssh_host_ed25519_key.pub"
-      ssh-keygen -q -t ed25519 -N '' -C "node$i" -f "$d/ssh/ssh_host_ed25519_key"
-    fi
     if [ ! -s "$d/machine-id" ]; then
-      mid=$(tr -d '-' < /proc/sys/kernel/random/uuid)
-      echo "$mid" > "$d/machine-id"
+      mkdir -p "$d"
+      tr -d '-' < /proc/sys/kernel/random/uuid > "$d/machine-id"
     fi
   done
-  for ((i = 1; i <= count; i++)); do
-    read -r key < "$NODES_DIR/nodes/n$i/ssh/ssh_host_ed25519_key.pub"
-    printf '%s.%s,node%s %s\n' "$NET" "$((10 + i))" "$i" "${key% *}"
-  done > "$KEYS/known_hosts.tmp"
-  mv "$KEYS/known_hosts.tmp" "$KEYS/known_hosts"
-  {
-    echo "# Written by scripts/lab/nspawn.sh: ssh -F $NODES_DIR/ssh_config node1"
-    for ((i = 1; i <= count; i++)); do ip=$NET.$((10 + i)); printf 'Host node%s %s\n  HostName %s\n' "$i" "$ip" "$ip"; done
-    cat <<EOF
-Host *
-  User root
-  IdentityFile $KEYS/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile $KEYS/known_hosts
-  GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
-  BatchMode yes
-  ConnectTimeout 5
-EOF
-  } > "$NODES_DIR/ssh_config"
 }
+
+prepare_start() { :; }
 
 # A fresh node: its overlay root mounted on NODE_DIR/root with the node's own files written into
 # the upper layer, and empty data directories.
@@ -477,98 +388,6 @@ prepare_node() {
   install -m 600 "$KEYS/id_ed25519.pub" "$r/root/.ssh/authorized_keys"
 }
 
-# The host's cgroup hierarchies, one line each: MOUNTPOINT FSTYPE MOUNT_OPTIONS OUR_CGROUP.
-cgroup_hierarchies() {
-  local id controllers path mountpoint
-  while IFS=: read -r id controllers path; do
-    if [ "$id" = 0 ]; then
-      mountpoint=$(awk '{ split($0, p, " - "); split(p[2], f, " ") }
-        f[1] == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
-      if [ -n "$mountpoint" ]; then printf '%s cgroup2 rw %s\n' "$mountpoint" "$path"; fi
-    else
-      mountpoint=$(awk -v want="$controllers" '{ split($0, p, " - "); split(p[2], f, " ") }
-        f[1] == "cgroup" && $4 == "/" {
-          n = split(f[3], have, ","); delete set; for (k = 1; k <= n; k++) set[have[k]] = 1
-          m = split(want, need, ","); ok = 1; for (k = 1; k <= m; k++) if (!(need[k] in set)) ok = 0
-          if (ok) { print $5; exit }
-        }' /proc/self/mountinfo)
-      [ -n "$mountpoint" ] || continue
-      printf '%s cgroup %s %s\n' "$mountpoint" "$controllers" "$path"
-    fi
-  done < /proc/self/cgroup
-}
-
-# Node i's cgroups, one per hierarchy of HIERARCHIES, below the cgroup this script runs in (so
-# the node stays inside whatever limits apply to us); listed in NODE_DIR/cgroups for `down`.
-make_cgroups() {
-  local i=$1 d mountpoint path dir f value
-  d=$(node_dir "$i")
-  : > "$d/cgroups"
-  [ -n "$HIERARCHIES" ] || return 0
-  while read -r mountpoint _ _ path; do
-    dir=${mountpoint}${path%/}/$(node_ns "$i")
-    mkdir -p "$dir"
-    # A v1 cpuset cgroup takes no process until it has CPUs and memory nodes.
-    for f in cpuset.cpus cpuset.mems; do
-      [ -f "$dir/$f" ] || continue
-      value=""
-      read -r value < "$dir/$f" || true
-      if [ -z "$value" ]; then read -r value < "${dir%/*}/$f" || true; echo "$value" > "$dir/$f"; fi
-    done
-    printf '%s\n' "$dir"
-  done <<< "$HIERARCHIES" > "$d/cgroups"
-}
-
-# The bridge's owner, from its ifalias: "" when there is no bridge, "ours", or whose it is.
-bridge_owner() {
-  local alias
-  ip link show dev "$BRIDGE" >/dev/null 2>&1 || return 0
-  alias=$(cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true)
-  if [ "$alias" = "$BRIDGE_ALIAS" ]; then echo ours; else echo "${alias:-an unnamed owner}"; fi
-}
-
-# Before `up` records or makes anything: the names and the /24 are free for this lab.
-check_names() {
-  local owner clash
-  owner=$(bridge_owner)
-  case "$owner" in
-    ""|ours) ;;
-    *) lab_die "bridge $BRIDGE exists and belongs to '$owner', not to this lab ($NODES_DIR): choose another NODES_PREFIX" ;;
-  esac
-  clash=$(ip -o -4 addr show | awk -v br="$BRIDGE" -v net="$NET." '$2 != br && index($4, net) == 1 { print $2 " " $4 }')
-  [ -z "$clash" ] || lab_die "$NET.0/24 is already used on this host ($clash): choose another NODES_NET"
-}
-
-ensure_bridge() {
-  if [ -z "$(bridge_owner)" ]; then
-    ip link add "$BRIDGE" type bridge
-    ip link set dev "$BRIDGE" alias "$BRIDGE_ALIAS"
-  fi
-  ip addr replace "$GATEWAY/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-}
-
-# Network namespaces for the given nodes (none of which runs): each with eth0, the peer of host
-# veth <ns> on the bridge, its address in the /24 and NO default route.
-make_netns() {
-  local i ns batch=""
-  for i in "$@"; do
-    ns=$(node_ns "$i")
-    batch+="netns add $ns"$'\n'
-    batch+="link add $ns type veth peer name eth0 netns $ns"$'\n'
-    batch+="link set $ns master $BRIDGE up"$'\n'
-  done
-  [ -n "$batch" ] || return 0
-  printf '%s' "$batch" | ip -batch -
-  for i in "$@"; do
-    ip -n "$(node_ns "$i")" -batch - <<EOF
-link set lo up
-addr add $(node_ip "$i")/24 dev eth0
-link set eth0 up
-EOF
-  done
-}
-
 launch_node() {
   local i=$1 d ns dir bind_args=()
   d=$(node_dir "$i")
@@ -576,7 +395,7 @@ launch_node() {
   for dir in "${DATA_DIRS[@]}"; do bind_args+=("--bind=$d/data/$dir:/$dir"); done
   (
     # Into the node's cgroups first: nspawn (with --keep-unit) puts the node below its own cgroup.
-    while read -r dir; do echo "$BASHPID" > "$dir/cgroup.procs"; done < "$d/cgroups"
+    while read -r dir _; do echo "$BASHPID" > "$dir/cgroup.procs"; done < "$d/cgroups"
     # A clean environment (not this script's or a test runner's). setsid: a session of its own
     # (no terminal signal reaches the node); it execs (this subshell is no group leader), so $!
     # below is systemd-nspawn's PID.
@@ -615,9 +434,6 @@ wait_node() {
   ip=$(node_ip "$i")
   d=$(node_dir "$i")
   mapfile -t opts < <(ssh_opts)
-  # Only for these probes: curve25519 instead of OpenSSH 9's default post-quantum key exchange,
-  # which costs about 0.2 s of CPU per connection.
-  opts+=(-o KexAlgorithms=curve25519-sha256)
   fail() {
     lab_log "node$i ($ip): $*; the end of $d/console.log:"
     tail -n 20 "$d/console.log" >&2 || true
@@ -651,98 +467,8 @@ wait_node() {
   esac
 }
 
-write_env() {
-  local count=$1 i ips="" names="" netns="" tmp=$NODES_DIR/env.tmp
-  for i in $(seq 1 "$count"); do
-    ips+="${ips:+ }$(node_ip "$i")"
-    names+="${names:+ }node$i"
-    netns+="${netns:+ }$(node_ns "$i")"
-  done
-  # KEY=VALUE lines that bash can also source: values with spaces are in double quotes.
-  # The host veths have the namespaces' names.
-  cat > "$tmp" <<EOF
-KK_NODES_KIND=nspawn
-KK_NODES_DIR=$NODES_DIR
-KK_NODES_PREFIX=$PREFIX
-KK_NODES_COUNT=$count
-KK_NODES_IPS="$ips"
-KK_NODES_NAMES="$names"
-KK_NODES_NETNS="$netns"
-KK_NODES_VETHS="$netns"
-KK_NODES_BRIDGE=$BRIDGE
-KK_NODES_HOST_IP=$GATEWAY
-KK_NODES_CIDR=$NET.0/24
-KK_NODES_PORT=22
-KK_NODES_USER=root
-KK_NODES_KEY=$KEYS/id_ed25519
-KK_NODES_PUBKEY=$KEYS/id_ed25519.pub
-KK_NODES_KNOWN_HOSTS=$KEYS/known_hosts
-KK_NODES_SSH_CONFIG=$NODES_DIR/ssh_config
-KK_NODES_IMAGE=$IMAGE
-EOF
-  mv "$tmp" "$NODES_DIR/env"
-}
-
-up() {
-  local count=${1:-${recorded_count:-3}} t0 i start=() extra=() deadline failed=0 pids=()
-  t0=$(date +%s.%N)
-  if ! { [[ "$count" =~ ^[0-9]+$ ]] && [ "$count" -ge 1 ] && [ "$count" -le "$MAX_NODES" ]; }; then
-    lab_die "N=$count: want a number of nodes from 1 to $MAX_NODES"
-  fi
-  local tool missing=()
-  for tool in ip systemd-nspawn setsid ssh ssh-keygen flock bc awk mount umount dpkg; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-  done
-  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
-  grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || true
-  check_nodes_dir
-  check_names
-
-  # Fewer nodes than before: the extra ones go.
-  if [ -n "$recorded_count" ] && [ "$recorded_count" -gt "$count" ]; then
-    mapfile -t extra < <(seq $((count + 1)) "$recorded_count")
-    stop_nodes "${extra[@]}"
-  fi
-  # Recorded before anything is made, so that `down` cleans up after a failed `up` too.
-  printf 'PREFIX=%s\nNET=%s\nCOUNT=%s\n' "$PREFIX" "$NET" "$count" > "$STATE.tmp"
-  mv "$STATE.tmp" "$STATE"
-
-  ensure_image
-  make_keys "$count"
-  ensure_bridge
-  for i in $(seq 1 "$count"); do node_running "$i" || start+=("$i"); done
-  if [ "${#start[@]}" -gt 0 ]; then
-    # Leftovers of nodes that died (their processes, if any, by recorded PID).
-    stop_nodes "${start[@]}"
-    HIERARCHIES=$(cgroup_hierarchies)
-    # In parallel: each node is a few dozen small file operations, which wait on the disk.
-    for i in "${start[@]}"; do
-      (
-        prepare_node "$i"
-        make_cgroups "$i"
-      ) 9>&- &
-      pids+=($!)
-    done
-    for i in "${pids[@]}"; do wait "$i" || failed=1; done
-    [ "$failed" = 0 ] || lab_die "preparing the nodes failed (above; \`$0 down\` cleans up)"
-    pids=()
-    make_netns "${start[@]}"
-    for i in "${start[@]}"; do launch_node "$i"; done
-  fi
-
-  # Every node in parallel: a serial check would add up the boots.
-  deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
-  for i in $(seq 1 "$count"); do
-    wait_node "$i" "$deadline" 9>&- &
-    pids+=($!)
-  done
-  for i in "${pids[@]}"; do wait "$i" || failed=1; done
-  [ "$failed" = 0 ] || lab_die "not every node came up (\`$0 down\` cleans up)"
-
-  write_env "$count"
-  lab_log "up in $(elapsed "$t0") s: $count nodes, ${#start[@]} started ($NODES_DIR)"
-  cat "$NODES_DIR/env"
-}
+env_head() { echo KK_NODES_KIND=nspawn; }
+env_tail() { echo "KK_NODES_IMAGE=$IMAGE"; }
 
 # --- down ---------------------------------------------------------------------------------------
 
@@ -757,7 +483,7 @@ lab_mounts() {
 kill_cgroup_leftovers() {
   local d=$1 dir pid pids=()
   [ -f "$d/cgroups" ] || return 0
-  while read -r dir; do
+  while read -r dir _; do
     [ -d "$dir" ] || continue
     while read -r pid; do pids+=("$pid"); done < <(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null)
   done < "$d/cgroups"
@@ -768,7 +494,7 @@ kill_cgroup_leftovers() {
   kill -KILL "${pids[@]}" 2>/dev/null || true
   for _ in $(seq 1 40); do
     pids=()
-    while read -r dir; do
+    while read -r dir _; do
       [ -d "$dir" ] || continue
       while read -r pid; do pids+=("$pid"); done < <(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null)
     done < "$d/cgroups"
@@ -777,122 +503,56 @@ kill_cgroup_leftovers() {
   done
 }
 
-# wait_gone SECONDS NODE...: until the recorded nspawn PIDs (node_pids) of those nodes ended;
-# sets `alive` to the nodes still running.
-wait_gone() {
-  local tries=$(( $1 * 20 )) k i
-  shift
-  for ((k = 0; k <= tries; k++)); do
-    alive=()
-    for i in "$@"; do
-      if pid_alive "${node_pids[$i]}"; then alive+=("$i"); fi
-    done
-    [ "${#alive[@]}" -gt 0 ] || return 0
-    if [ "$k" -lt "$tries" ]; then sleep 0.05; fi
-  done
-  return 0
-}
+# TERM to systemd-nspawn: it asks the node's systemd for a clean poweroff (SIGRTMIN+4).
+node_term() { kill -TERM "$2" 2>/dev/null || true; }
 
-# Stops the given nodes by their recorded PIDs and removes what they had on the host: root
-# overlay, veth, namespace, cgroups, file system changes. Host keys, machine ids and logs stay.
-stop_nodes() {
-  local i pid d ns waiting=() alive=() batch="" mnt
-  local -A node_pids=() node_locks=()
-  for i in "$@"; do
-    d=$(node_dir "$i")
-    # nspawn's lock on its root directory, named after the overlay's device and inode: gone with
-    # the overlay, so known now (nspawn removes it itself unless it is killed).
-    if mountpoint -q "$d/root" 2>/dev/null; then
-      node_locks[$i]=/run/systemd/nspawn/locks/inode-$(stat -c '%d:%i' "$d/root")
-    fi
-    pid=$(node_pid "$i")
-    [ -n "$pid" ] || continue
-    if ! lab_pid_is "$pid" "$(node_word "$i")"; then
-      rm -f "$d/pid"
-      continue
-    fi
-    # TERM to systemd-nspawn: it asks the node's systemd for a clean poweroff (SIGRTMIN+4).
-    kill -TERM "$pid" 2>/dev/null || true
-    node_pids[$i]=$pid
-    waiting+=("$i")
-  done
-  # All nodes were signalled first: they power off in parallel (1-3 s). A node whose poweroff
-  # hangs (e.g. a container process that ignores TERM: systemd waits 90 s for it) gets a second
-  # TERM, which makes nspawn end the node at once (KILL to its PID 1, so to its PID namespace) and
-  # still clean up after itself; KILL to nspawn is the last resort.
-  [ "${#waiting[@]}" -eq 0 ] || wait_gone "$STOP_TIMEOUT" "${waiting[@]}"
-  for i in ${alive[@]+"${alive[@]}"}; do
+# A node whose poweroff hangs (e.g. a container process that ignores TERM: systemd waits 90 s for
+# it) gets a second TERM, which makes nspawn end the node at once (KILL to its PID 1, so to its
+# PID namespace) and still clean up after itself; KILL to nspawn is the last resort.
+stop_harder() {
+  local i
+  for i in "${alive[@]}"; do
     lab_log "node$i: still running $STOP_TIMEOUT s after TERM (console: $(node_dir "$i")/console.log); TERM again: immediate termination"
     kill -TERM "${node_pids[$i]}" 2>/dev/null || true
   done
-  [ "${#alive[@]}" -eq 0 ] || wait_gone 5 "${alive[@]}"
+  wait_gone 5 "${alive[@]}"
   for i in ${alive[@]+"${alive[@]}"}; do
     lab_log "node$i: systemd-nspawn (pid ${node_pids[$i]}) still runs; KILL"
     kill -KILL "${node_pids[$i]}" 2>/dev/null || true
   done
-  [ "${#alive[@]}" -eq 0 ] || wait_gone 5 "${alive[@]}"
-  for i in ${alive[@]+"${alive[@]}"}; do
-    lab_die "node$i: systemd-nspawn (pid ${node_pids[$i]}) survives KILL"
-  done
-  for i in ${waiting[@]+"${waiting[@]}"}; do
-    # Our own child when `up` restarts a node: reap it rather than leave a zombie.
-    wait "${node_pids[$i]}" 2>/dev/null || true
-    rm -f "$(node_dir "$i")/pid"
-  done
-  for i in "$@"; do kill_cgroup_leftovers "$(node_dir "$i")"; done
+}
 
-  # Deleting the host veth deletes its peer at once. One listing and one `ip -batch` for all.
-  local present=""
-  if [ "$OWN_NAMES" = yes ]; then
-    present=$( { ip netns list | awk '{ print "netns " $1 }'; ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print "link " $2 }'; } )
-  fi
-  for i in "$@"; do
-    ns=$(node_ns "$i")
-    if grep -qx -- "link $ns" <<< "$present"; then batch+="link del $ns"$'\n'; fi
-    if grep -qx -- "netns $ns" <<< "$present"; then batch+="netns del $ns"$'\n'; fi
-  done
-  if [ -n "$batch" ]; then printf '%s' "$batch" | ip -batch - || lab_log "warning: deleting links/namespaces failed"; fi
-
-  # The overlay roots (nspawn's binds lived in its own mount namespace and went with it).
-  while read -r mnt; do
-    [ -n "$mnt" ] || continue
-    umount "$mnt" 2>/dev/null || umount -l "$mnt" || lab_log "warning: cannot unmount $mnt"
-  done < <(lab_mounts)
-
-  local cleaners=()
+# After the nodes' nspawn ended: their processes left in their cgroups, the overlay roots
+# (nspawn's binds lived in its own mount namespace and went with it), and what a killed nspawn
+# leaves in /run and in the node directory.
+release_nodes() {
+  local i d mnt locks=()
   for i in "$@"; do
     d=$(node_dir "$i")
+    kill_cgroup_leftovers "$d"
+    # nspawn's lock on its root directory, named after the overlay's device and inode: gone with
+    # the overlay, so known now (nspawn removes it itself unless it is killed).
+    if mountpoint -q "$d/root" 2>/dev/null; then
+      locks+=("/run/systemd/nspawn/locks/inode-$(stat -c '%d:%i' "$d/root")")
+    fi
+  done
+  # Only the stopped nodes' own mounts: the others still run (`up` with fewer nodes).
+  while read -r mnt; do
+    [ -n "$mnt" ] || continue
+    for i in "$@"; do
+      case "$mnt" in
+        "$(node_dir "$i")"/*)
+          umount "$mnt" 2>/dev/null || umount -l "$mnt" || lab_log "warning: cannot unmount $mnt" ;;
+      esac
+    done
+  done < <(lab_mounts)
+  for i in "$@"; do
     # nspawn cannot remove it itself: /run is no tmpfs here.
     rm -rf "/run/systemd/nspawn/propagate/$(node_ns "$i")"
     # Locks a killed nspawn left (no process holds them any more).
-    rm -f "$d/.#root.lck" ${node_locks[$i]:+"${node_locks[$i]}"}
-    if [ -e "$d/cgroups" ] || [ -e "$d/upper" ] || [ -e "$d/work" ] || [ -e "$d/data" ] || [ -e "$d/root" ]; then
-      clean_node "$d" 9>&- &
-      cleaners+=($!)
-    fi
+    rm -f "$(node_dir "$i")/.#root.lck"
   done
-  for i in ${cleaners[@]+"${cleaners[@]}"}; do wait "$i" || true; done
-}
-
-# clean_node NODE_DIR: the cgroups and file system changes of a stopped node.
-clean_node() {
-  local d=$1 dir
-  # Depth-first: nspawn's payload cgroups and whatever runc made inside the node lie below.
-  if [ -f "$d/cgroups" ]; then
-    while read -r dir; do
-      [ -d "$dir" ] || continue
-      find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
-      [ ! -d "$dir" ] || lab_log "warning: cgroup $dir is not empty (processes left in it?)"
-    done < "$d/cgroups"
-    rm -f "$d/cgroups"
-  fi
-  # Never `rm -rf` the root mount point: while mounted, it is the image.
-  if mountpoint -q "$d/root" 2>/dev/null; then
-    lab_log "warning: $d/root is still mounted; its upper directory stays"
-    return 0
-  fi
-  [ ! -d "$d/root" ] || rmdir "$d/root" 2>/dev/null || lab_log "warning: $d/root is not empty"
-  rm -rf "$d/upper" "$d/work" "$d/data" "$d/image"
+  rm -f ${locks[@]+"${locks[@]}"}
 }
 
 # What of this lab is still on the host (nothing after `down`): one line per thing.
@@ -908,66 +568,13 @@ leftovers() {
   true
 }
 
-down() {
-  local t0 nodes=() i dir ns owner rest
-  t0=$(date +%s.%N)
-  owner=$(bridge_owner)
-  case "$owner" in
-    ""|ours) ;;
-    *)
-      # This lab never got its names (its `up` was refused): the bridge and the namespaces with
-      # this prefix are another lab's. Only this lab's own processes and files are touched.
-      lab_log "warning: bridge $BRIDGE and the namespaces $PREFIX-n* belong to '$owner'; left alone"
-      OWN_NAMES=no
-      ;;
-  esac
-  # Every node this lab may have: recorded ones, directories with a PID file, cgroups or files,
-  # and namespaces with the lab's names (leftovers of a run that died).
-  if [ -n "$recorded_count" ]; then mapfile -t nodes < <(seq 1 "$recorded_count"); fi
-  for dir in "$NODES_DIR"/nodes/n*; do
-    [ -e "$dir/pid" ] || [ -e "$dir/cgroups" ] || [ -d "$dir/upper" ] || [ -d "$dir/root" ] || continue
-    nodes+=("${dir##*/n}")
-  done
-  if [ "$OWN_NAMES" = yes ]; then
-    while read -r ns; do
-      if [[ "$ns" =~ ^$PREFIX-n([0-9]+)$ ]]; then nodes+=("${BASH_REMATCH[1]}"); fi
-    done < <(ip netns list | awk '{ print $1 }')
-  fi
-  if [ "${#nodes[@]}" -gt 0 ]; then
-    mapfile -t nodes < <(printf '%s\n' "${nodes[@]}" | sort -nu)
-    stop_nodes "${nodes[@]}"
-  fi
-  if [ "$owner" = ours ]; then ip link del "$BRIDGE"; fi
-  rm -f "$NODES_DIR/env" "$STATE"
+after_down() {
+  local rest
   rest=$(leftovers)
   if [ -n "$rest" ]; then
     lab_log "left behind:"$'\n'"$rest"
     lab_die "down did not remove everything (above)"
   fi
-  lab_log "down in $(elapsed "$t0") s (${#nodes[@]} nodes, $NODES_DIR)"
 }
 
-status() {
-  local ok=0 count=${recorded_count:-0} i
-  if [ ! -f "$STATE" ]; then
-    echo "nspawn lab: down ($NODES_DIR)"
-    return 3
-  fi
-  for i in $(seq 1 "$count"); do
-    if node_running "$i"; then
-      echo "node$i: running, $(node_ip "$i"), netns $(node_ns "$i"), systemd-nspawn pid $(node_pid "$i")"
-    else
-      echo "node$i: stopped"; ok=3
-    fi
-  done
-  if ip link show dev "$BRIDGE" >/dev/null 2>&1; then echo "bridge: $BRIDGE $GATEWAY/24"; else echo "bridge: missing"; ok=3; fi
-  echo "lab dir: $NODES_DIR"
-  return "$ok"
-}
-
-case "$command" in
-  up) up "$@" ;;
-  down) down ;;
-  status) status ;;
-  env) [ -f "$NODES_DIR/env" ] || lab_die "the nspawn lab in $NODES_DIR is not up (no env file)"; cat "$NODES_DIR/env" ;;
-esac
+node_lab_main "$@"
