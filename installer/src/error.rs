@@ -859,7 +859,9 @@ pub enum FetchError {
     #[error("`{0}` is not a reference `repository:tag`")]
     Reference(String),
     /// The registry could not be reached.
-    #[error("cannot reach `{url}`; hint: check that kk-registry.service runs and that the node resolves and trusts the registry")]
+    #[error(
+        "cannot reach `{url}`; hint: check that kk-registry.service runs and that the node resolves and trusts the registry"
+    )]
     Http {
         /// The URL.
         url: String,
@@ -884,7 +886,9 @@ pub enum FetchError {
         reason: String,
     },
     /// The index has no entry for this node's platform.
-    #[error("`{reference}` has no `{platform}` entry; hint: build the bundle with `--platform {platform}`")]
+    #[error(
+        "`{reference}` has no `{platform}` entry; hint: build the bundle with `--platform {platform}`"
+    )]
     NoPlatform {
         /// The reference.
         reference: String,
@@ -892,7 +896,9 @@ pub enum FetchError {
         platform: String,
     },
     /// The registry served a manifest the bundle does not list.
-    #[error("the registry served `{reference}` as `{digest}`, which the bundle does not list; the node refuses it")]
+    #[error(
+        "the registry served `{reference}` as `{digest}`, which the bundle does not list; the node refuses it"
+    )]
     UnexpectedManifest {
         /// The reference.
         reference: String,
@@ -943,28 +949,38 @@ impl FetchError {
 #[non_exhaustive]
 pub enum PlanError {
     /// An external registry is configured; the install only sets up kk's own so far.
-    #[error("`image_registry.type: external` (`{address}`) is not installed by kk-install yet; hint: use kk's registry (`type: kk`), or push the bundle with `kk-install registry push` and install by hand")]
+    #[error(
+        "`image_registry.type: external` (`{address}`) is not installed by kk-install yet; hint: use kk's registry (`type: kk`), or push the bundle with `kk-install registry push` and install by hand"
+    )]
     ExternalRegistry {
         /// The configured address.
         address: String,
     },
     /// Neither `image_registry` nor `kube_control_plane` has a host.
-    #[error("no host can serve kk's registry; hint: put a host in the `image_registry` or `kube_control_plane` group")]
+    #[error(
+        "no host can serve kk's registry; hint: put a host in the `image_registry` or `kube_control_plane` group"
+    )]
     NoRegistryHost,
     /// A host has no internal address.
-    #[error("host `{node}` has no `internal_ipv4` or `internal_ipv6`; hint: the cluster needs the address it reaches the node at")]
+    #[error(
+        "host `{node}` has no `internal_ipv4` or `internal_ipv6`; hint: the cluster needs the address it reaches the node at"
+    )]
     NoAddress {
         /// The inventory name.
         node: String,
     },
     /// The bundle lacks a binary the install needs.
-    #[error("the bundle has no binary `{name}`; hint: build it with `spec.kubernetes` (the catalog adds it) or list it under `spec.binaries`")]
+    #[error(
+        "the bundle has no binary `{name}`; hint: build it with `spec.kubernetes` (the catalog adds it) or list it under `spec.binaries`"
+    )]
     MissingBinary {
         /// The binary's name.
         name: String,
     },
     /// The bundle has no pause image.
-    #[error("the bundle has no pause image (`registry.k8s.io/pause:…`), which containerd needs as its sandbox image; hint: build it with `spec.kubernetes`, or add the image")]
+    #[error(
+        "the bundle has no pause image (`registry.k8s.io/pause:…`), which containerd needs as its sandbox image; hint: build it with `spec.kubernetes`, or add the image"
+    )]
     NoPauseImage,
 }
 
@@ -985,7 +1001,9 @@ pub enum InstallError {
         cause: String,
     },
     /// The precheck found problems.
-    #[error("the precheck failed: fix what the table marks `fail`, or waive a check with `--ignore ID`")]
+    #[error(
+        "the precheck failed: fix what the table marks `fail`, or waive a check with `--ignore ID`"
+    )]
     Precheck,
     /// The state file belongs to another bundle.
     #[error("`{}` records an install of bundle `{recorded}`, not of this bundle `{bundle}`; hint: use another `--work-dir`, or remove the file to start over", path.display())]
