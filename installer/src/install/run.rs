@@ -597,7 +597,10 @@ mod tests {
             ..RunOptions::default()
         };
         let error = starting_state(&plan, dir.path(), &resume).expect_err("nothing to resume");
-        assert!(error.to_string().contains("no install to resume"), "{error}");
+        assert!(
+            error.to_string().contains("no install to resume"),
+            "{error}"
+        );
 
         let mut state = starting_state(&plan, dir.path(), &fresh).expect("fresh");
         assert_eq!(state.bundle, plan.bundle.to_string());
@@ -612,8 +615,14 @@ mod tests {
             ..RunOptions::default()
         };
         let again = starting_state(&plan, dir.path(), &os_again).expect("phase");
-        assert!(!again.is_done("cp1", "os.swap"), "`--phase os` runs os again");
-        assert!(again.is_done("cp1", "runtime.pull"), "other phases stay done");
+        assert!(
+            !again.is_done("cp1", "os.swap"),
+            "`--phase os` runs os again"
+        );
+        assert!(
+            again.is_done("cp1", "runtime.pull"),
+            "other phases stay done"
+        );
 
         let mut other = plan.clone();
         other.bundle = bundle_spec::Sha256Digest::of(b"another bundle");
@@ -626,7 +635,11 @@ mod tests {
         let plan = sample_plan();
         let mut state = State::new(&plan.bundle.to_string());
         for step in plan.phase(Phase::Os) {
-            let key = if step.action.is_cluster_wide() { CLUSTER } else { "w1" };
+            let key = if step.action.is_cluster_wide() {
+                CLUSTER
+            } else {
+                "w1"
+            };
             state.mark_done(key, &step.id, 0.1);
         }
         state.add_files("w1", ["/etc/sysctl.d/99-kk.conf".to_owned()]);
