@@ -301,7 +301,7 @@ fn commands(node: &Node, id: &str) -> CheckResult {
             .collect()
     };
     let (mandatory, optional) = (missing(Need::Mandatory), missing(Need::Optional));
-    let fix = "install them from the distribution's packages (iproute2, iptables, util-linux,                ebtables, ethtool, socat, conntrack)";
+    let fix = "install them from the distribution's packages (iproute2, iptables, util-linux, ebtables, ethtool, socat, conntrack)";
     if !mandatory.is_empty() {
         let also = if optional.is_empty() {
             String::new()
