@@ -181,16 +181,25 @@ impl Progress<'_> {
             let mut summary = Self::lock(&self.summary);
             *summary.sent.entry(node.to_owned()).or_default() += outcome.sent;
         }
-        if node != "installer" && status != StepStatus::Failed {
+        if status != StepStatus::Failed {
+            // A cluster-wide step (hooks, precheck) counts as done on every node it covered;
+            // "changed" is kept for what changed a node itself.
+            let (cells, changed): (Vec<&str>, bool) = if node == "installer" {
+                (step.nodes.iter().map(String::as_str).collect(), false)
+            } else {
+                (vec![node], status == StepStatus::Changed)
+            };
             let mut summary = Self::lock(&self.summary);
-            let cell = summary
-                .nodes
-                .entry(node.to_owned())
-                .or_default()
-                .entry(step.phase.name().to_owned())
-                .or_insert_with(|| "done".to_owned());
-            if status == StepStatus::Changed {
-                "changed".clone_into(cell);
+            for name in cells {
+                let cell = summary
+                    .nodes
+                    .entry(name.to_owned())
+                    .or_default()
+                    .entry(step.phase.name().to_owned())
+                    .or_insert_with(|| "done".to_owned());
+                if changed {
+                    "changed".clone_into(cell);
+                }
             }
         }
         let finished = {
@@ -628,6 +637,39 @@ mod tests {
         other.bundle = bundle_spec::Sha256Digest::of(b"another bundle");
         let error = starting_state(&other, dir.path(), &fresh).expect_err("other bundle");
         assert!(error.to_string().contains("not of this bundle"), "{error}");
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_node_and_a_column_per_phase() {
+        let inventory = Inventory::from_str_named(
+            "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hosts:\n    cp1: {internal_ipv4: 10.0.0.1}\n    w1: {internal_ipv4: 10.0.0.2}\n  groups:\n    kube_control_plane: {hosts: [cp1]}\n    kube_worker: {hosts: [w1]}\n",
+            "inventory.yaml",
+        )
+        .expect("inventory");
+        let mut summary = Summary::default();
+        summary.nodes.insert(
+            "cp1".to_owned(),
+            BTreeMap::from([
+                ("os".to_owned(), "changed".to_owned()),
+                ("etcd".to_owned(), "done".to_owned()),
+            ]),
+        );
+        summary.sent.insert("cp1".to_owned(), 2048);
+        let table = summary.render(&inventory, &[Phase::Os, Phase::Etcd]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["node", "os", "etcd", "sent"]
+        );
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["cp1", "changed", "done", "2.0", "KiB"]
+        );
+        assert_eq!(lines[2].split_whitespace().next(), Some("w1"));
+        assert!(
+            lines[2].contains(" - "),
+            "a phase with nothing on w1 is `-`: {table}"
+        );
     }
 
     #[test]
