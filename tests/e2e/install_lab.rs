@@ -229,6 +229,7 @@ mod lab {
             "the precheck reports what the os phase sets as set by the install:\n{progress}"
         );
 
+        assert_the_node_contract(&cluster);
         assert_etcd_healthy_over_tls(&cluster);
         assert_images_pull_by_name_and_digest_and_run(&cluster);
         assert_registry_serves_tls_for_the_ca_only(&cluster, tmp.path());
@@ -280,6 +281,44 @@ mod lab {
             );
         }
         assert!(cluster.on(2, "sha256sum /usr/local/bin/etcd").len() > 64);
+    }
+
+    /// The places tests and users rely on: binaries, modes, sysctls, units.
+    fn assert_the_node_contract(cluster: &Cluster) {
+        let check = "set -e; \
+            for b in containerd containerd-shim-runc-v2 ctr crictl etcd etcdctl kk-install; do test -x /usr/local/bin/$b; done; \
+            test -x /usr/local/sbin/runc; test -x /opt/cni/bin/bridge; test -x /opt/cni/bin/loopback; \
+            echo etcd-data $(stat -c %a /var/lib/etcd); \
+            echo etcd-key $(stat -c %a /etc/kubernetes/pki/etcd/server.key); \
+            echo forward $(sysctl -n net.ipv4.ip_forward) bridge $(sysctl -n net.bridge.bridge-nf-call-iptables); \
+            grep -qx overlay /etc/modules-load.d/kk.conf; grep -qx br_netfilter /etc/modules-load.d/kk.conf; \
+            echo containerd $(systemctl is-enabled containerd) $(systemctl is-active containerd); \
+            echo etcd $(systemctl is-enabled etcd) $(systemctl is-active etcd); \
+            grep -q 'SystemdCgroup = true' /etc/containerd/config.toml; \
+            grep -q 'sandbox_image = \"registry.k8s.io/pause:3.10\"' /etc/containerd/config.toml; \
+            grep -q 'ca = \"/etc/kk/pki/ca.crt\"' /etc/containerd/certs.d/registry.k8s.io/hosts.toml; \
+            grep -q dockerhub.kubekey.local /etc/hosts; test -f /etc/crictl.yaml";
+        for node in 0..3 {
+            let said = cluster.on(node, check);
+            for expected in [
+                "etcd-data 700",
+                "etcd-key 600",
+                "forward 1 bridge 1",
+                "containerd enabled active",
+                "etcd enabled active",
+            ] {
+                assert!(
+                    said.contains(expected),
+                    "node{}: {expected}:\n{said}",
+                    node + 1
+                );
+            }
+        }
+        let registry = cluster.on(
+            0,
+            "echo $(systemctl is-enabled kk-registry) $(systemctl is-active kk-registry); stat -c %a /etc/kk/pki/registry.key /etc/kubernetes/pki/ca.key",
+        );
+        assert_eq!(registry, "enabled active\n600\n600\n");
     }
 
     /// etcd: healthy over TLS with client-certificate auth, on every member.
