@@ -92,14 +92,22 @@ fn upstream_server(host: &str) -> String {
 /// `/etc/containerd/certs.d/<host>/hosts.toml`: kk's registry (`registry`, `host:port`) is the
 /// mirror for `host`, trusted through the installation's CA, never with `skip_verify`. Pulls
 /// keep the original names: containerd asks the mirror with `?ns=<host>`.
-pub fn hosts_toml(host: &str, registry: &str) -> String {
+///
+/// containerd falls back to `server` when no mirror answers. Unless `upstream_fallback`, that is
+/// kk's registry too: a pull then fails at kk's registry, naming the image, instead of trying
+/// the internet from a machine that has no way out.
+pub fn hosts_toml(host: &str, registry: &str, upstream_fallback: bool) -> String {
+    let server = if upstream_fallback {
+        upstream_server(host)
+    } else {
+        format!("https://{registry}")
+    };
     format!(
         "# Written by kk-install: pulls of {host} images go to kk's registry.\n\
          server = \"{server}\"\n\n\
          [host.\"https://{registry}\"]\n\
          \x20 capabilities = [\"pull\", \"resolve\"]\n\
          \x20 ca = \"{ca}\"\n",
-        server = upstream_server(host),
         ca = paths::TRUST_CA,
     )
 }

@@ -33,6 +33,10 @@ pub struct Config {
     pub image_registry: ImageRegistry,
     /// `spec.image_registry.auth.registry`: where nodes reach kk's registry.
     pub registry_address: RegistryAddress,
+    /// `spec.image_registry.upstream_fallback`: whether containerd may try an image's own
+    /// registry when kk's does not answer; default false (an airgap has no way out, and a
+    /// fallback would only add timeouts and DNS queries that leak image names).
+    pub upstream_fallback: bool,
     /// `spec.cluster_require`: the precheck's thresholds.
     pub precheck: PrecheckConfig,
     /// Every key kk does not read, by dotted path below `spec` (`kubernetes.helm_version`), as
@@ -84,6 +88,7 @@ impl Default for Config {
             cni: CniConfig::default(),
             image_registry: ImageRegistry::Kk,
             registry_address: RegistryAddress::default(),
+            upstream_fallback: false,
             precheck: PrecheckConfig::default(),
             extra: BTreeMap::new(),
             source_name: "defaults".to_owned(),

@@ -67,7 +67,13 @@ fn apply_spec(
         config.cni = super::network::cni(cx, raw, extra)?;
     }
     if let Some(raw) = spec.image_registry {
-        config.image_registry = image_registry(cx, raw, extra, &mut config.registry_address)?;
+        config.image_registry = image_registry(
+            cx,
+            raw,
+            extra,
+            &mut config.registry_address,
+            &mut config.upstream_fallback,
+        )?;
     }
     if let Some(raw) = spec.cluster_require {
         config.precheck = precheck(cx, raw, extra)?;
@@ -175,6 +181,7 @@ fn image_registry(
     raw: Spanned<RawImageRegistry>,
     extra: &mut BTreeMap<String, Value>,
     address_out: &mut RegistryAddress,
+    fallback_out: &mut bool,
 ) -> Result<ImageRegistry, InventoryError> {
     let at = cx.at(&raw);
     let raw = raw.value;
@@ -184,6 +191,9 @@ fn image_registry(
         "image_registry.",
         extra,
     );
+    if let Some(fallback) = raw.upstream_fallback {
+        *fallback_out = fallback;
+    }
     if let Some(auth) = raw.auth {
         let mut auth = auth.value;
         let unknown = std::mem::take(&mut auth.extra);

@@ -188,6 +188,7 @@ section! {
         "username" => username: Option<Spanned<String>>,
         "password_env" => password_env: Option<Spanned<String>>,
         "auth" => auth: Option<Spanned<RawRegistryAuth>>,
+        "upstream_fallback" => upstream_fallback: Option<bool>,
     }
 }
 

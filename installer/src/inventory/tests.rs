@@ -380,6 +380,11 @@ fn kubekey_configs_read_as_they_are() {
     );
     assert_eq!(config.cni.plugin, NetworkPlugin::KubeOvn);
     assert_eq!(config.image_registry, ImageRegistry::Kk);
+    assert_eq!(
+        config.registry_address.to_string(),
+        "dockerhub.kubekey.local:5443"
+    );
+    assert!(!config.upstream_fallback, "an airgap falls back to nothing");
     assert!(matches!(
         config.kubernetes.control_plane_endpoint.kind,
         EndpointKind::KubeVip(_)

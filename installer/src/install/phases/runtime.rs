@@ -68,7 +68,7 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     for host in &cx.plan.image_hosts {
         files.push((
             format!("{}/{host}/hosts.toml", paths::CERTS_D),
-            render::hosts_toml(host, &cx.plan.registry.address),
+            render::hosts_toml(host, &cx.plan.registry.address, cx.config.upstream_fallback),
         ));
     }
     let mut outcome = Outcome::default();

@@ -183,6 +183,7 @@ fn stacked_etcd_has_no_etcd_phase_and_the_registry_can_be_named() {
     assert!(plan.etcd_members.is_empty());
     assert_eq!(plan.registry.address, "10.0.0.9:5000");
     assert_eq!(plan.registry.port, 5000);
+    assert!(config("  image_registry: {upstream_fallback: true}\n").upstream_fallback);
 }
 
 #[test]

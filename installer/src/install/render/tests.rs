@@ -74,8 +74,14 @@ fn hosts_toml_points_every_registry_host_at_kk_with_the_ca() {
         ("registry.k8s.io", "https://registry.k8s.io"),
         ("quay.io", "https://quay.io"),
     ] {
-        let hosts = toml(&hosts_toml(host, "dockerhub.kubekey.local:5443"));
+        let hosts = toml(&hosts_toml(host, "dockerhub.kubekey.local:5443", true));
         assert_eq!(at(&hosts, &["server"]).as_str(), Some(server));
+        let closed = toml(&hosts_toml(host, "dockerhub.kubekey.local:5443", false));
+        assert_eq!(
+            at(&closed, &["server"]).as_str(),
+            Some("https://dockerhub.kubekey.local:5443"),
+            "without upstream fallback nothing points outside"
+        );
         let mirror = at(&hosts, &["host", "https://dockerhub.kubekey.local:5443"]);
         assert_eq!(
             mirror.get("ca").and_then(|v| v.as_str()),
