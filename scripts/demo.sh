@@ -46,21 +46,7 @@ bash scripts/lab/seed-catalog.sh "$demo/catalog.json"
 
 step "the manifest: Kubernetes $version, every download host and registry mapped to the lab"
 # As an operator with an internal mirror would write it (spec.fileMirrors, spec.registries).
-python3 - "$demo/catalog.json" "$KK_LAB_HTTP" "$KK_LAB_REGISTRY" "$version" > "$demo/k8s.yaml" <<'PY'
-import json, sys
-catalog = json.load(open(sys.argv[1]))
-http, registry, version = sys.argv[2:5]
-hosts = sorted({u.split("/")[2] for e in catalog["binaries"] + catalog["charts"]
-                for u in (e.get("url"), e.get("repo")) if u})
-print("apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: demo}\nspec:")
-print(f"  kubernetes: {{version: {version}, containerRuntime: containerd, cni: calico}}\n  fileMirrors:")
-for host in hosts:
-    print(f'    {host}: "{http}/{host}"')
-print("  registries:")
-for r in ("registry.k8s.io", "quay.io", "ghcr.io", "docker.io"):
-    print(f'    {r}: {{mirror: "{registry}"}}')
-print(f'    "{registry}": {{plainHTTP: true}}')
-PY
+python3 scripts/lab/catalog-manifest.py "$demo/catalog.json" demo "$KK_LAB_HTTP" "$KK_LAB_REGISTRY" > "$demo/k8s.yaml"
 cat "$demo/k8s.yaml"
 
 step "kk-bundle build $demo/k8s.yaml"

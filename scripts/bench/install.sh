@@ -75,21 +75,7 @@ bash scripts/lab/upstream.sh up >/dev/null 2>&1
 source "$LAB_DIR/env"
 "$kk_bundle" catalog "$version" --output json > "$bench/catalog.json"
 bash scripts/lab/seed-catalog.sh "$bench/catalog.json" >/dev/null 2>&1
-python3 - "$bench/catalog.json" "$KK_LAB_HTTP" "$KK_LAB_REGISTRY" "$version" > "$bench/k8s.yaml" <<'PY'
-import json, sys
-catalog = json.load(open(sys.argv[1]))
-http, registry, version = sys.argv[2:5]
-hosts = sorted({u.split("/")[2] for e in catalog["binaries"] + catalog["charts"]
-                for u in (e.get("url"), e.get("repo")) if u})
-print("apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: k8s}\nspec:")
-print(f"  kubernetes: {{version: {version}, containerRuntime: containerd, cni: calico}}\n  fileMirrors:")
-for host in hosts:
-    print(f'    {host}: "{http}/{host}"')
-print("  registries:")
-for r in ("registry.k8s.io", "quay.io", "ghcr.io", "docker.io"):
-    print(f'    {r}: {{mirror: "{registry}"}}')
-print(f'    "{registry}": {{plainHTTP: true}}')
-PY
+python3 scripts/lab/catalog-manifest.py "$bench/catalog.json" k8s "$KK_LAB_HTTP" "$KK_LAB_REGISTRY" > "$bench/k8s.yaml"
 bundle=$bench/cluster.tar.zst
 "$kk_bundle" build "$bench/k8s.yaml" -o "$bundle" --cache "$bench/cache" >/dev/null 2>&1
 

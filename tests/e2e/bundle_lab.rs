@@ -2,7 +2,6 @@
 //! zstd and tar reading what it wrote. (The module name ends in `lab`, so nextest runs these
 //! one at a time with the other lab tests.)
 
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -547,7 +546,7 @@ fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
 
 /// Seeds the lab with stand-ins for everything `kk-bundle catalog VERSION` names and writes a
 /// manifest `k8s.yaml` in `dir` for that version whose download hosts and registries all point at
-/// the lab. Returns the manifest and the catalog's JSON.
+/// the lab (`scripts/lab/catalog-manifest.py`). Returns the manifest and the catalog's JSON.
 pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf, String) {
     let catalog = dir.join("catalog.json");
     let mut cmd = Command::new(binary("kk-bundle"));
@@ -562,31 +561,15 @@ pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf
     run_ok(&mut seed);
 
     // Every download host and registry of the catalog points at the lab.
-    let expansion: Value = serde_json::from_str(&json).expect("json");
-    let http = lab.http();
-    let registry = lab.registry();
-    let mut file_hosts: Vec<String> = expansion["binaries"]
-        .as_array()
-        .expect("binaries")
-        .iter()
-        .chain(expansion["charts"].as_array().expect("charts"))
-        .flat_map(|entry| [&entry["url"], &entry["repo"]])
-        .filter_map(|url| url.as_str()?.split('/').nth(2).map(str::to_owned))
-        .collect();
-    file_hosts.sort();
-    file_hosts.dedup();
-    let mirrors = file_hosts.iter().fold(String::new(), |mut out, h| {
-        let _ = writeln!(out, "    {h}: \"{http}/{h}\"");
-        out
-    });
     let manifest = dir.join("k8s.yaml");
-    fs::write(
-        &manifest,
-        format!(
-            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: k8s}}\nspec:\n  kubernetes: {{version: {version}, containerRuntime: containerd, cni: calico}}\n  fileMirrors:\n{mirrors}  registries:\n    registry.k8s.io: {{mirror: \"{registry}\"}}\n    quay.io: {{mirror: \"{registry}\"}}\n    ghcr.io: {{mirror: \"{registry}\"}}\n    docker.io: {{mirror: \"{registry}\"}}\n    \"{registry}\": {{plainHTTP: true}}\n"
-        ),
-    )
-    .expect("manifest");
+    let mut render = Command::new("python3");
+    render
+        .current_dir(crate::support::workspace_root())
+        .arg("scripts/lab/catalog-manifest.py")
+        .arg(&catalog)
+        .args(["k8s", lab.http(), lab.registry()]);
+    let (text, _) = run_ok(&mut render);
+    fs::write(&manifest, text).expect("manifest");
     (manifest, json)
 }
 

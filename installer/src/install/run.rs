@@ -330,10 +330,7 @@ async fn run_step(
     if step.action.is_cluster_wide() {
         return run_cluster_step(install, cx, nodes, step, progress).await;
     }
-    let targets: Vec<&Node> = nodes
-        .iter()
-        .filter(|n| step.nodes.iter().any(|name| name == n.name()))
-        .collect();
+    let targets = nodes_of(step, nodes);
     let results = fan_out(
         &targets,
         install.checks.reach.concurrency,

@@ -1,5 +1,4 @@
-use bundle_spec::description::{Artifact, BuilderInfo, FORMAT_VERSION, SourceManifest};
-use bundle_spec::lock::Lock;
+use bundle_spec::description::Artifact;
 
 use super::*;
 
@@ -45,20 +44,7 @@ fn description(skip: &[&str]) -> Description {
         image("quay.io/calico/node:v3.30.5"),
     ];
     artifacts.retain(|a| !skip.contains(&a.name.rsplit('/').next().unwrap_or_default()));
-    Description {
-        format_version: FORMAT_VERSION,
-        builder: BuilderInfo {
-            name: "test".into(),
-            version: "0".into(),
-        },
-        created,
-        manifest: SourceManifest {
-            name: "m.yaml".into(),
-            text: String::new(),
-        },
-        lock: Lock::new(created),
-        artifacts,
-    }
+    crate::test_support::description(created, artifacts)
 }
 
 const INVENTORY: &str = "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hosts:\n    cp1: {internal_ipv4: 10.0.0.1}\n    w1: {internal_ipv4: 10.0.0.2}\n    w2: {internal_ipv4: 10.0.0.3}\n  groups:\n    kube_control_plane: {hosts: [cp1]}\n    kube_worker: {hosts: [w1, w2]}\n    etcd: {hosts: [cp1, w1, w2]}\n";

@@ -1,11 +1,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bundle_spec::description::{BuilderInfo, SourceManifest};
 use bundle_spec::write::WriteOptions;
 use bundle_spec::{
-    Artifact, ArtifactKind, BlobFile, Bundle, BundleContents, BundleError, Description,
-    FORMAT_VERSION, Lock, Sha256Digest,
+    Artifact, ArtifactKind, BlobFile, Bundle, BundleContents, BundleError, Sha256Digest,
 };
 
 use super::unpack;
@@ -52,19 +50,9 @@ fn bundle(dir: &Path, reference: &str, layer: &[u8]) -> (PathBuf, Vec<Sha256Dige
     .expect("index");
     let (repository, tag) = reference.rsplit_once(':').expect("tag");
     let created = "2026-11-22T00:00:00Z".parse().expect("time");
-    let description = Description {
-        format_version: FORMAT_VERSION,
-        builder: BuilderInfo {
-            name: "test".into(),
-            version: "0".into(),
-        },
+    let description = crate::test_support::description(
         created,
-        manifest: SourceManifest {
-            name: "m.yaml".into(),
-            text: String::new(),
-        },
-        lock: Lock::new(created),
-        artifacts: vec![Artifact {
+        vec![Artifact {
             kind: ArtifactKind::Image,
             name: repository.into(),
             version: tag.into(),
@@ -74,7 +62,7 @@ fn bundle(dir: &Path, reference: &str, layer: &[u8]) -> (PathBuf, Vec<Sha256Dige
             size: 0,
             omitted_platforms: vec![],
         }],
-    };
+    );
     let target = dir.join(format!("{tag}.tar.zst"));
     let contents = BundleContents {
         description,
