@@ -3,10 +3,11 @@
 # loopback), seeds it with everything `kk-bundle catalog v1.33.0` names, builds a Kubernetes
 # bundle for v1.33.0 from it with kk-bundle, shows what is inside and verifies it with
 # kk-install, then starts three systemd lab nodes (scripts/lab/nspawn.sh: no route out of their
-# /24) and installs on them: `kk-install plan`, then `kk-install --bundle ... -i ... -c ...`
-# (pre_hook, precheck, os, pki, registry, runtime, etcd, post_hook) with its progress and final
-# table, then shows on the nodes that etcd is healthy over TLS and that images pull by their
-# original names through kk's registry. Both labs are stopped at the end; the bundle, inventory,
+# /24) and installs Kubernetes on them: `kk-install plan`, then `kk-install --bundle ... -i ... -c ...`
+# (pre_hook, precheck, os, pki, registry, runtime, etcd, kubernetes with a kube-vip endpoint,
+# network with Calico from the bundle's chart, post_hook) with its progress and the final phase ×
+# node table, then shows on the nodes that etcd is healthy over TLS, that images pull by their
+# original names through kk's registry, and how kubeadm was run. Both labs are stopped at the end; the bundle, inventory,
 # config, work dir (certificates, logs, facts, state) are left in target/demo/. Needs root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -84,8 +85,11 @@ apiVersion: kubekey.kubesphere.io/v1
 kind: Config
 metadata: {name: demo}
 spec:
-  kubernetes: {kube_version: $version}
+  kubernetes:
+    kube_version: $version
+    control_plane_endpoint: {type: kube-vip, host: lb.kubesphere.local, kube_vip: {address: $NODES_NET.200}}
   etcd: {deployment_type: external}
+  cni: {type: calico}
   image_registry:
     type: kk
     auth: {registry: "dockerhub.kubekey.local:5443"}
@@ -127,6 +131,16 @@ EOF
 echo "node3's routes (no default route: the image can only have come from kk's registry):"
 node node3 ip route
 step "on node1: the services kk runs, and what the hooks left"
-node node1 'systemctl is-active kk-registry containerd etcd; cat /root/demo-hook.log'
+node node1 'systemctl is-active kk-registry containerd etcd kubelet; cat /root/demo-hook.log'
+step "kubeadm (a lab stand-in: scripts/lab/standins/README.md) as kk ran it: init once, joins with kk's token and CA hash"
+for n in node1 node2 node3; do
+  echo "$n: $(node "$n" "grep -E '^kubeadm (init|join)' /tmp/kk-standin.log")"
+done
+node node2 'grep -A3 bootstrapToken: /etc/kubernetes/kk/kubeadm-join.yaml'
+step "on node1: kube-vip and the CNI chart (rendered by the bundle's helm, applied with kubectl)"
+node node1 'grep -E "image:|value: \"?[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+" /etc/kubernetes/manifests/kube-vip.yaml; grep "image:" /etc/kubernetes/kk/charts/tigera-operator.yaml | sort -u'
+
+step "the same command again: every step is done, nothing changes; the phase × node table"
+"$kk_install" "${install_args[@]}" 2>/dev/null
 
 step "done: bundle, inventory, config and work dir in $demo/; stopping both labs"

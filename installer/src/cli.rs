@@ -125,6 +125,22 @@ pub(crate) struct ClusterArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct ResetArgs {
+    /// The inventory (KubeKey `kind: Inventory`).
+    #[arg(short = 'i', long)]
+    pub(crate) inventory: PathBuf,
+    /// The cluster config (KubeKey `kind: Config`).
+    #[arg(short = 'c', long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Confirms: reset destroys the cluster on every node.
+    #[arg(long)]
+    pub(crate) yes: bool,
+    /// Also deletes the data: etcd's, the registry's store, containerd's images.
+    #[arg(long)]
+    pub(crate) purge: bool,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct PrecheckArgs {
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
@@ -169,6 +185,8 @@ pub(crate) enum Command {
     Precheck(PrecheckArgs),
     /// Prints the install's steps per node, without touching a node.
     Plan(ClusterArgs),
+    /// Takes the cluster off every node of the inventory (`kubeadm reset`, kk's units and files).
+    Reset(ResetArgs),
     /// On a node: fetches a binary from kk's registry, verifies and installs it.
     Fetch(FetchArgs),
     /// Checks everything in a bundle: header, checksum list, every member, every part.

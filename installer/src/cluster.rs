@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::error::SshError;
 use crate::facts::{self, Facts};
-use crate::inventory::{self, Config, EndpointKind, Inventory, Role};
+use crate::inventory::{self, Config, EndpointKind, Inventory};
 use crate::precheck::{BundleFacts, ClusterFacts};
 use crate::ssh::{Auth, Connector, HostKeyPolicy, Node, NodeLog, Target, Timeouts, fan_out};
 
@@ -125,8 +125,8 @@ pub async fn measure(
     facts: &BTreeMap<String, Facts>,
     fio_size: &str,
 ) -> ClusterFacts {
-    let etcd: Vec<&str> = inventory
-        .role_members(Role::Etcd)
+    // The hosts that will run etcd: the `etcd` group, or the control planes when it is stacked.
+    let etcd: Vec<&str> = crate::precheck::etcd_members(inventory, config)
         .iter()
         .map(|h| h.name.as_str())
         .collect();

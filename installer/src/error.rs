@@ -527,6 +527,18 @@ pub enum InventoryError {
         /// The value as written.
         value: i64,
     },
+    /// An addon's field is invalid.
+    #[error("{at}: addon `{field}` `{value}`: {reason}; hint: see `spec.addons` in the README")]
+    InvalidAddon {
+        /// Where the value is.
+        at: bundle_spec::manifest::SourceLocation,
+        /// The field.
+        field: &'static str,
+        /// The value as written.
+        value: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A machine name that is neither an IP address nor a DNS name.
     #[error("{at}: invalid host `{value}` in `{field}`; hint: write an IP address or a DNS name")]
     InvalidHost {
@@ -982,6 +994,47 @@ pub enum PlanError {
         "the bundle has no pause image (`registry.k8s.io/pause:…`), which containerd needs as its sandbox image; hint: build it with `spec.kubernetes`, or add the image"
     )]
     NoPauseImage,
+    /// The bundle lacks a chart the install needs.
+    #[error(
+        "the bundle has no chart `{name}`; hint: build it with `spec.kubernetes` (the catalog adds the CNI's chart) or list it under `spec.charts`"
+    )]
+    MissingChart {
+        /// The chart's name.
+        name: String,
+    },
+    /// The bundle lacks an image the config asks for.
+    #[error(
+        "the bundle has no `{name}` image, which the config's control-plane endpoint needs; hint: build the bundle with `spec.kubernetes` (the catalog adds it) or list the image under `spec.images`"
+    )]
+    MissingImage {
+        /// The repository path looked for.
+        name: String,
+    },
+    /// No control plane in the inventory.
+    #[error(
+        "the inventory has no host in `kube_control_plane`; hint: Kubernetes needs at least one control plane"
+    )]
+    NoControlPlane,
+    /// A network plugin kk does not install.
+    #[error(
+        "`spec.cni.type: {plugin}` is not installed by kk-install; hint: use calico, cilium or flannel, or `none` and install it as an addon"
+    )]
+    UnsupportedCni {
+        /// The plugin.
+        plugin: &'static str,
+    },
+    /// kubeadm would refuse the config.
+    #[error(
+        "`{field}` is `{value}`: {reason}; hint: change it in the config (kubeadm would refuse it on the node)"
+    )]
+    Kubeadm {
+        /// The config field.
+        field: String,
+        /// Its value.
+        value: String,
+        /// Why kubeadm refuses it.
+        reason: String,
+    },
 }
 
 /// The install stopped.

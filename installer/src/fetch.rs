@@ -277,12 +277,14 @@ fn single_layer(manifest: &Manifest, reference: &str) -> Result<Layer, FetchErro
         .strip_prefix("sha256:")
         .and_then(Sha256Digest::from_hex)
         .ok_or_else(|| bad("its layer digest is not sha256"))?;
+    // A chart's layer (Helm's OCI layout) has no title: it is kept as one file, whose name
+    // the request gives.
     let title = layer
         .annotations
         .get("org.opencontainers.image.title")
         .cloned()
         .filter(|t| !t.is_empty() && !t.contains('/'))
-        .ok_or_else(|| bad("its layer has no file name (org.opencontainers.image.title)"))?;
+        .unwrap_or_default();
     Ok(Layer {
         digest,
         size: layer.size,
@@ -367,6 +369,12 @@ fn install(
         .any(|suffix| lower.ends_with(suffix));
     if !is_archive {
         let name = request.files.first().map_or(title, String::as_str);
+        if name.is_empty() {
+            return Err(FetchError::Manifest {
+                reference: request.reference.clone(),
+                reason: "its layer has no file name (org.opencontainers.image.title) and none was asked for (--file)".to_owned(),
+            });
+        }
         let target = request.into.join(name);
         let mut file = fs::File::open(staged.path()).map_err(FetchError::io(staged.path()))?;
         let digest = place(&mut file, &target)?;

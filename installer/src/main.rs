@@ -35,6 +35,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match command {
         Command::Precheck(args) => nodes::precheck(&args, &cli.reach),
         Command::Plan(args) => nodes::plan(&args),
+        Command::Reset(args) => nodes::reset(&args, &cli.reach),
         Command::Fetch(args) => fetch(&args),
         Command::Verify(args) => {
             let started = Instant::now();

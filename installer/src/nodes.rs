@@ -1,6 +1,7 @@
 //! `kk-install precheck`, `plan` and the install itself (`kk-install --bundle B -i inventory.yaml`):
 //! reading the inventory and config, reaching the nodes, and printing what was found.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -30,24 +31,29 @@ impl Cluster {
     ) -> anyhow::Result<Self> {
         let (inventory, config) = read_files(inventory, config)?;
         let bundle = crate::open(bundle)?;
-        let known_hosts = reach.known_hosts.clone().unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map_or_else(|| PathBuf::from("/root"), PathBuf::from)
-                .join(".ssh/known_hosts")
-        });
         Ok(Self {
             inventory,
             config,
             bundle,
-            reach: Reach {
-                host_keys: HostKeyPolicy {
-                    known_hosts,
-                    accept_new: reach.accept_new_host_keys,
-                },
-                concurrency: reach.concurrency,
-                work_dir: reach.work_dir.clone(),
-            },
+            reach: reach_of(reach),
         })
+    }
+}
+
+/// How nodes are reached, from the command line.
+fn reach_of(reach: &ReachArgs) -> Reach {
+    let known_hosts = reach.known_hosts.clone().unwrap_or_else(|| {
+        std::env::var_os("HOME")
+            .map_or_else(|| PathBuf::from("/root"), PathBuf::from)
+            .join(".ssh/known_hosts")
+    });
+    Reach {
+        host_keys: HostKeyPolicy {
+            known_hosts,
+            accept_new: reach.accept_new_host_keys,
+        },
+        concurrency: reach.concurrency,
+        work_dir: reach.work_dir.clone(),
     }
 }
 
@@ -108,6 +114,42 @@ pub(crate) fn plan(args: &crate::cli::ClusterArgs) -> anyhow::Result<()> {
         Output::Text => crate::print(&plan.render(&inventory)),
         Output::Json => crate::print(&format!("{:#}\n", serde_json::to_value(&plan)?)),
     }
+}
+
+/// `kk-install reset`: the cluster taken off every node; one line per node.
+pub(crate) fn reset(args: &crate::cli::ResetArgs, reach: &ReachArgs) -> anyhow::Result<()> {
+    if !args.yes {
+        bail!(
+            "reset removes Kubernetes and everything kk installed from every node of `{}`; hint: add `--yes` to go ahead",
+            args.inventory.display()
+        );
+    }
+    let (inventory, _config) = read_files(&args.inventory, args.config.as_deref())?;
+    let reach = reach_of(reach);
+    let done = runtime()?.block_on(async {
+        let nodes = cluster::connect(&inventory, &reach).await?;
+        let result = kk_install::install::reset::reset(
+            &nodes,
+            &reach.work_dir,
+            args.purge,
+            reach.concurrency,
+        )
+        .await;
+        close(nodes).await;
+        result.map_err(anyhow::Error::msg)
+    })?;
+    let mut text = String::new();
+    for (node, reset) in done {
+        let _ = writeln!(
+            text,
+            "{node}: {}units removed [{}], {} files removed{}",
+            if reset.kubeadm { "kubeadm reset, " } else { "" },
+            reset.units.join(" "),
+            reset.files,
+            if reset.purged { ", data purged" } else { "" }
+        );
+    }
+    crate::print(&text)
 }
 
 /// The install: every phase of the plan on every node; the final table.

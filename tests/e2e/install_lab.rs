@@ -6,7 +6,7 @@
 //! kk's registry.
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
-mod lab {
+pub(crate) mod lab {
     use std::collections::BTreeMap;
     use std::fmt::Write as _;
     use std::fs;
@@ -23,17 +23,31 @@ mod lab {
 
     /// The Kubernetes version the bundle is built for (kubeadm's preflight of v1.33 no longer
     /// requires conntrack, which a minimal server lacks).
-    const VERSION: &str = "v1.33.0";
+    pub(crate) const VERSION: &str = "v1.33.0";
 
-    struct Cluster {
+    /// A lab cluster: the upstream lab, a bundle built from the catalog, nspawn nodes, and the
+    /// inventory and config in a directory.
+    pub(crate) struct Cluster {
         _lab: Lab,
-        nodes: Nodes,
-        dir: PathBuf,
-        bundle: PathBuf,
+        pub(crate) nodes: Nodes,
+        pub(crate) dir: PathBuf,
+        pub(crate) bundle: PathBuf,
     }
 
     impl Cluster {
+        /// Three nodes: node1 control plane and registry, node2 and node3 workers, etcd on all.
         fn start(tmp: &Path) -> Self {
+            let cluster = Self::start_nodes(tmp, 3);
+            cluster.write_inventory(
+                3,
+                "    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2, node3]}\n    etcd: {hosts: [node1, node2, node3]}\n    image_registry: {hosts: [node1]}\n",
+            );
+            cluster.write_config("  etcd: {deployment_type: external}\n  image_registry:\n    type: kk\n    auth: {registry: \"dockerhub.kubekey.local:5443\"}\n");
+            cluster
+        }
+
+        /// `count` nodes and the bundle; no inventory or config yet.
+        pub(crate) fn start_nodes(tmp: &Path, count: usize) -> Self {
             let lab = Lab::up(&Lab::default_dir());
             let (manifest, _) = catalog_manifest(&lab, tmp, VERSION);
             let bundle = tmp.join("cluster.tar.zst");
@@ -47,19 +61,19 @@ mod lab {
                 .arg(tmp.join("cache"))
                 .args(["--level", "3"]);
             run_ok(&mut build);
-            let nodes = Nodes::start_nspawn(&tmp.join("nodes"), 3);
-            let cluster = Self {
+            let nodes = Nodes::start_nspawn(&tmp.join("nodes"), count);
+            Self {
                 _lab: lab,
                 nodes,
                 dir: tmp.to_path_buf(),
                 bundle,
-            };
-            cluster.write_files();
-            cluster
+            }
         }
 
-        fn write_files(&self) {
-            let ips = self.nodes.ips();
+        /// The inventory: the first `hosts` nodes (`node1`…) and `groups` (YAML lines under
+        /// `groups:`).
+        pub(crate) fn write_inventory(&self, hosts: usize, groups: &str) {
+            let ips = &self.nodes.ips()[..hosts];
             let mut inventory = String::from(
                 "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata:\n  name: lab\nspec:\n  hosts:\n",
             );
@@ -71,18 +85,21 @@ mod lab {
                     key = self.nodes.var("KK_NODES_KEY"),
                 );
             }
-            inventory.push_str(
-                "  groups:\n    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2, node3]}\n    etcd: {hosts: [node1, node2, node3]}\n    image_registry: {hosts: [node1]}\n",
-            );
+            inventory.push_str("  groups:\n");
+            inventory.push_str(groups);
             fs::write(self.dir.join("inventory.yaml"), inventory).expect("inventory");
+        }
+
+        /// The config, `spec` being its lines under `spec:`.
+        pub(crate) fn write_config(&self, spec: &str) {
             fs::write(
                 self.dir.join("config.yaml"),
-                "apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nmetadata: {name: lab}\nspec:\n  etcd: {deployment_type: external}\n  image_registry:\n    type: kk\n    auth: {registry: \"dockerhub.kubekey.local:5443\"}\n",
+                format!("apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nmetadata: {{name: lab}}\nspec:\n{spec}"),
             )
             .expect("config");
         }
 
-        fn work_dir(&self) -> PathBuf {
+        pub(crate) fn work_dir(&self) -> PathBuf {
             self.dir.join("work")
         }
 
@@ -121,12 +138,13 @@ mod lab {
         }
 
         /// `kk-install ARGS` against this cluster, with the lab's `known_hosts`.
-        fn kk_install(&self, args: &[&str]) -> Command {
+        pub(crate) fn kk_install(&self, args: &[&str]) -> Command {
             let mut cmd = Command::new(binary("kk-install"));
-            cmd.args(args)
-                .arg("--bundle")
-                .arg(&self.bundle)
-                .arg("-i")
+            cmd.args(args);
+            if args.first() != Some(&"reset") {
+                cmd.arg("--bundle").arg(&self.bundle);
+            }
+            cmd.arg("-i")
                 .arg(self.dir.join("inventory.yaml"))
                 .arg("-c")
                 .arg(self.dir.join("config.yaml"))
@@ -134,22 +152,26 @@ mod lab {
                 .arg(self.work_dir())
                 .arg("--known-hosts")
                 .arg(self.nodes.var("KK_NODES_KNOWN_HOSTS"));
-            if args.first() != Some(&"plan") {
+            if args.first() != Some(&"plan") && args.first() != Some(&"reset") {
                 cmd.args(["--fio-size", "1m"]);
             }
             cmd
         }
 
-        fn on(&self, node: usize, command: &str) -> String {
+        pub(crate) fn on(&self, node: usize, command: &str) -> String {
             self.nodes.on(&self.nodes.ips()[node], command)
         }
 
-        /// Every file kk recorded on each node, with its sha256 and mtime, and the start time of
-        /// each service kk runs: what a rerun must leave exactly as it was.
-        fn fingerprint(&self) -> BTreeMap<String, String> {
+        /// Every file kk recorded on each node that has a record, with its sha256 and mtime, and
+        /// the start time of each service kk runs: what a rerun must leave exactly as it was.
+        pub(crate) fn fingerprint(&self) -> BTreeMap<String, String> {
             let mut all = BTreeMap::new();
             for (i, ip) in self.nodes.ips().iter().enumerate() {
-                let record = self.on(i, "cat /etc/kubekey/installed.json");
+                // A node outside the inventory (yet) has no record.
+                let record = self.on(i, "cat /etc/kubekey/installed.json 2>/dev/null; true");
+                if record.is_empty() {
+                    continue;
+                }
                 let record: Value = serde_json::from_str(&record).expect("installed.json");
                 let files: Vec<&str> = record["files"]
                     .as_array()
@@ -162,7 +184,7 @@ mod lab {
                     i,
                     &format!(
                         "for f in {}; do echo \"$f $(sha256sum < $f | cut -c1-64) $(stat -c %Y.%a $f)\"; done; \
-                         systemctl show -p ActiveEnterTimestampMonotonic containerd etcd kk-registry 2>/dev/null",
+                         systemctl show -p ActiveEnterTimestampMonotonic containerd etcd kk-registry kubelet 2>/dev/null",
                         files.join(" ")
                     ),
                 );

@@ -9,6 +9,7 @@ mod cli;
 mod dist;
 mod install_bundle;
 mod install_lab;
+mod kubernetes_lab;
 mod lab;
 mod labkit;
 mod nodekit;

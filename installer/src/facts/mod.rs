@@ -24,7 +24,7 @@ use crate::ssh::Node;
 
 /// Gathers the facts of `node` in one round trip (one command).
 pub async fn gather(node: &Node) -> Result<Facts, SshError> {
-    let script = parse::gather_script();
+    let script = parse::gather_script(node.name());
     let before = now();
     let output = node.run_checked(&script).await?;
     let text = output.stdout_text();
@@ -70,8 +70,14 @@ pub struct Facts {
     pub swap_bytes: u64,
     /// The node's current host name.
     pub hostname: String,
-    /// Whether the host name resolves (`getent hosts`).
-    pub hostname_resolves: bool,
+    /// The name looked up for [`Facts::name_resolves`]: the node's inventory name, which the
+    /// install makes its host name and Kubernetes node name. Empty in facts recorded before it
+    /// was looked up (those looked up the current host name).
+    #[serde(default)]
+    pub resolved_name: String,
+    /// Whether [`Facts::resolved_name`] resolves on the node (`getent ahosts`).
+    #[serde(alias = "hostnameResolves")]
+    pub name_resolves: bool,
     /// Addresses on the node's interfaces (without prefix length), by interface.
     pub addresses: BTreeMap<String, Vec<String>>,
     /// TCP ports something listens on, with the address it listens on.
@@ -99,12 +105,23 @@ pub struct Facts {
     pub free_bytes: BTreeMap<String, u64>,
     /// The node's clock, in seconds since the epoch, as the script started.
     pub clock: f64,
+    /// Proxy variables (`http_proxy`, `HTTPS_PROXY`, `no_proxy`… as spelled) by where they
+    /// were found ([`PROXY_SOURCES`]): the environment kk's commands run in, a login shell's,
+    /// `/etc/environment`. Credentials in proxy URLs are masked (`http://***@proxy:3128`).
+    #[serde(default)]
+    pub proxy_env: BTreeMap<String, BTreeMap<String, String>>,
     /// The uid the commands ran as.
     pub uid: u32,
     /// How far the node's clock is ahead of the installer's (negative: behind), in seconds,
     /// measured from just before the script was sent.
     pub clock_offset: f64,
 }
+
+/// Where proxy variables are read, as [`Facts::proxy_env`] names them: the environment the
+/// commands kk runs get (what kubeadm, run by kk, inherits), a login shell's (`/etc/profile`,
+/// `/etc/profile.d`, the user's profile: what an operator's shell has), and `/etc/environment`
+/// (what PAM gives every session).
+pub const PROXY_SOURCES: &[&str] = &["session", "login shell", "/etc/environment"];
 
 /// The fields of `/etc/os-release` the rules use.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +172,21 @@ impl Facts {
     /// A sysctl's value, trimmed.
     pub fn sysctl(&self, name: &str) -> Option<&str> {
         self.sysctls.get(name).map(|v| v.trim())
+    }
+
+    /// Proxy variable `name` (`http_proxy`, `https_proxy` or `no_proxy`, in either case) of
+    /// `source` ([`PROXY_SOURCES`]) as Go programs (kubeadm, the kubelet, containerd) read it:
+    /// the upper-case spelling when set and not empty, else the lower-case one; with the
+    /// spelling found. `None` when neither is set to something.
+    pub fn proxy_var(&self, source: &str, name: &str) -> Option<(&str, &str)> {
+        let vars = self.proxy_env.get(source)?;
+        [name.to_ascii_uppercase(), name.to_ascii_lowercase()]
+            .into_iter()
+            .find_map(|spelling| {
+                let (key, value) = vars.get_key_value(&spelling)?;
+                let value = value.trim();
+                (!value.is_empty()).then_some((key.as_str(), value))
+            })
     }
 
     /// Whether kernel module `name` is available: loaded (`/proc/modules`), or evidently built

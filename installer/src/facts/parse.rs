@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{Facts, Listener, OsRelease};
+use super::{Facts, Listener, OsRelease, PROXY_SOURCES};
 use crate::error::FactsError;
 
 /// The commands whose presence the rules check (kubeadm's preflight list of every version kk
@@ -12,7 +12,7 @@ const COMMANDS: &str = "ip iptables mount nsenter ebtables ethtool socat tc touc
                         crictl sha256sum fio sudo ipvsadm";
 
 /// The script run on every node; it only reads. `{commands}` is filled with the commands the
-/// rules look for.
+/// rules look for, `{name}` with the node's inventory name (shell-quoted).
 ///
 /// It starts as few processes as it can (one `grep` reads every small file, one `df` every
 /// path): on a node, a process costs about as much as reading a file, and a precheck of many
@@ -29,10 +29,17 @@ grep -H '' /etc/os-release /proc/meminfo /proc/net/tcp /proc/net/tcp6 /proc/modu
 # /proc/sys/kernel/arch is younger than some supported kernels.
 [ -r /proc/sys/kernel/arch ] || { s machine; uname -m; }
 s cpus; nproc 2>/dev/null || getconf _NPROCESSORS_ONLN
-read -r h < /proc/sys/kernel/hostname
+# The inventory name, which the install makes the host name and the Kubernetes node name.
 # getaddrinfo (`ahosts`), not `hosts`: the latter asks DNS for an IPv6 address even when
 # /etc/hosts answers, and an airgapped resolver makes that wait out its timeout.
-s resolves; if timeout 5 getent ahosts "$h" >/dev/null 2>&1; then echo yes; else echo no; fi
+n={name}
+s resolves; echo "$n"; if timeout 5 getent ahosts "$n" >/dev/null 2>&1; then echo yes; else echo no; fi
+# Proxy variables only (the rest of an environment may hold secrets), credentials masked.
+m='s#://.*@#://***@#'
+s "proxy session"; env | grep -iE '^(https?|no)_proxy=' | sed -e "$m"
+s "proxy login shell"; timeout 5 sh -lc env </dev/null 2>/dev/null | grep -iE '^(https?|no)_proxy=' | sed -e "$m"
+s "proxy /etc/environment"
+grep -iE '^[[:space:]]*(export[[:space:]]+)?(https?|no)_proxy=' /etc/environment 2>/dev/null | sed -e "$m"
 s addresses; ip -o addr show 2>/dev/null
 s cgroup; if [ -e /sys/fs/cgroup/cgroup.controllers ]; then echo cgroup2fs; elif [ -d /sys/fs/cgroup/cpu ] || [ -d /sys/fs/cgroup/memory ]; then echo tmpfs; fi
 s commands
@@ -56,9 +63,12 @@ s df; df -P -B1 "$@" 2>/dev/null
 s end
 "#;
 
-/// The script with its placeholders filled.
-pub(crate) fn gather_script() -> String {
-    GATHER_SCRIPT.replace("{commands}", COMMANDS)
+/// The script with its placeholders filled, for the node named `name` in the inventory.
+pub(crate) fn gather_script(name: &str) -> String {
+    let quoted = format!("'{}'", name.replace('\'', r"'\''"));
+    GATHER_SCRIPT
+        .replace("{commands}", COMMANDS)
+        .replace("{name}", &quoted)
 }
 
 impl Facts {
@@ -82,6 +92,7 @@ impl Facts {
             arch => arch,
         };
         let tcp = format!("{}\n{}", file("/proc/net/tcp"), file("/proc/net/tcp6"));
+        let resolves = resolves(text("resolves"));
         Ok(Self {
             os: os_release(file("/etc/os-release")),
             kernel: file("/proc/sys/kernel/osrelease").trim().to_owned(),
@@ -90,7 +101,8 @@ impl Facts {
             memory_bytes,
             swap_bytes,
             hostname: file("/proc/sys/kernel/hostname").trim().to_owned(),
-            hostname_resolves: text("resolves") == "yes",
+            resolved_name: resolves.0.to_owned(),
+            name_resolves: resolves.1,
             addresses: addresses(text("addresses")),
             listening: listeners(&tcp),
             sysctls: files
@@ -137,8 +149,66 @@ impl Facts {
                 .and_then(|ids| ids.split_whitespace().next())
                 .and_then(|uid| uid.parse().ok())
                 .unwrap_or(u32::MAX),
+            proxy_env: PROXY_SOURCES
+                .iter()
+                .map(|source| {
+                    let vars = proxy_vars(text(&format!("proxy {source}")));
+                    ((*source).to_owned(), vars)
+                })
+                .filter(|(_, vars)| !vars.is_empty())
+                .collect(),
             clock_offset: 0.0,
         })
+    }
+}
+
+/// The `resolves` section: the name looked up, then `yes` or `no`. Output recorded before the
+/// name was printed has the answer alone (about the current host name): the name is empty.
+fn resolves(text: &str) -> (&str, bool) {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    match lines[..] {
+        [name, answer] => (name, answer == "yes"),
+        [answer] => ("", answer == "yes"),
+        _ => ("", false),
+    }
+}
+
+/// `NAME=value` lines of proxy variables (`export NAME="value"` in `/etc/environment`), by
+/// name as spelled; other names are dropped, credentials in URLs masked.
+fn proxy_vars(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = line
+                .strip_prefix("export")
+                .filter(|rest| rest.starts_with(char::is_whitespace))
+                .map_or(line, str::trim_start);
+            let (name, value) = line.split_once('=')?;
+            let name = name.trim();
+            let known = ["http_proxy", "https_proxy", "no_proxy"]
+                .iter()
+                .any(|known| name.eq_ignore_ascii_case(known));
+            if !known {
+                return None;
+            }
+            let value = value.trim();
+            let value = ['"', '\'']
+                .iter()
+                .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q))
+                .unwrap_or(value);
+            Some((name.to_owned(), mask_credentials(value)))
+        })
+        .collect()
+}
+
+/// `scheme://user:secret@host` as `scheme://***@host`: proxy URLs may carry a password, and
+/// facts are recorded in the work directory.
+fn mask_credentials(value: &str) -> String {
+    match (value.find("://"), value.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &value[..scheme], &value[at..])
+        }
+        _ => value.to_owned(),
     }
 }
 
@@ -346,7 +416,17 @@ x86_64
 2
 
 @@resolves
+node1
 no
+
+@@proxy session
+https_proxy=http://***@proxy.example:3128
+NO_PROXY=10.250.0.0/16,.cluster.local
+
+@@proxy login shell
+
+@@proxy /etc/environment
+export HTTP_PROXY="http://proxy.example:3128"
 
 @@addresses
 1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever
@@ -400,7 +480,22 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert_eq!(facts.memory_bytes, 24_624_464 * 1024);
         assert_eq!(facts.swap_bytes, 0);
         assert_eq!(facts.hostname, "node1");
-        assert!(!facts.hostname_resolves);
+        assert_eq!(facts.resolved_name, "node1");
+        assert!(!facts.name_resolves);
+        assert_eq!(
+            facts.proxy_var("session", "https_proxy"),
+            Some(("https_proxy", "http://***@proxy.example:3128"))
+        );
+        assert_eq!(
+            facts.proxy_var("session", "no_proxy"),
+            Some(("NO_PROXY", "10.250.0.0/16,.cluster.local"))
+        );
+        assert_eq!(
+            facts.proxy_var("/etc/environment", "http_proxy"),
+            Some(("HTTP_PROXY", "http://proxy.example:3128"))
+        );
+        assert_eq!(facts.proxy_var("login shell", "http_proxy"), None);
+        assert!(!facts.proxy_env.contains_key("login shell"));
         assert!(facts.has_address("10.250.0.11"));
         assert!(facts.has_address("fe80::1"));
         assert_eq!(facts.addresses["eth0"], ["10.250.0.11", "fe80::1"]);
@@ -561,16 +656,83 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert!(facts.listening.is_empty());
     }
 
+    /// The name looked up, and output recorded before it was printed.
+    #[test]
+    fn resolves_names_what_was_looked_up() {
+        for (body, name, resolves) in [
+            ("node1\nyes", "node1", true),
+            ("node1\nno", "node1", false),
+            ("yes", "", true),
+            ("no", "", false),
+            ("", "", false),
+            ("a\nb\nyes", "", false),
+        ] {
+            let facts = Facts::parse(&format!("\n@@resolves\n{body}\n")).expect("parses");
+            assert_eq!(
+                (facts.resolved_name.as_str(), facts.name_resolves),
+                (name, resolves),
+                "{body:?}"
+            );
+        }
+        // Facts recorded before: `hostnameResolves`, no `resolvedName`, no `proxyEnv`.
+        let mut json = serde_json::to_value(Facts::default()).expect("json");
+        let object = json.as_object_mut().expect("object");
+        for key in ["resolvedName", "nameResolves", "proxyEnv"] {
+            assert!(object.remove(key).is_some(), "{key}");
+        }
+        object.insert("hostnameResolves".to_owned(), serde_json::Value::Bool(true));
+        let facts: Facts = serde_json::from_value(json).expect("old facts read");
+        assert!(facts.name_resolves && facts.resolved_name.is_empty());
+    }
+
+    /// Proxy variables only, any case, `export` and quotes as `/etc/environment` may have
+    /// them; credentials masked (the script masks them too, before they reach a log).
+    #[test]
+    fn proxy_variables_are_kept_alone_and_masked() {
+        let vars = proxy_vars(
+            "http_proxy=http://user:secret@proxy:3128\n\
+             export HTTPS_PROXY='http://proxy:3128'\n\
+             \texport  no_proxy=\"10.0.0.0/8, .local\"\n\
+             PATH=/usr/bin\n\
+             exporthttp_proxy=x\n\
+             ftp_proxy=http://proxy:21\n\
+             No_Proxy=mixed\n\
+             garbage\n",
+        );
+        let expected: Vec<(&str, &str)> = vec![
+            ("HTTPS_PROXY", "http://proxy:3128"),
+            ("No_Proxy", "mixed"),
+            ("http_proxy", "http://***@proxy:3128"),
+            ("no_proxy", "10.0.0.0/8, .local"),
+        ];
+        let found: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(found, expected);
+        for (value, masked) in [
+            ("http://u:p@proxy:3128", "http://***@proxy:3128"),
+            ("http://u:p@ss@proxy:3128", "http://***@proxy:3128"),
+            ("http://proxy:3128", "http://proxy:3128"),
+            ("10.0.0.0/8,a@b", "10.0.0.0/8,a@b"),
+        ] {
+            assert_eq!(mask_credentials(value), masked, "{value}");
+        }
+    }
+
     #[test]
     fn the_script_names_every_command_of_the_rules() {
-        let script = gather_script();
-        assert!(!script.contains("{commands}"));
+        let script = gather_script("node1");
+        assert!(!script.contains("{commands}") && !script.contains("{name}"));
+        assert!(script.contains("n='node1'"));
+        // A name is one shell word whatever it holds.
+        assert!(gather_script("a'b; rm").contains(r"n='a'\''b; rm'"));
         for command in crate::precheck::KUBEADM_COMMANDS.iter().chain(&["fio"]) {
             assert!(script.contains(command), "{command}");
         }
         for file in [
             "/proc/filesystems",
             "/proc/sys/net/ipv6/conf/default/forwarding",
+            "/proc/sys/net/bridge/bridge-nf-call-iptables",
+            "/proc/sys/net/bridge/bridge-nf-call-ip6tables",
+            "/etc/environment",
         ] {
             assert!(script.contains(file), "{file}");
         }

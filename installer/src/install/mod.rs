@@ -25,8 +25,10 @@
 //! - **Stop at the first failure**, naming node, phase, step and the remote output; the post
 //!   hooks only run after everything else succeeded.
 
+pub mod bootstrap;
 pub mod plan;
 pub mod render;
+pub mod reset;
 pub mod run;
 pub mod state;
 

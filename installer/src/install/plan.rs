@@ -31,13 +31,20 @@ pub enum Phase {
     Runtime,
     /// etcd as a systemd service on the `etcd` hosts.
     Etcd,
+    /// kubelet and kubeadm: the first control plane initialised, the others and the workers
+    /// joined, the control-plane endpoint made highly available.
+    Kubernetes,
+    /// The CNI chart of `cni.type`, from the bundle.
+    Network,
+    /// The charts of `spec.addons`, in order.
+    Addons,
     /// The operator's `post_install_*.sh` scripts.
     PostHook,
 }
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 11] = [
         Self::PreHook,
         Self::Precheck,
         Self::Os,
@@ -45,6 +52,9 @@ impl Phase {
         Self::Registry,
         Self::Runtime,
         Self::Etcd,
+        Self::Kubernetes,
+        Self::Network,
+        Self::Addons,
         Self::PostHook,
     ];
 
@@ -58,6 +68,9 @@ impl Phase {
             Self::Registry => "registry",
             Self::Runtime => "runtime",
             Self::Etcd => "etcd",
+            Self::Kubernetes => "kubernetes",
+            Self::Network => "network",
+            Self::Addons => "addons",
             Self::PostHook => "post_hook",
         }
     }
@@ -84,6 +97,8 @@ pub enum Action {
     Precheck,
     /// Copies this kk-install to `/usr/local/bin/kk-install` on the node.
     Installer,
+    /// Sets the host name to the inventory name (kubeadm registers the node by it).
+    Hostname,
     /// Turns swap off, now and in `/etc/fstab`.
     Swap,
     /// Loads `overlay` and `br_netfilter` and lists them in `/etc/modules-load.d/`.
@@ -121,6 +136,30 @@ pub enum Action {
     EtcdService,
     /// Waits until every member reports healthy.
     EtcdHealth,
+    /// Writes `kubelet.service` and kubeadm's drop-in; enables the kubelet (kubeadm starts it).
+    KubeletService,
+    /// Makes sure a valid bootstrap token exists: made by kk in the work directory, and
+    /// replaced with `kubeadm token create` once expired (cluster-wide, always run).
+    BootstrapToken,
+    /// The kube-vip static pod on the first control plane before `kubeadm init`, with the
+    /// kubeconfig that has rights during init.
+    KubeVipBootstrap,
+    /// Writes the kubeadm config and runs `kubeadm init` (first control plane, once).
+    KubeadmInit,
+    /// `kubeadm join --control-plane` with kk's join config.
+    JoinControlPlane,
+    /// haproxy as a static pod on a worker, balancing over the control planes (before join).
+    InternalLoadBalancer,
+    /// `kubeadm join` of a worker.
+    JoinWorker,
+    /// The kube-vip static pod on every control plane, with `admin.conf`.
+    KubeVip,
+    /// A chart of the bundle rendered with the bundle's helm, its images checked against the
+    /// bundle, applied with the bundle's kubectl (first control plane).
+    Chart {
+        /// What to install.
+        chart: Box<ChartInstall>,
+    },
 }
 
 impl Action {
@@ -128,7 +167,11 @@ impl Action {
     pub fn is_cluster_wide(&self) -> bool {
         matches!(
             self,
-            Self::Hooks | Self::Precheck | Self::IssueCertificates | Self::VerifyOs
+            Self::Hooks
+                | Self::Precheck
+                | Self::IssueCertificates
+                | Self::VerifyOs
+                | Self::BootstrapToken
         )
     }
 }
@@ -146,6 +189,34 @@ pub struct BinaryFetch {
     pub into: String,
     /// The files to take (all of an archive's when empty).
     pub files: Vec<String>,
+}
+
+/// A chart of the bundle and how it is installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChartInstall {
+    /// The release name.
+    pub release: String,
+    /// The namespace it goes to (created when missing).
+    pub namespace: String,
+    /// The chart as the node fetches it.
+    pub fetch: BinaryFetch,
+    /// The values: for the CNI, rendered by kk from the config; for an addon, as given.
+    pub values: ChartValues,
+}
+
+/// Where a chart's values come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChartValues {
+    /// The CNI's values, rendered from the config (pod CIDR, image registry kept original).
+    Cni,
+    /// An addon's `valuesFile` (on the installer machine) and `values` (`--set` pairs).
+    Addon {
+        /// The values file, if any.
+        file: Option<std::path::PathBuf>,
+        /// `key=value` pairs.
+        set: Vec<String>,
+    },
 }
 
 /// One step of a phase and the nodes it runs on, in inventory order.
@@ -176,6 +247,18 @@ pub struct RegistryPlan {
     pub port: u16,
 }
 
+/// Where a node keeps the charts it fetched.
+pub const CHARTS_DIR: &str = "/var/lib/kk/charts";
+
+/// An image reference without its tag or digest.
+fn repository(reference: &str) -> &str {
+    let name = reference.split('@').next().unwrap_or(reference);
+    match name.rsplit_once(':') {
+        Some((path, tag)) if !tag.contains('/') => path,
+        _ => name,
+    }
+}
+
 /// The whole install, step by step.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -194,6 +277,10 @@ pub struct Plan {
     pub image_hosts: Vec<String>,
     /// The `etcd` hosts with their addresses, in inventory order.
     pub etcd_members: Vec<(String, IpAddr)>,
+    /// Kubernetes, when the bundle carries kubeadm.
+    pub kubernetes: Option<KubernetesPlan>,
+    /// Every image of the bundle by its original reference.
+    pub images: Vec<String>,
     /// Every step, in order.
     pub steps: Vec<Step>,
 }
@@ -240,17 +327,29 @@ impl Plan {
             etcd: names(&etcd_hosts),
             registry: registry.node.clone(),
         };
-        let ipv6 = config.cni.pod_cidr.is_dual_stack() || config.cni.service_cidr.is_dual_stack();
-        let steps = steps(&groups, ipv6, runtime_binaries, etcd_binary);
+        // IPv6 forwarding whenever a cluster range is IPv6 (dual stack or IPv6 only).
+        let ipv6 = config.cni.pod_cidr.ipv6().is_some() || config.cni.service_cidr.ipv6().is_some();
+        let kubernetes = match &content.kubernetes_version {
+            Some(version) => Some(KubernetesPlan::new(inventory, config, &content, version)?),
+            None => None,
+        };
+        let mut steps = steps(&groups, ipv6, runtime_binaries, etcd_binary);
+        if let Some(kubernetes) = &kubernetes {
+            let post = steps.pop();
+            steps.extend(kubernetes.steps(config));
+            steps.extend(post);
+        }
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         Ok(Self {
             bundle: identity,
-            kubernetes_version: content.kubernetes_version,
+            kubernetes_version: content.kubernetes_version.clone(),
             registry,
             containerd_version,
             pause_image,
-            image_hosts: content.image_hosts,
+            image_hosts: content.image_hosts.clone(),
             etcd_members,
+            kubernetes,
+            images: content.images,
             steps,
         })
     }
@@ -291,6 +390,24 @@ struct Groups {
     registry: String,
 }
 
+/// Adds a step of `phase` to `steps` unless it would run nowhere.
+pub(super) fn add_step(
+    steps: &mut Vec<Step>,
+    phase: Phase,
+    what: &str,
+    action: Action,
+    nodes: &[String],
+) {
+    if !nodes.is_empty() || action.is_cluster_wide() {
+        steps.push(Step {
+            phase,
+            id: format!("{phase}.{what}"),
+            action,
+            nodes: nodes.to_vec(),
+        });
+    }
+}
+
 /// Every step in order, each with the nodes it runs on.
 fn steps(
     groups: &Groups,
@@ -301,18 +418,12 @@ fn steps(
     let (all, runtime_nodes, etcd_nodes) = (&groups.all, &groups.runtime, &groups.etcd);
     let mut steps = Vec::new();
     let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
-        if !nodes.is_empty() || action.is_cluster_wide() {
-            steps.push(Step {
-                phase,
-                id: format!("{phase}.{what}"),
-                action,
-                nodes: nodes.to_vec(),
-            });
-        }
+        add_step(&mut steps, phase, what, action, nodes);
     };
     add(Phase::PreHook, "scripts", Action::Hooks, all);
     add(Phase::Precheck, "rules", Action::Precheck, all);
     add(Phase::Os, "installer", Action::Installer, all);
+    add(Phase::Os, "hostname", Action::Hostname, all);
     add(Phase::Os, "swap", Action::Swap, runtime_nodes);
     add(Phase::Os, "modules", Action::Modules, runtime_nodes);
     add(Phase::Os, "sysctl", Action::Sysctl { ipv6 }, runtime_nodes);
@@ -371,6 +482,7 @@ fn describe(action: &Action) -> String {
         Action::Hooks => "run the hook scripts".to_owned(),
         Action::Precheck => "gather facts, check every rule".to_owned(),
         Action::Installer => "copy kk-install to /usr/local/bin".to_owned(),
+        Action::Hostname => "host name = the inventory name".to_owned(),
         Action::Swap => "swap off, now and in /etc/fstab".to_owned(),
         Action::Modules => "load overlay, br_netfilter; /etc/modules-load.d/kk.conf".to_owned(),
         Action::Sysctl { ipv6 } => format!(
@@ -396,6 +508,18 @@ fn describe(action: &Action) -> String {
         Action::PullProbe => "pull the pause image through the mirrors".to_owned(),
         Action::EtcdService => "etcd unit; start the member".to_owned(),
         Action::EtcdHealth => "wait until every member is healthy".to_owned(),
+        Action::KubeletService => "kubelet unit and kubeadm drop-in; enable".to_owned(),
+        Action::BootstrapToken => "make the bootstrap token, or replace it once expired".to_owned(),
+        Action::KubeVipBootstrap => "kube-vip static pod for kubeadm init".to_owned(),
+        Action::KubeadmInit => "kubeadm config; kubeadm init".to_owned(),
+        Action::JoinControlPlane => "kubeadm join --control-plane".to_owned(),
+        Action::InternalLoadBalancer => "haproxy static pod over the control planes".to_owned(),
+        Action::JoinWorker => "kubeadm join".to_owned(),
+        Action::KubeVip => "kube-vip static pod".to_owned(),
+        Action::Chart { chart } => format!(
+            "chart {} into namespace {}: helm template, check images, kubectl apply",
+            chart.fetch.name, chart.namespace
+        ),
     }
 }
 
@@ -444,6 +568,8 @@ struct Content {
     binaries: BTreeMap<String, (String, Vec<Sha256Digest>)>,
     images: Vec<String>,
     image_hosts: Vec<String>,
+    /// By chart name: version, reference and manifest digest.
+    charts: BTreeMap<String, (String, String, Sha256Digest)>,
 }
 
 impl Content {
@@ -473,7 +599,17 @@ impl Content {
                         content.image_hosts.push(host.to_owned());
                     }
                 }
-                ArtifactKind::Chart | ArtifactKind::File => {}
+                ArtifactKind::Chart => {
+                    content.charts.insert(
+                        artifact.name.clone(),
+                        (
+                            artifact.version.clone(),
+                            artifact.reference.clone(),
+                            artifact.digest,
+                        ),
+                    );
+                }
+                ArtifactKind::File => {}
             }
         }
         content.image_hosts.sort();
@@ -496,6 +632,41 @@ impl Content {
         })
     }
 
+    /// The chart called `name`, as a node fetches it: the `.tgz` itself, under
+    /// `/var/lib/kk/charts/<name>-<version>.tgz`.
+    fn chart(&self, name: &str) -> Result<BinaryFetch, PlanError> {
+        let (version, reference, digest) =
+            self.charts
+                .get(name)
+                .ok_or_else(|| PlanError::MissingChart {
+                    name: name.to_owned(),
+                })?;
+        Ok(BinaryFetch {
+            name: name.to_owned(),
+            reference: reference.clone(),
+            digests: vec![*digest],
+            into: CHARTS_DIR.to_owned(),
+            files: vec![format!("{name}-{version}.tgz")],
+        })
+    }
+
+    /// The image whose repository path ends with `path` (`kube-vip/kube-vip`).
+    fn image_named(&self, path: &str) -> Result<String, PlanError> {
+        self.images
+            .iter()
+            .find(|reference| repository(reference).ends_with(&format!("/{path}")))
+            .cloned()
+            .ok_or_else(|| PlanError::MissingImage {
+                name: path.to_owned(),
+            })
+    }
+
+    /// The registry host of the image whose repository path ends with `path`.
+    fn image_host_of(&self, path: &str) -> Option<String> {
+        let image = self.image_named(path).ok()?;
+        image.split_once('/').map(|(host, _)| host.to_owned())
+    }
+
     /// containerd (its daemon, shim and `ctr`), runc, the CNI plugins and crictl.
     fn runtime_binaries(&self) -> Result<Vec<BinaryFetch>, PlanError> {
         Ok(vec![
@@ -514,20 +685,13 @@ impl Content {
     fn pause_image(&self) -> Option<String> {
         self.images
             .iter()
-            .find(|reference| {
-                let name = reference.split(['@']).next().unwrap_or(reference);
-                let path =
-                    name.rsplit_once(':').map_or(
-                        name,
-                        |(path, tag)| {
-                            if tag.contains('/') { name } else { path }
-                        },
-                    );
-                path.rsplit('/').next() == Some("pause")
-            })
+            .find(|reference| repository(reference).rsplit('/').next() == Some("pause"))
             .cloned()
     }
 }
+
+mod kubernetes;
+pub use kubernetes::KubernetesPlan;
 
 #[cfg(test)]
 mod tests;

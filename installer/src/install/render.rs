@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+pub mod kubernetes;
+
 /// Where node-side files live: the contract tests and operators rely on.
 pub mod paths {
     /// The CA every node trusts kk's registry with (containerd's `hosts.toml`, `kk-install fetch`).

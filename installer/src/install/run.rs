@@ -257,6 +257,7 @@ pub async fn run(
         report,
     };
     let pki = OnceLock::new();
+    let bootstrap = OnceLock::new();
     let cx = Cx {
         plan: install.plan,
         inventory: install.checks.inventory,
@@ -265,6 +266,7 @@ pub async fn run(
         installer_binary: install.installer_binary,
         work_dir,
         pki: &pki,
+        bootstrap: &bootstrap,
     };
     for phase in &phases {
         for step in steps.iter().filter(|s| s.phase == *phase) {
@@ -377,8 +379,13 @@ async fn run_cluster_step(
     // The certificates are needed by later steps in this run even when a previous run made
     // them: `pki.issue` always runs (it keeps every file that exists) and is never reported
     // as skipped.
+    // Likewise the bootstrap token: joins in this run need it, and an expired one is replaced.
     let done = Progress::lock(&progress.state).is_done(CLUSTER, &step.id);
-    if done && step.action != Action::IssueCertificates {
+    let always = matches!(
+        step.action,
+        Action::IssueCertificates | Action::BootstrapToken
+    );
+    if done && !always {
         return progress.finish("installer", step, StepStatus::Done, 0.0, None);
     }
     let started = Instant::now();
@@ -424,6 +431,15 @@ async fn run_cluster_step(
             verify_os(&install.checks, &nodes_of(step, nodes))
                 .await
                 .map_err(failed)?;
+        }
+        Action::BootstrapToken => {
+            let first = nodes_of(step, nodes).first().copied();
+            let replaced = phases::kubernetes::token(cx, first).await.map_err(failed)?;
+            if replaced && done {
+                (progress.report)(Event::Note(
+                    "kubernetes: the bootstrap token had expired and was replaced".to_owned(),
+                ));
+            }
         }
         _ => return Err(failed(format!("`{}` is not a cluster-wide step", step.id))),
     }

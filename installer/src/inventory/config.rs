@@ -39,6 +39,8 @@ pub struct Config {
     pub upstream_fallback: bool,
     /// `spec.cluster_require`: the precheck's thresholds.
     pub precheck: PrecheckConfig,
+    /// `spec.addons`: charts of the bundle installed after the network, in order.
+    pub addons: Vec<Addon>,
     /// Every key kk does not read, by dotted path below `spec` (`kubernetes.helm_version`), as
     /// written. A whole unknown section is one entry.
     pub extra: BTreeMap<String, Value>,
@@ -90,12 +92,30 @@ impl Default for Config {
             registry_address: RegistryAddress::default(),
             upstream_fallback: false,
             precheck: PrecheckConfig::default(),
+            addons: Vec::new(),
             extra: BTreeMap::new(),
             source_name: "defaults".to_owned(),
             name: None,
             warnings: Vec::new(),
         }
     }
+}
+
+/// `spec.addons[]`: a chart of the bundle, installed as KubeKey's addons are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Addon {
+    /// `name`: the release name (a DNS-1123 label).
+    pub name: String,
+    /// `namespace`; default `kube-system`.
+    pub namespace: String,
+    /// `sources.chart.name`: the chart's name in the bundle.
+    pub chart: String,
+    /// `sources.chart.values`: `key=value` pairs, as `helm --set` takes them.
+    pub set: Vec<String>,
+    /// `sources.chart.valuesFile`: a values file on the installer machine, relative to the
+    /// config's directory.
+    pub values_file: Option<std::path::PathBuf>,
 }
 
 /// `spec.kubernetes`.

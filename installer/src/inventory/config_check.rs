@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use bundle_spec::manifest::{
@@ -11,14 +12,14 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::config::{
-    Config, ControlPlaneEndpoint, EndpointKind, ExternalRegistry, ImageRegistry, KernelVersion,
-    KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig, RegistryAddress,
+    Addon, Config, ControlPlaneEndpoint, EndpointKind, ExternalRegistry, ImageRegistry,
+    KernelVersion, KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig, RegistryAddress,
 };
 use super::document::{Context, is_host, metadata_name, port, required};
 use super::raw::{
-    EndpointType, RawClusterRequire, RawConfigDocument, RawConfigSpec, RawCri, RawEndpoint,
-    RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip, RawKubernetes, RawRegistryAuth,
-    RegistryType,
+    EndpointType, RawAddon, RawAddonChart, RawAddonSources, RawClusterRequire, RawConfigDocument,
+    RawConfigSpec, RawCri, RawEndpoint, RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip,
+    RawKubernetes, RawRegistryAuth, RegistryType,
 };
 use crate::error::InventoryError;
 
@@ -78,7 +79,111 @@ fn apply_spec(
     if let Some(raw) = spec.cluster_require {
         config.precheck = precheck(cx, raw, extra)?;
     }
+    for (index, raw) in spec.addons.into_iter().flatten().enumerate() {
+        let addon = addon(cx, raw, index, &config.addons, extra)?;
+        config.addons.push(addon);
+    }
     Ok(())
+}
+
+/// `spec.addons[index]`.
+fn addon(
+    cx: &mut Context,
+    raw: Spanned<RawAddon>,
+    index: usize,
+    before: &[Addon],
+    extra: &mut BTreeMap<String, Value>,
+) -> Result<Addon, InventoryError> {
+    let at = cx.at(&raw);
+    let raw = raw.value;
+    let prefix = format!("addons.{index}.");
+    cx.keep(raw.extra, RawAddon::FIELDS, &prefix, extra);
+    let name = required(raw.name, "name", &at)?;
+    let reason = if !is_label(&name.value) {
+        Some("a release name is a lowercase DNS-1123 label")
+    } else if before.iter().any(|addon| addon.name == name.value) {
+        Some("an earlier addon has this name")
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        return Err(InventoryError::InvalidAddon {
+            at: cx.at(&name),
+            field: "name",
+            value: name.value,
+            reason,
+        });
+    }
+    let namespace = match raw.namespace {
+        Some(namespace) if !is_label(&namespace.value) => {
+            return Err(InventoryError::InvalidAddon {
+                at: cx.at(&namespace),
+                field: "namespace",
+                value: namespace.value,
+                reason: "a namespace is a lowercase DNS-1123 label",
+            });
+        }
+        Some(namespace) => namespace.value,
+        None => "kube-system".to_owned(),
+    };
+    let sources = required(raw.sources, "sources", &at)?;
+    let sources_at = cx.at(&sources);
+    let mut sources = sources.value;
+    let unknown = std::mem::take(&mut sources.extra);
+    cx.keep(
+        unknown,
+        RawAddonSources::FIELDS,
+        &format!("{prefix}sources."),
+        extra,
+    );
+    let chart = required(sources.chart, "chart", &sources_at)?;
+    let chart_at = cx.at(&chart);
+    let mut chart = chart.value;
+    let unknown = std::mem::take(&mut chart.extra);
+    cx.keep(
+        unknown,
+        RawAddonChart::FIELDS,
+        &format!("{prefix}sources.chart."),
+        extra,
+    );
+    let chart_name = required(chart.name, "name", &chart_at)?;
+    let mut set = Vec::new();
+    for pair in chart.values.into_iter().flatten() {
+        if !pair.value.contains('=') {
+            return Err(InventoryError::InvalidAddon {
+                at: cx.at(&pair),
+                field: "values",
+                value: pair.value,
+                reason: "each value is `key=value`, as `helm --set` takes it",
+            });
+        }
+        set.push(pair.value);
+    }
+    let values_file = chart.values_file.map(|file| {
+        let path = std::path::PathBuf::from(&file.value);
+        match Path::new(cx.file.as_ref()).parent() {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path,
+        }
+    });
+    Ok(Addon {
+        name: name.value,
+        namespace,
+        chart: chart_name.value,
+        set,
+        values_file,
+    })
+}
+
+/// A lowercase DNS-1123 label (helm release names, namespaces).
+fn is_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 53
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
 }
 
 fn kubernetes(

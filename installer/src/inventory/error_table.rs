@@ -76,6 +76,7 @@ variants![
     IncompleteCredentials,
     InvalidEnvName,
     RegistryFieldNeedsExternal,
+    InvalidAddon,
 ];
 
 /// A valid inventory; rows edit it with `replace`. Hosts are on lines 5 and 6 (values from
@@ -171,6 +172,11 @@ fn cases() -> Vec<Case> {
         case!(Config, InvalidEnvName, config("  image_registry: {type: external, address: harbor, username: admin, password_env: 1PASS}\n"), "invalid environment variable name `1PASS`", "4:84"),
         case!(Config, RegistryFieldNeedsExternal, config("  image_registry: {address: harbor.local}\n"), "`image_registry.address` is only read with `type: external`", "4:29"),
         case!(Config, InvalidKernelVersion, config("  cluster_require: {min_kernel_version: 5.x}\n"), "invalid min_kernel_version `5.x`", "4:41"),
+        // Addons.
+        case!(Config, InvalidAddon, config("  addons:\n  - {name: Metrics, sources: {chart: {name: m}}}\n"), "addon `name` `Metrics`: a release name is a lowercase DNS-1123 label", "5:12"),
+        case!(Config, InvalidAddon, config("  addons:\n  - {name: m, sources: {chart: {name: m}}}\n  - {name: m, sources: {chart: {name: n}}}\n"), "an earlier addon has this name", "6:12"),
+        case!(Config, InvalidAddon, config("  addons:\n  - {name: m, sources: {chart: {name: m, values: [novalue]}}}\n"), "each value is `key=value`", "5:51"),
+        case!(Config, MissingField, config("  addons:\n  - {name: m, sources: {}}\n"), "missing required field `chart`", "5:24"),
     ]
 }
 

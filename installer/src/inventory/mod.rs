@@ -81,7 +81,7 @@ mod tests;
 
 pub use cidr::{Cidr, ClusterCidr};
 pub use config::{
-    CniConfig, Config, ControlPlaneEndpoint, CriConfig, EndpointKind, EtcdConfig,
+    Addon, CniConfig, Config, ControlPlaneEndpoint, CriConfig, EndpointKind, EtcdConfig,
     EtcdDeploymentType, ExternalRegistry, ImageRegistry, KernelVersion, KubeProxyMode, KubeVip,
     KubeVipMode, KubernetesConfig, NetworkPlugin, PrecheckConfig, RegistryAddress,
 };

@@ -106,6 +106,32 @@ section! {
         "cni" => cni: Option<Spanned<RawCni>>,
         "image_registry" => image_registry: Option<Spanned<RawImageRegistry>>,
         "cluster_require" => cluster_require: Option<RawClusterRequire>,
+        "addons" => addons: Option<Vec<Spanned<RawAddon>>>,
+    }
+}
+
+section! {
+    /// `spec.addons[]`: a chart of the bundle to install after the network, KubeKey-shaped.
+    struct RawAddon {
+        "name" => name: Option<Spanned<String>>,
+        "namespace" => namespace: Option<Spanned<String>>,
+        "sources" => sources: Option<Spanned<RawAddonSources>>,
+    }
+}
+
+section! {
+    /// `spec.addons[].sources`.
+    struct RawAddonSources {
+        "chart" => chart: Option<Spanned<RawAddonChart>>,
+    }
+}
+
+section! {
+    /// `spec.addons[].sources.chart`: the chart by its name in the bundle, and its values.
+    struct RawAddonChart {
+        "name" => name: Option<Spanned<String>>,
+        "values" => values: Option<Vec<Spanned<String>>>,
+        "valuesFile" => values_file: Option<Spanned<String>>,
     }
 }
 

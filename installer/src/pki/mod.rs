@@ -212,6 +212,16 @@ impl Issued {
         files
     }
 
+    /// What a control plane also gets when etcd is stacked (kubeadm's static pods): the etcd
+    /// CA's key, with which kubeadm makes each member's server and peer certificates.
+    pub fn stacked_etcd_files(&self) -> Vec<NodeFile> {
+        vec![self.file(
+            "etcd/ca.key",
+            &format!("{KUBERNETES_PKI}/etcd/ca.key"),
+            store::KEY_MODE,
+        )]
+    }
+
     /// The registry host's serving pair: `/etc/kk/pki/registry.{crt,key}`.
     pub fn registry_files(&self) -> Vec<NodeFile> {
         vec![

@@ -29,7 +29,7 @@ pub(super) fn node(node: &Node) -> Vec<CheckResult> {
 }
 
 /// Whether the node runs kk's registry.
-fn runs_registry(node: &Node) -> bool {
+pub(super) fn runs_registry(node: &Node) -> bool {
     matches!(node.cx.config.image_registry, ImageRegistry::Kk)
         && node.host.roles.is_image_registry()
 }

@@ -64,10 +64,21 @@ fn disk_fsync(node: &Node) -> CheckResult {
         return CheckResult::skip(ID, "not an etcd member");
     }
     let limit_ms = FSYNC_P99_LIMIT_SECONDS * 1000.0;
-    let Some(p99) = node.cx.cluster.etcd_fsync_p99_seconds.get(node.name()) else {
+    let name = node.name();
+    let Some(p99) = node.cx.cluster.etcd_fsync_p99_seconds.get(name) else {
+        if !node.facts.has_command("fio") {
+            return CheckResult::warn(
+                ID,
+                format!(
+                    "node `{name}` runs an etcd member but has no `fio`, so its disk latency was not measured; fix: install fio (package `fio`) on the node to measure it"
+                ),
+            );
+        }
         return CheckResult::warn(
             ID,
-            "disk latency not measured (fio is missing); fix: install fio on the node to measure it",
+            format!(
+                "node `{name}` runs an etcd member and has `fio`, but its disk latency was not measured (the measurement failed or did not run there); fix: see the node's log in the work directory, and run the precheck again"
+            ),
         );
     };
     let p99_ms = p99 * 1000.0;
@@ -185,7 +196,54 @@ mod tests {
             &["15.30 ms", "SSD"],
         );
         fixture.cluster.etcd_fsync_p99_seconds.clear();
-        expect(&fixture.on("node1", "etcd.disk_fsync"), Warn, &["fio"]);
+        expect(
+            &fixture.on("node1", "etcd.disk_fsync"),
+            Warn,
+            &["node `node1`", "has `fio`, but", "not measured", "fix: "],
+        );
+        fixture.node("node1").commands.retain(|c| c != "fio");
+        expect(
+            &fixture.on("node1", "etcd.disk_fsync"),
+            Warn,
+            &["node `node1`", "has no `fio`", "fix: install fio"],
+        );
+    }
+
+    /// fio measures the hosts that run etcd: the `etcd` group with external etcd, the control
+    /// plane with stacked etcd (whatever the `etcd` group says).
+    #[test]
+    fn the_disk_check_follows_where_etcd_runs() {
+        let mut fixture = Fixture::three_nodes();
+        fixture.inventory = with_etcd("node3");
+        let names = |fixture: &Fixture| -> Vec<String> {
+            crate::precheck::etcd_members(&fixture.inventory, &fixture.config)
+                .into_iter()
+                .map(|h| h.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&fixture), ["node3"]);
+        fixture.cluster.etcd_fsync_p99_seconds = [("node3".to_owned(), 0.002)].into();
+        expect(&fixture.on("node3", "etcd.disk_fsync"), Pass, &[]);
+        expect(
+            &fixture.on("node1", "etcd.disk_fsync"),
+            Skip,
+            &["not an etcd member"],
+        );
+        fixture.config = config("  etcd: {deployment_type: internal}\n");
+        assert_eq!(names(&fixture), ["node1", "node2"]);
+        expect(
+            &fixture.on("node3", "etcd.disk_fsync"),
+            Skip,
+            &["not an etcd member"],
+        );
+        // A control plane is measured where fio is; one not measured says why.
+        expect(
+            &fixture.on("node1", "etcd.disk_fsync"),
+            Warn,
+            &["has `fio`, but"],
+        );
+        fixture.cluster.etcd_fsync_p99_seconds = [("node1".to_owned(), 0.003)].into();
+        expect(&fixture.on("node1", "etcd.disk_fsync"), Pass, &["3.00 ms"]);
     }
 
     #[test]

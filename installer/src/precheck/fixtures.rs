@@ -50,7 +50,8 @@ pub(super) fn debian() -> Facts {
         memory_bytes: 4 << 30,
         swap_bytes: 0,
         hostname: "debian".to_owned(),
-        hostname_resolves: true,
+        resolved_name: String::new(),
+        name_resolves: true,
         addresses: BTreeMap::new(),
         listening: vec![Listener {
             address: "0.0.0.0".to_owned(),
@@ -74,6 +75,7 @@ pub(super) fn debian() -> Facts {
             .into_iter()
             .map(|path| (path.to_owned(), 50 << 30))
             .collect(),
+        proxy_env: BTreeMap::new(),
         clock: 1_795_000_000.0,
         uid: 0,
         clock_offset: 0.1,
@@ -108,7 +110,11 @@ impl Fixture {
             ("node3", "10.0.0.3"),
         ]
         .into_iter()
-        .map(|(name, address)| (name.to_owned(), node_facts(address)))
+        .map(|(name, address)| {
+            let mut facts = node_facts(address);
+            facts.resolved_name = name.to_owned();
+            (name.to_owned(), facts)
+        })
         .collect();
         Self {
             inventory: inventory(INVENTORY),

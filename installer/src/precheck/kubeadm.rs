@@ -2,9 +2,10 @@
 //! that every node's problems are reported at once.
 
 use super::kubernetes::MIN_VERSION;
+use super::system::{self, CGROUP_V1_MAINTENANCE, CGROUP_V1_REFUSED, Verdict};
 use super::version::Version;
-use super::{CheckResult, Node, list, mib};
-use crate::inventory::{EtcdDeploymentType, KubeProxyMode};
+use super::{CheckResult, Node, Status, list, mib};
+use crate::inventory::{EndpointKind, EtcdDeploymentType, KubeProxyMode};
 
 /// kubeadm's own minimum memory for a control-plane node, in MiB.
 pub(super) const KUBEADM_MEMORY_MIB: u64 = 1700;
@@ -93,8 +94,9 @@ enum PortUser {
     Etcd,
 }
 
+/// The fixed ports kubeadm checks besides the API server's, which is the configured
+/// `control_plane_endpoint.port` (see [`api_server_port`]).
 const PORTS: &[(u16, &str, PortUser)] = &[
-    (6443, "kube-apiserver", PortUser::ControlPlane),
     (10250, "the kubelet", PortUser::Kubernetes),
     (10257, "kube-controller-manager", PortUser::ControlPlane),
     (10259, "kube-scheduler", PortUser::ControlPlane),
@@ -103,10 +105,12 @@ const PORTS: &[(u16, &str, PortUser)] = &[
 ];
 
 pub(super) fn node(node: &Node) -> Vec<CheckResult> {
-    let mut results = vec![root(node), cpu(node), memory(node)];
+    let mut results = vec![root(node), cpu(node), memory(node), api_server_port(node)];
+    let api = node.cx.config.kubernetes.control_plane_endpoint.port;
     results.extend(
         PORTS
             .iter()
+            .filter(|&&(port, _, _)| port != api)
             .map(|&(port, user, who)| port_free(node, port, user, who)),
     );
     results.extend([
@@ -180,6 +184,69 @@ fn memory(node: &Node) -> CheckResult {
                 "{found} MiB of memory, less than the {KUBEADM_MEMORY_MIB} MiB kubeadm requires of a control-plane node; fix: add memory"
             ),
         )
+    }
+}
+
+/// `kubeadm.port.<control_plane_endpoint.port>`: the port every API server listens on (kk
+/// makes it the endpoint's port, 6443 by default) is free on the control plane, and, with
+/// `type: haproxy`, on the workers, whose local haproxy listens on it. A port another
+/// component needs (the kubelet's, etcd's, kk's registry's on its host) fails as a clash.
+fn api_server_port(node: &Node) -> CheckResult {
+    let port = node.cx.config.kubernetes.control_plane_endpoint.port;
+    let id = format!("kubeadm.port.{port}");
+    let haproxy = matches!(
+        node.cx.config.kubernetes.control_plane_endpoint.kind,
+        EndpointKind::Haproxy
+    );
+    let user = if node.host.roles.is_control_plane() {
+        "kube-apiserver"
+    } else if haproxy && node.is_kubernetes() {
+        "the local haproxy in front of the API servers"
+    } else if let Some(&(port, user, who)) = PORTS.iter().find(|&&(other, _, _)| other == port) {
+        // Not the API server's here, but still that component's (which fails the clash on the
+        // control plane).
+        return port_free(node, port, user, who);
+    } else if haproxy {
+        return CheckResult::skip(id, "not a Kubernetes node");
+    } else {
+        return CheckResult::skip(id, "not a control-plane node");
+    };
+    let clash = PORTS
+        .iter()
+        .find(|&&(other, _, who)| other == port && port_needed(node, who))
+        .map(|&(_, other_user, _)| other_user)
+        .or_else(|| {
+            (super::airgap::runs_registry(node) && node.cx.config.registry_address.port == port)
+                .then_some("kk's registry")
+        });
+    if let Some(other) = clash {
+        return CheckResult::fail(
+            id,
+            format!(
+                "node `{}`: port `{port}` (`control_plane_endpoint.port`) is for {user}, but it is also the port of {other}; fix: set `kubernetes.control_plane_endpoint.port` to a free port (6443 is kubeadm's default)",
+                node.name()
+            ),
+        );
+    }
+    match node.facts.port_in_use(port) {
+        None => CheckResult::pass(id, format!("{port} free for {user}")),
+        Some(listener) => CheckResult::fail(
+            id,
+            format!(
+                "node `{}`: port `{port}` (`control_plane_endpoint.port`), needed by {user}, is in use (something listens on {}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it), reset the old cluster, or choose another `control_plane_endpoint.port`",
+                node.name(),
+                listener.address
+            ),
+        ),
+    }
+}
+
+/// Whether the node needs the ports of `who` free.
+fn port_needed(node: &Node, who: PortUser) -> bool {
+    match who {
+        PortUser::Kubernetes => node.is_kubernetes(),
+        PortUser::ControlPlane => node.host.roles.is_control_plane(),
+        PortUser::Etcd => node.is_etcd_member(),
     }
 }
 
@@ -326,31 +393,82 @@ fn commands(node: &Node, id: &str) -> CheckResult {
     CheckResult::pass(id, format!("every command {judged} looks for is there"))
 }
 
-/// `kubeadm.cgroups`: a cgroup file system is mounted.
+/// `kubeadm.cgroups`: a cgroup file system is mounted, and cgroup v1 only where the version to
+/// install still runs on it ([`super::system::cgroup_v1`]): fine before v1.31, a warning from
+/// v1.31 (maintenance mode), a failure from v1.35 (the kubelet refuses it by default). With the
+/// version unknown, cgroup v1 warns.
 fn cgroups(node: &Node, id: &str) -> CheckResult {
+    let name = node.name();
+    let fix_v1 = "boot with the unified hierarchy (`systemd.unified_cgroup_hierarchy=1` on the kernel command line), or use a distribution that does (Debian 11+, Ubuntu 21.10+, RHEL 9+)";
     match node.facts.cgroup_fs.as_str() {
         "cgroup2fs" => CheckResult::pass(id, "cgroup v2"),
-        "tmpfs" => CheckResult::pass(id, "cgroup v1 (Kubernetes prefers v2)"),
+        "tmpfs" => {
+            let Some(release) = node.cx.kube_version().map(Version::from) else {
+                return CheckResult::warn(
+                    id,
+                    format!(
+                        "node `{name}` runs cgroup v1 (`/sys/fs/cgroup` is `tmpfs`), and the version to install is unknown: the kubelet warns about it from v{CGROUP_V1_MAINTENANCE} and refuses it from v{CGROUP_V1_REFUSED}; fix: {fix_v1}"
+                    ),
+                );
+            };
+            match system::cgroup_v1(release) {
+                Verdict::Accepts => CheckResult::pass(
+                    id,
+                    format!("cgroup v1 (v{release} runs on it; v2 is preferred)"),
+                ),
+                Verdict::Warns => CheckResult::warn(
+                    id,
+                    format!(
+                        "node `{name}` runs cgroup v1 (`/sys/fs/cgroup` is `tmpfs`), in maintenance mode from Kubernetes v{CGROUP_V1_MAINTENANCE}: the v{release} kubelet warns, and from v{CGROUP_V1_REFUSED} refuses to start on it; fix: {fix_v1}"
+                    ),
+                ),
+                Verdict::Refuses => CheckResult::fail(
+                    id,
+                    format!(
+                        "node `{name}` runs cgroup v1 (`/sys/fs/cgroup` is `tmpfs`), which the v{release} kubelet refuses by default (`failCgroupV1`) and kubeadm's preflight fails on; fix: {fix_v1}"
+                    ),
+                ),
+            }
+        }
         other => CheckResult::fail(
             id,
             format!(
-                "/sys/fs/cgroup is `{other}`, not a cgroup file system; fix: boot with cgroups mounted (systemd does this)"
+                "node `{name}`: `/sys/fs/cgroup` is `{other}`, not a cgroup file system; fix: boot with cgroups mounted (systemd does this)"
             ),
         ),
     }
 }
 
-/// `kubeadm.hostname_resolves`: a warning, as in kubeadm.
+/// `kubeadm.hostname_resolves`: the node's name resolves on the node. The name is the inventory
+/// name, which the install makes the host name and the Kubernetes node name (not the current
+/// host name, which the install replaces); kubeadm looks the node name up in its
+/// `HostnameCheck` and warns when it does not resolve. kk's os phase maps every node's name in
+/// `/etc/hosts` (see [`super::ESTABLISHED_BY_OS`]); after that phase an unresolved name warns,
+/// as kubeadm would.
 fn hostname_resolves(node: &Node, id: &str) -> CheckResult {
-    let hostname = &node.facts.hostname;
-    if node.facts.hostname_resolves {
-        CheckResult::pass(id, format!("`{hostname}` resolves"))
+    let facts = node.facts;
+    let name = node.name();
+    // Facts recorded before the inventory name was looked up name no name: those looked up
+    // the current host name.
+    let looked_up = if facts.resolved_name.is_empty() {
+        facts.hostname.as_str()
     } else {
-        CheckResult::warn(
-            id,
-            format!("host name `{hostname}` does not resolve; fix: add it to /etc/hosts or DNS"),
-        )
+        facts.resolved_name.as_str()
+    };
+    if looked_up == name && facts.name_resolves {
+        return CheckResult::pass(id, format!("`{name}` resolves"));
     }
+    let found = if looked_up == name {
+        format!("node name `{name}` does not resolve")
+    } else {
+        format!("node name `{name}` was not looked up (only `{looked_up}` was)")
+    };
+    node.unmet_until_os_as(
+        Status::Warn,
+        id,
+        &found,
+        "map it to the node's address in /etc/hosts or DNS",
+    )
 }
 
 /// `kubeadm.etcd_data_dir`: kubeadm's stacked etcd needs an empty /var/lib/etcd.

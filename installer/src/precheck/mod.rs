@@ -17,12 +17,14 @@
 //! Some conditions are not the operator's to prepare: kk's os phase establishes them on every
 //! Kubernetes node (the rules of [`ESTABLISHED_BY_OS`]: swap off, IPv4 forwarding and IPv6
 //! forwarding where IPv6 is used, `bridge-nf-call-iptables`, the `overlay` and `br_netfilter`
-//! modules). Failing a fresh minimal server on them would stop an install over something the
-//! install fixes. So the rules run at a [`Stage`]: [`Stage::BeforeInstall`] (what
-//! [`evaluate`] and `kk-install precheck` use) reports such an unmet condition as
-//! [`Status::SetByInstall`], with what the node has now; [`Stage::AfterOs`] judges it for real.
-//! The installer calls [`established_by_os`] on facts gathered again after its os phase: the
-//! same rules, nothing else, now failing if the phase did not establish them.
+//! modules, the node's name resolving through kk's `/etc/hosts` block). Failing a fresh
+//! minimal server on them would stop an install over something the install fixes. So the
+//! rules run at a [`Stage`]: [`Stage::BeforeInstall`] (what [`evaluate`] and `kk-install
+//! precheck` use) reports such an unmet condition as [`Status::SetByInstall`], with what the
+//! node has now; [`Stage::AfterOs`] judges it for real. The installer calls
+//! [`established_by_os`] on facts gathered again after its os phase: the same rules, nothing
+//! else, now failing if the phase did not establish them (the node's name only warning, as
+//! kubeadm does).
 //!
 //! # Why pure
 //!
@@ -54,6 +56,7 @@ mod network;
 mod os;
 mod report;
 mod services;
+mod system;
 mod version;
 
 #[cfg(test)]
@@ -68,7 +71,7 @@ use bundle_spec::manifest::KubernetesVersion;
 use serde::Serialize;
 
 use crate::facts::Facts;
-use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, K8S_CLUSTER};
+use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, K8S_CLUSTER, Role};
 
 pub use report::Report;
 
@@ -80,6 +83,7 @@ pub const ESTABLISHED_BY_OS: &[&str] = &[
     "kubeadm.ip_forward",
     "network.bridge_nf_call_iptables",
     "os.modules",
+    "kubeadm.hostname_resolves",
 ];
 
 /// When the rules run, which decides how a condition kk's os phase establishes is judged.
@@ -339,12 +343,16 @@ impl Node<'_> {
         self.cx.is_kubernetes(self.name())
     }
 
-    /// Whether the node uses IPv6: it has an internal IPv6 address, or the cluster's pod or
-    /// service range has an IPv6 part (dual stack). kubeadm checks IPv6 forwarding in either
-    /// case, and kk's os phase then turns on IPv6 forwarding and bridge filtering.
+    /// Whether the node carries IPv6 cluster traffic: the cluster's pod or service range has
+    /// an IPv6 part (dual stack, or IPv6 alone), or the node's address, the one kubeadm
+    /// advertises (the IPv4 one when it has both), is IPv6. kubeadm then checks IPv6
+    /// forwarding where it reads it (`/proc/sys/net/ipv6/conf/default/forwarding`,
+    /// `ipv6DefaultForwarding` of its preflight) and, up to v1.29, `bridge-nf-call-ip6tables`;
+    /// kk's os phase sets both for a dual-stack cluster. An IPv6 address beside the IPv4 one of
+    /// a node in a single-stack IPv4 cluster carries no cluster traffic and needs neither.
     fn uses_ipv6(&self) -> bool {
         let cni = &self.cx.config.cni;
-        self.host.internal_ipv6.is_some()
+        (self.host.internal_ipv4.is_none() && self.host.internal_ipv6.is_some())
             || cni.pod_cidr.ipv6().is_some()
             || cni.service_cidr.ipv6().is_some()
     }
@@ -353,12 +361,19 @@ impl Node<'_> {
     /// node has now: before the install, `set` (the os phase establishes it); after the os
     /// phase, `fail` with `fix`, since the phase should have and did not.
     fn unmet_until_os(&self, id: &str, found: &str, fix: &str) -> CheckResult {
+        self.unmet_until_os_as(Status::Fail, id, found, fix)
+    }
+
+    /// [`Node::unmet_until_os`] for a condition that, still unmet after the os phase, is only
+    /// `after` (a warning where kubeadm only warns).
+    fn unmet_until_os_as(&self, after: Status, id: &str, found: &str, fix: &str) -> CheckResult {
         match self.stage {
             Stage::BeforeInstall => {
                 CheckResult::new(id, Status::SetByInstall, format!("{SET_BY_INSTALL}{found}"))
             }
-            Stage::AfterOs => CheckResult::fail(
+            Stage::AfterOs => CheckResult::new(
                 id,
+                after,
                 format!("{found} after kk's os phase, which should have set it; fix: {fix}"),
             ),
         }
@@ -372,6 +387,16 @@ impl Node<'_> {
             EtcdDeploymentType::External => roles.is_etcd(),
             EtcdDeploymentType::Internal => roles.is_control_plane(),
         }
+    }
+}
+
+/// The hosts that run an etcd member: the `etcd` group with external etcd, the control plane
+/// with stacked (internal) etcd. Where the etcd rules apply, and where the etcd disk check
+/// (fio) is to measure.
+pub fn etcd_members<'a>(inventory: &'a Inventory, config: &Config) -> Vec<&'a Host> {
+    match config.etcd.deployment_type {
+        EtcdDeploymentType::External => inventory.role_members(Role::Etcd),
+        EtcdDeploymentType::Internal => inventory.role_members(Role::ControlPlane),
     }
 }
 
@@ -478,10 +503,15 @@ mod tests {
         assert!(table.contains("kubeadm.port.6443"), "{table}");
     }
 
+    /// The rules of [`ESTABLISHED_BY_OS`] that, still unmet after the os phase, only warn (as
+    /// kubeadm does); the others fail.
+    const WARN_AFTER_OS: &[&str] = &["kubeadm.hostname_resolves"];
+
     /// A minimal server, as found before the install: swap on, forwarding off, no
-    /// `br_netfilter` (so no bridge sysctls), no modules loaded.
+    /// `br_netfilter` (so no bridge sysctls), no modules loaded, its name not in /etc/hosts.
     fn minimal(fixture: &mut Fixture, node: &str) {
         let facts = fixture.node(node);
+        facts.name_resolves = false;
         facts.swap_bytes = 1 << 30;
         facts.sysctls = BTreeMap::from([("net.ipv4.ip_forward".to_owned(), "0".to_owned())]);
         facts.modules.clear();
@@ -520,7 +550,7 @@ mod tests {
         }
         assert!(
             table.contains(
-                "precheck passed: 3 nodes, 0 failed, 0 warnings, 4 set by the install, 0 waived"
+                "precheck passed: 3 nodes, 0 failed, 0 warnings, 5 set by the install, 0 waived"
             ),
             "{table}"
         );
@@ -530,15 +560,25 @@ mod tests {
         );
         assert_eq!(report.to_json()["nodes"]["node2"][0]["status"], "pass");
 
-        // After the os phase, the same facts fail, and only those rules.
+        // After the os phase, the same facts fail (or warn, where kubeadm only warns), and
+        // only those rules.
         let after = fixture.evaluate_at(&BTreeSet::new(), Stage::AfterOs);
-        let mut failed: Vec<&str> = after.nodes["node2"]
+        let with = |status: Status| -> Vec<&str> {
+            let mut ids: Vec<&str> = after.nodes["node2"]
+                .iter()
+                .filter(|r| r.status == status)
+                .map(|r| r.id.as_str())
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
+        let failing: Vec<&str> = expected
             .iter()
-            .filter(|r| r.status == Status::Fail)
-            .map(|r| r.id.as_str())
+            .copied()
+            .filter(|id| !WARN_AFTER_OS.contains(id))
             .collect();
-        failed.sort_unstable();
-        assert_eq!(failed, expected);
+        assert_eq!(with(Status::Fail), failing);
+        assert_eq!(with(Status::Warn), WARN_AFTER_OS);
     }
 
     #[test]
@@ -561,15 +601,14 @@ mod tests {
             let mut expected = ESTABLISHED_BY_OS.to_vec();
             expected.sort_unstable();
             assert_eq!(sorted, expected, "{node}");
-            let status = if node == "node2" {
-                Status::Fail
-            } else {
-                Status::Pass
-            };
-            assert!(
-                results.iter().all(|r| r.status == status),
-                "{node}: {results:#?}"
-            );
+            for result in results {
+                let status = match node.as_str() {
+                    "node2" if WARN_AFTER_OS.contains(&result.id.as_str()) => Status::Warn,
+                    "node2" => Status::Fail,
+                    _ => Status::Pass,
+                };
+                assert_eq!(result.status, status, "{node}: {result:#?}");
+            }
         }
         assert!(report.failed());
         // Waivers apply here too.

@@ -13,8 +13,14 @@ const DUAL_STACK_SINCE: Version = Version::new(1, 20, 0);
 /// Hybridnet's own requirement.
 const HYBRIDNET_SINCE: Version = Version::new(1, 16, 0);
 
+mod proxy;
+
 pub(super) fn node(node: &Node) -> Vec<CheckResult> {
-    vec![interface(node), bridge_nf_call_iptables(node)]
+    vec![
+        interface(node),
+        bridge_nf_call_iptables(node),
+        proxy::proxy(node),
+    ]
 }
 
 /// `network.bridge_nf_call_iptables`: bridged traffic goes through iptables (and ip6tables on a

@@ -1,7 +1,9 @@
 //! `os.*`: the node's name, distribution, architecture, memory, kernel and kernel modules.
 
+use super::system::{self, Verdict};
 use super::version::Version;
 use super::{CheckResult, Node, list, mib};
+use crate::inventory::{EndpointKind, PrecheckConfig, Role};
 
 /// Distributions kk installs on: `ID` of `/etc/os-release` (lowercased) and the `VERSION_ID`s
 /// (a listed `8` also accepts `8.9`).
@@ -35,26 +37,81 @@ pub(super) fn node(node: &Node) -> Vec<CheckResult> {
     ]
 }
 
-/// `os.hostname`: the inventory name becomes the node's host name and Kubernetes node name.
+/// `os.hostname`: the inventory name becomes the node's host name and Kubernetes node name,
+/// so it is what is judged, not the current host name (which may differ: the install
+/// replaces it). It must be an RFC 1123 subdomain (what the kubelet accepts as a node name;
+/// lowercase only, so no two valid inventory names, which are distinct keys, name the same
+/// node), and must not be the registry's name (the host of `image_registry.auth.registry`)
+/// unless it is the registry host, nor the control-plane endpoint's name unless that name maps
+/// to it: kk's `/etc/hosts` block maps every node's name, the registry's and the endpoint's,
+/// and one name with two addresses would send image pulls or API requests to either.
 fn hostname(node: &Node) -> CheckResult {
     const ID: &str = "os.hostname";
     let name = node.name();
-    match hostname_problem(name) {
-        Some(problem) => CheckResult::fail(
+    if let Some(problem) = hostname_problem(name) {
+        return CheckResult::fail(
             ID,
             format!(
-                "inventory name `{name}` cannot be a host name: {problem}; fix: rename the host in the inventory (lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit)"
+                "node `{name}`: inventory name `{name}` cannot be a host name: {problem}; fix: rename the host in the inventory (lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit)"
             ),
-        ),
-        None if node.facts.hostname == name => CheckResult::pass(ID, format!("host name `{name}`")),
-        None => CheckResult::pass(
+        );
+    }
+    let registry = &node.cx.config.registry_address.host;
+    if let Some(owner) = registry_host(node)
+        && registry.eq_ignore_ascii_case(name)
+        && owner != name
+    {
+        return CheckResult::fail(
+            ID,
+            format!(
+                "node `{name}`: inventory name `{name}` is also the registry's name (the host of `image_registry.auth.registry`), which /etc/hosts maps to the registry host `{owner}`; fix: rename the host in the inventory, or give the registry another name"
+            ),
+        );
+    }
+    let endpoint = &node.cx.config.kubernetes.control_plane_endpoint;
+    if endpoint.host.eq_ignore_ascii_case(name) {
+        // kk's /etc/hosts maps the endpoint's name to the first control plane (`local`), the
+        // virtual IP (kube-vip) or, on workers, 127.0.0.1 (haproxy): only the first control
+        // plane of `local` may bear it.
+        let first = node
+            .cx
+            .inventory
+            .role_members(Role::ControlPlane)
+            .first()
+            .map(|h| h.name.as_str());
+        let shared = matches!(endpoint.kind, EndpointKind::Local) && first == Some(name);
+        if !shared {
+            return CheckResult::fail(
+                ID,
+                format!(
+                    "node `{name}`: inventory name `{name}` is also the control-plane endpoint's name (`control_plane_endpoint.host`), which /etc/hosts maps to the API servers' address; fix: rename the host in the inventory, or set `control_plane_endpoint.host` to another name"
+                ),
+            );
+        }
+    }
+    if node.facts.hostname == name {
+        CheckResult::pass(ID, format!("host name `{name}`"))
+    } else {
+        CheckResult::pass(
             ID,
             format!(
                 "`{name}` (now `{}`; the install sets it)",
                 node.facts.hostname
             ),
-        ),
+        )
     }
+}
+
+/// The host kk's registry runs on, as the install plans it: the first of `image_registry`,
+/// else the first control plane.
+fn registry_host<'a>(node: &Node<'a>) -> Option<&'a str> {
+    let inventory = node.cx.inventory;
+    inventory
+        .role_members(Role::ImageRegistry)
+        .into_iter()
+        .chain(inventory.role_members(Role::ControlPlane))
+        .next()
+        .map(|host| host.name.as_str())
 }
 
 /// Why `name` is not an RFC 1123 host name, if it is not.
@@ -193,26 +250,69 @@ fn memory(node: &Node) -> CheckResult {
     }
 }
 
-/// `os.kernel`: at least `min_kernel_version`.
+/// `os.kernel`: a kernel the kubeadm of the version to install accepts, on Kubernetes nodes
+/// (its `SystemVerification` preflight: [`super::system`]), a refusal failing and a warning
+/// warning; and at least `cluster_require.min_kernel_version` where the config sets one.
+///
+/// KubeKey's default minimum (4.9.17) is no floor of its own on Kubernetes nodes: kubeadm
+/// v1.29 – v1.31 accept 3.10, v1.32 and v1.33 refuse anything below 4.19 (RHEL 8's 4.18
+/// included), and from v1.34 kubeadm warns about any kernel outside its list. The config keeps
+/// no trace of whether the minimum was written, so a config writing exactly the default is
+/// read as one that does not. Nodes outside Kubernetes (etcd, the registry, nfs) run no kubeadm:
+/// the minimum, default or not, is theirs.
 fn kernel(node: &Node) -> CheckResult {
     const ID: &str = "os.kernel";
-    let minimum = node.cx.config.precheck.min_kernel_version;
-    let minimum_version = Version::new(minimum.major, minimum.minor, minimum.patch);
+    let name = node.name();
     let found = &node.facts.kernel;
-    match Version::find(found) {
-        Some(version) if version >= minimum_version => {
-            CheckResult::pass(ID, format!("{found} (at least {minimum})"))
-        }
-        Some(_) => CheckResult::fail(
+    let Some(version) = Version::find(found) else {
+        return CheckResult::fail(
             ID,
             format!(
-                "kernel {found} is older than {minimum}; fix: upgrade the kernel, or lower `cluster_require.min_kernel_version`"
+                "node `{name}`: cannot read the kernel version from `{found}` (`uname -r`); fix: check `uname -r` on the node"
+            ),
+        );
+    };
+    let configured = node.cx.config.precheck.min_kernel_version;
+    let set = configured != PrecheckConfig::default().min_kernel_version;
+    let minimum = Version::new(configured.major, configured.minor, configured.patch);
+    if (set || !node.is_kubernetes()) && version < minimum {
+        return CheckResult::fail(
+            ID,
+            format!(
+                "node `{name}` has kernel `{found}`, older than `cluster_require.min_kernel_version` {configured}; fix: upgrade the kernel, or lower `cluster_require.min_kernel_version`"
+            ),
+        );
+    }
+    if !node.is_kubernetes() {
+        return CheckResult::pass(
+            ID,
+            format!("`{found}` (at least {configured}; no kubeadm runs here)"),
+        );
+    }
+    let release = node.cx.kube_version().map(Version::from);
+    let judged = system::kernel(release, version);
+    let whose = match release {
+        Some(_) => format!("kubeadm v{}", judged.release),
+        None => format!(
+            "kubeadm v{} (the version to install is unknown; this is the strictest verdict of the versions kk installs)",
+            judged.release
+        ),
+    };
+    let accepted = judged.accepted;
+    match judged.verdict {
+        Verdict::Accepts => {
+            CheckResult::pass(ID, format!("`{found}` ({whose} accepts {accepted})"))
+        }
+        Verdict::Warns => CheckResult::warn(
+            ID,
+            format!(
+                "node `{name}` has kernel `{found}`, which {whose} does not list ({accepted}): its `SystemVerification` preflight warns, and the install goes on; fix: move to a kernel it lists to stay on tested ground"
             ),
         ),
-        None => CheckResult::fail(
+        Verdict::Refuses => CheckResult::fail(
             ID,
             format!(
-                "cannot read the kernel version from `{found}` (`uname -r`); fix: check `uname -r` on the node"
+                "node `{name}` has kernel `{found}`, which {whose} refuses (it accepts {accepted}; its `SystemVerification` preflight fails); fix: upgrade the kernel (or install a Kubernetes version whose kubeadm accepts it)"
             ),
         ),
     }
@@ -242,6 +342,7 @@ fn modules(node: &Node) -> CheckResult {
 #[cfg(test)]
 mod tests {
     use super::super::Stage::{AfterOs, BeforeInstall};
+    use super::super::Status;
     use super::super::Status::{Fail, Pass, SetByInstall, Skip, Warn};
     use super::super::fixtures::{Fixture, config, expect, inventory};
 
@@ -267,11 +368,82 @@ mod tests {
         assert_eq!(long.len(), 255);
         assert!(super::hostname_problem(&long).is_some_and(|p| p.contains("253")));
 
-        let fixture = Fixture::three_nodes();
+        // Upper case is refused (a node name is lowercase): two valid inventory names, being
+        // distinct keys, never name the same node.
+        assert!(super::hostname_problem("Node1").is_some_and(|p| p.contains("other than")));
+
+        let mut fixture = Fixture::three_nodes();
+        // The current host name differs: the inventory name is what the install sets.
         expect(
             &fixture.on("node1", "os.hostname"),
             Pass,
             &["`node1`", "now `debian`"],
+        );
+        fixture.node("node1").hostname = "node1".to_owned();
+        expect(
+            &fixture.on("node1", "os.hostname"),
+            Pass,
+            &["host name `node1`"],
+        );
+        // The inventory name is judged, whatever the current host name.
+        fixture.inventory =
+            inventory(&super::super::fixtures::INVENTORY.replace("node3", "node_3"));
+        fixture
+            .facts
+            .insert("node_3".to_owned(), fixture.facts["node3"].clone());
+        fixture.node("node_3").hostname = "node3".to_owned();
+        expect(
+            &fixture.on("node_3", "os.hostname"),
+            Fail,
+            &[
+                "node `node_3`: inventory name `node_3` cannot be a host name",
+                "fix: rename",
+            ],
+        );
+    }
+
+    /// The registry's name is mapped in /etc/hosts to the registry host: another node may not
+    /// bear it.
+    #[test]
+    fn hostnames_clashing_with_the_registry_name() {
+        let mut fixture = Fixture::three_nodes();
+        fixture.config = config("  image_registry: {auth: {registry: 'node2:5000'}}\n");
+        expect(
+            &fixture.on("node2", "os.hostname"),
+            Fail,
+            &[
+                "node `node2`",
+                "also the registry's name",
+                "registry host `node1`",
+                "fix: ",
+            ],
+        );
+        // The registry host itself may.
+        fixture.config = config("  image_registry: {auth: {registry: 'node1:5000'}}\n");
+        expect(&fixture.on("node1", "os.hostname"), Pass, &[]);
+        expect(&fixture.on("node2", "os.hostname"), Pass, &[]);
+    }
+
+    /// The control-plane endpoint's name is mapped in /etc/hosts to the API servers: only the
+    /// control plane it maps to (the first, with `type: local`) may bear it.
+    #[test]
+    fn hostnames_clashing_with_the_endpoint_name() {
+        let mut fixture = Fixture::three_nodes();
+        fixture.config = config("  kubernetes: {control_plane_endpoint: {host: node2}}\n");
+        expect(
+            &fixture.on("node2", "os.hostname"),
+            Fail,
+            &["node `node2`", "control-plane endpoint's name", "fix: "],
+        );
+        fixture.config = config("  kubernetes: {control_plane_endpoint: {host: NODE1}}\n");
+        expect(&fixture.on("node1", "os.hostname"), Pass, &[]);
+        fixture.config = config(
+            "  kubernetes:\n    control_plane_endpoint:\n      host: node1\n      type: kube-vip\n      kube_vip: {address: 10.0.0.100}\n",
+        );
+        expect(
+            &fixture.on("node1", "os.hostname"),
+            Fail,
+            &["control-plane endpoint's name"],
         );
     }
 
@@ -368,24 +540,154 @@ mod tests {
         );
     }
 
+    /// On a Kubernetes node, the kernel as the kubeadm of the version to install judges it
+    /// (the bundle's v1.31.4 in the fixture, else the row's): KubeKey's 4.9.17 is no floor.
     #[test]
-    fn kernels() {
-        let mut fixture = Fixture::three_nodes();
-        for (kernel, status) in [
-            ("6.1.0-18-amd64", Pass),
-            ("4.9.17", Pass),
-            ("4.9.16-generic", Fail),
-            ("3.10.0-1160.el7.x86_64", Fail),
-            ("", Fail),
-        ] {
-            fixture.node("node1").kernel = kernel.to_owned();
-            assert_eq!(fixture.on("node1", "os.kernel").status, status, "{kernel}");
+    fn kernels_by_kubernetes_version() {
+        let table: &[(Option<&str>, &str, Status, &[&str])] = &[
+            (
+                None,
+                "6.1.0-18-amd64",
+                Pass,
+                &["kubeadm v1.31.4 accepts 3.10 or newer"],
+            ),
+            (None, "4.9.17", Pass, &[]),
+            // Below KubeKey's default, yet kubeadm v1.31 accepts it: the default is no floor.
+            (None, "4.4.0", Pass, &[]),
+            (None, "3.10.0-1160.el7.x86_64", Pass, &[]),
+            (
+                None,
+                "3.9.0",
+                Fail,
+                &[
+                    "node `node2` has kernel `3.9.0`",
+                    "kubeadm v1.31.4 refuses",
+                    "3.10 or newer",
+                    "fix: ",
+                ],
+            ),
+            (None, "", Fail, &["cannot read the kernel version from ``"]),
+            (
+                Some("v1.32.0"),
+                "4.9.17",
+                Fail,
+                &["kubeadm v1.32.0 refuses", "4.19 or newer"],
+            ),
+            (
+                Some("v1.32.0"),
+                "4.18.0-553.el8_10.x86_64",
+                Fail,
+                &["`4.18.0-553.el8_10.x86_64`"],
+            ),
+            (
+                Some("v1.33.1"),
+                "4.19.90-52.22.v2207.ky10.x86_64",
+                Pass,
+                &[],
+            ),
+            (Some("v1.33.1"), "5.14.0-362.el9.x86_64", Pass, &[]),
+            (
+                Some("v1.34.0"),
+                "5.14.0-362.el9.x86_64",
+                Warn,
+                &[
+                    "node `node2`",
+                    "kubeadm v1.34.0 does not list",
+                    "5.4, 5.10, 5.15, or 6 and newer",
+                    "goes on",
+                    "fix: ",
+                ],
+            ),
+            (Some("v1.34.0"), "4.18.0", Warn, &[]),
+            (Some("v1.35.0"), "5.15.0-91-generic", Pass, &[]),
+            (Some("v1.35.0"), "6.8.0-31-generic", Pass, &[]),
+        ];
+        for (version, kernel, status, words) in table {
+            let mut fixture = Fixture::three_nodes();
+            if let Some(version) = version {
+                fixture.bundle.kubernetes_version = Some((*version).to_owned());
+            }
+            fixture.node("node2").kernel = (*kernel).to_owned();
+            let result = fixture.on("node2", "os.kernel");
+            assert_eq!(result.status, *status, "{version:?} {kernel}: {result:?}");
+            for word in *words {
+                assert!(
+                    result.message.contains(word),
+                    "{kernel}: `{}` lacks `{word}`",
+                    result.message
+                );
+            }
         }
-        fixture.node("node1").kernel = "4.4.0".to_owned();
+        // The version to install unknown: the strictest verdict of the versions kk installs.
+        let mut fixture = Fixture::three_nodes();
+        fixture.bundle.kubernetes_version = None;
+        fixture.node("node2").kernel = "4.18.0".to_owned();
         expect(
-            &fixture.on("node1", "os.kernel"),
+            &fixture.on("node2", "os.kernel"),
             Fail,
-            &["4.4.0", "4.9.17", "min_kernel_version"],
+            &[
+                "kubeadm v1.32.0 (the version to install is unknown",
+                "refuses",
+            ],
+        );
+        fixture.node("node2").kernel = "5.14.0".to_owned();
+        expect(
+            &fixture.on("node2", "os.kernel"),
+            Warn,
+            &["kubeadm v1.34.0"],
+        );
+    }
+
+    /// A `min_kernel_version` the config sets is a floor besides kubeadm's; off Kubernetes,
+    /// where no kubeadm runs, the minimum (default or set) is the only floor.
+    #[test]
+    fn the_configured_minimum() {
+        let mut fixture = Fixture::three_nodes();
+        fixture.config = config("  cluster_require: {min_kernel_version: 5.10}\n");
+        fixture.node("node2").kernel = "5.4.0-150-generic".to_owned();
+        expect(
+            &fixture.on("node2", "os.kernel"),
+            Fail,
+            &[
+                "node `node2` has kernel `5.4.0-150-generic`",
+                "`cluster_require.min_kernel_version` 5.10.0",
+                "fix: ",
+            ],
+        );
+        fixture.node("node2").kernel = "5.10.0-28-amd64".to_owned();
+        expect(
+            &fixture.on("node2", "os.kernel"),
+            Pass,
+            &["kubeadm v1.31.4"],
+        );
+        // Set lower than kubeadm's floor, kubeadm still refuses.
+        fixture.config = config("  cluster_require: {min_kernel_version: 4.0}\n");
+        fixture.bundle.kubernetes_version = Some("v1.32.0".to_owned());
+        fixture.node("node2").kernel = "4.18.0".to_owned();
+        expect(
+            &fixture.on("node2", "os.kernel"),
+            Fail,
+            &["kubeadm v1.32.0 refuses"],
+        );
+
+        let mut fixture = Fixture::three_nodes();
+        fixture.inventory = inventory(
+            "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    node1: {}\n    store: {}\n  groups:\n    kube_control_plane: {hosts: [node1]}\n    nfs: {hosts: [store]}\n",
+        );
+        fixture
+            .facts
+            .insert("store".to_owned(), fixture.facts["node1"].clone());
+        fixture.node("store").kernel = "4.9.16".to_owned();
+        expect(
+            &fixture.on("store", "os.kernel"),
+            Fail,
+            &["4.9.17", "min_kernel_version"],
+        );
+        fixture.node("store").kernel = "4.9.17".to_owned();
+        expect(
+            &fixture.on("store", "os.kernel"),
+            Pass,
+            &["no kubeadm runs here"],
         );
     }
 

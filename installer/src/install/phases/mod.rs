@@ -3,6 +3,8 @@
 //! changed, so running a step twice changes nothing the second time.
 
 mod etcd;
+pub(crate) mod kubernetes;
+mod network;
 mod os;
 mod pki;
 mod registry;
@@ -32,6 +34,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) work_dir: &'a Path,
     /// The certificates, once `pki.issue` ran.
     pub(crate) pki: &'a OnceLock<Issued>,
+    /// The bootstrap token and CA hash, once `kubernetes.token` ran.
+    pub(crate) bootstrap: &'a OnceLock<kubernetes::Bootstrap>,
 }
 
 /// What a step did on a node.
@@ -60,6 +64,7 @@ pub(crate) type StepResult = Result<Outcome, String>;
 pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult {
     match action {
         Action::Installer => os::installer(cx, node).await,
+        Action::Hostname => os::hostname(node).await,
         Action::Swap => os::swap(node).await,
         Action::Modules => os::modules(cx, node).await,
         Action::Sysctl { ipv6 } => os::sysctl(cx, node, *ipv6).await,
@@ -73,9 +78,21 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::PullProbe => runtime::pull_probe(cx, node).await,
         Action::EtcdService => etcd::service(cx, node).await,
         Action::EtcdHealth => etcd::health(cx, node).await,
-        Action::Hooks | Action::Precheck | Action::IssueCertificates | Action::VerifyOs => Err(
-            format!("`{action:?}` is a cluster-wide step, not a node step"),
-        ),
+        Action::KubeletService => kubernetes::kubelet(cx, node).await,
+        Action::KubeVipBootstrap => kubernetes::vip_bootstrap(cx, node).await,
+        Action::KubeadmInit => kubernetes::init(cx, node).await,
+        Action::JoinControlPlane => kubernetes::join(cx, node, true).await,
+        Action::InternalLoadBalancer => kubernetes::haproxy(cx, node).await,
+        Action::JoinWorker => kubernetes::join(cx, node, false).await,
+        Action::KubeVip => kubernetes::vip(cx, node).await,
+        Action::Chart { chart } => network::chart(cx, node, chart).await,
+        Action::Hooks
+        | Action::Precheck
+        | Action::IssueCertificates
+        | Action::VerifyOs
+        | Action::BootstrapToken => Err(format!(
+            "`{action:?}` is a cluster-wide step, not a node step"
+        )),
     }
 }
 
@@ -151,6 +168,21 @@ async fn ensure_service(node: &Node, unit: &str, changed: bool, block: bool) -> 
          if systemctl is-active --quiet $u; then \
            if [ {changed} = 1 ]; then systemctl restart{no_block} $u || fail; echo restarted; fi; \
          else systemctl start{no_block} $u || fail; echo started; fi",
+        unit = quote(unit),
+        changed = u8::from(changed),
+    );
+    let said = sh(node, &command).await?;
+    Ok(Outcome {
+        changed: !said.trim().is_empty(),
+        ..Outcome::default()
+    })
+}
+
+/// Reloads systemd when a unit changed and enables `unit` without starting it.
+async fn ensure_unit_enabled(node: &Node, unit: &str, changed: bool) -> StepResult {
+    let command = format!(
+        "u={unit}; if [ {changed} = 1 ]; then systemctl daemon-reload || exit 1; fi; \
+         if ! systemctl is-enabled --quiet $u 2>/dev/null; then systemctl enable --quiet $u && echo enabled; fi",
         unit = quote(unit),
         changed = u8::from(changed),
     );

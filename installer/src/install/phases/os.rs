@@ -5,14 +5,33 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use super::{Cx, Outcome, StepResult, put, put_file, sh};
-use crate::install::plan::address_of;
+use crate::install::plan::{KubernetesPlan, address_of};
 use crate::install::render::{self, paths};
+use crate::inventory::EndpointKind;
 use crate::ssh::Node;
 
 /// `os.installer`: this kk-install at `/usr/local/bin/kk-install` (the node fetches binaries
 /// and the registry host serves the bundle with it).
 pub(super) async fn installer(cx: &Cx<'_>, node: &Node) -> StepResult {
     put_file(node, cx.installer_binary, paths::KK_INSTALL, 0o755).await
+}
+
+/// `os.hostname`: the host name set to the inventory name (`hostnamectl`, or `/etc/hostname`
+/// where systemd-hostnamed is not running), unless it is already.
+pub(super) async fn hostname(node: &Node) -> StepResult {
+    let said = sh(
+        node,
+        &format!(
+            "n={}; [ \"$(hostname)\" = \"$n\" ] && exit 0; \
+             hostnamectl set-hostname \"$n\" 2>/dev/null || {{ echo \"$n\" > /etc/hostname && hostname \"$n\"; }} || exit 1; echo changed",
+            crate::ssh::quote(node.name())
+        ),
+    )
+    .await?;
+    Ok(Outcome {
+        changed: !said.trim().is_empty(),
+        ..Outcome::default()
+    })
 }
 
 /// `os.swap`: swap off now, and its `/etc/fstab` lines commented out so it stays off.
@@ -80,7 +99,7 @@ pub(super) async fn sysctl(cx: &Cx<'_>, node: &Node, ipv6: bool) -> StepResult {
 /// `os.hosts`: every node's name and the registry's name in `/etc/hosts`, in a block kk owns.
 pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
     let current = sh(node, "cat /etc/hosts 2>/dev/null || true").await?;
-    let wanted = render::hosts_file(&current, &host_entries(cx)?);
+    let wanted = render::hosts_file(&current, &host_entries(cx, node.name())?);
     if wanted == current {
         return Ok(Outcome {
             files: vec!["/etc/hosts".to_owned()],
@@ -92,7 +111,7 @@ pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
 
 /// The `/etc/hosts` lines: each node's address with its name, and the registry's name with
 /// the registry host's address when the registry is reached by name.
-fn host_entries(cx: &Cx<'_>) -> Result<Vec<(IpAddr, Vec<String>)>, String> {
+fn host_entries(cx: &Cx<'_>, node: &str) -> Result<Vec<(IpAddr, Vec<String>)>, String> {
     let mut entries: Vec<(IpAddr, Vec<String>)> = Vec::new();
     for host in cx.inventory.hosts() {
         let ip = address_of(host).map_err(|e| e.to_string())?;
@@ -100,10 +119,35 @@ fn host_entries(cx: &Cx<'_>) -> Result<Vec<(IpAddr, Vec<String>)>, String> {
     }
     let registry = &cx.plan.registry;
     if registry.host.parse::<IpAddr>().is_err() {
-        match entries.iter_mut().find(|(ip, _)| *ip == registry.ip) {
-            Some((_, names)) => names.push(registry.host.clone()),
-            None => entries.push((registry.ip, vec![registry.host.clone()])),
-        }
+        add_name(&mut entries, registry.ip, &registry.host);
+    }
+    if let Some(kubernetes) = &cx.plan.kubernetes
+        && kubernetes.endpoint_host.parse::<IpAddr>().is_err()
+    {
+        add_name(
+            &mut entries,
+            endpoint_address(cx, kubernetes, node),
+            &kubernetes.endpoint_host,
+        );
     }
     Ok(entries)
+}
+
+/// Where `node` reaches the control-plane endpoint's name: the virtual IP with kube-vip; on a
+/// worker with haproxy, its local haproxy; otherwise the first control plane.
+fn endpoint_address(cx: &Cx<'_>, kubernetes: &KubernetesPlan, node: &str) -> IpAddr {
+    let is_worker = kubernetes.workers.iter().any(|(name, _)| name == node);
+    match &cx.config.kubernetes.control_plane_endpoint.kind {
+        EndpointKind::KubeVip(vip) => vip.address,
+        EndpointKind::Haproxy if is_worker => IpAddr::from([127, 0, 0, 1]),
+        _ => kubernetes.control_planes[0].1,
+    }
+}
+
+/// Adds `name` to the entry of `ip`, or a new entry.
+fn add_name(entries: &mut Vec<(IpAddr, Vec<String>)>, ip: IpAddr, name: &str) {
+    match entries.iter_mut().find(|(address, _)| *address == ip) {
+        Some((_, names)) => names.push(name.to_owned()),
+        None => entries.push((ip, vec![name.to_owned()])),
+    }
 }

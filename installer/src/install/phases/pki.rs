@@ -117,6 +117,9 @@ pub(super) async fn copy(cx: &Cx<'_>, node: &Node) -> StepResult {
         files.extend(issued.control_plane_files());
     }
     let external = cx.config.etcd.deployment_type == EtcdDeploymentType::External;
+    if !external && host.roles.is_control_plane() {
+        files.extend(issued.stacked_etcd_files());
+    }
     if external
         && cx
             .plan

@@ -29,6 +29,17 @@ fn image(reference: &str) -> Artifact {
     artifact(ArtifactKind::Image, name, tag, reference)
 }
 
+fn chart(name: &str, version: &str) -> Artifact {
+    let mut chart = artifact(
+        ArtifactKind::Chart,
+        name,
+        version,
+        &format!("kk.internal/charts/{name}:{version}"),
+    );
+    chart.platform = None;
+    chart
+}
+
 /// A bundle as the catalog builds it for v1.33.0.
 fn description(skip: &[&str]) -> Description {
     let created = jiff::Timestamp::UNIX_EPOCH;
@@ -39,9 +50,16 @@ fn description(skip: &[&str]) -> Description {
         binary("cni-plugins", "v1.7.1"),
         binary("crictl", "v1.33.0"),
         binary("etcd", "v3.5.21"),
+        binary("kubelet", "v1.33.0"),
+        binary("kubectl", "v1.33.0"),
+        binary("helm", "v3.18.6"),
         image("registry.k8s.io/pause:3.10"),
         image("registry.k8s.io/kube-apiserver:v1.33.0"),
         image("quay.io/calico/node:v3.30.5"),
+        image("ghcr.io/kube-vip/kube-vip:v0.8.9"),
+        image("docker.io/library/haproxy:2.9.6-alpine"),
+        chart("tigera-operator", "v3.30.5"),
+        chart("metrics-server", "3.12.2"),
     ];
     artifacts.retain(|a| !skip.contains(&a.name.rsplit('/').next().unwrap_or_default()));
     crate::test_support::description(created, artifacts)
@@ -122,7 +140,10 @@ fn each_step_runs_where_its_role_is() {
     assert_eq!(plan.registry.node, "cp1");
     assert_eq!(plan.registry.address, "dockerhub.kubekey.local:5443");
     assert_eq!(plan.pause_image, "registry.k8s.io/pause:3.10");
-    assert_eq!(plan.image_hosts, vec!["quay.io", "registry.k8s.io"]);
+    assert_eq!(
+        plan.image_hosts,
+        vec!["docker.io", "ghcr.io", "quay.io", "registry.k8s.io"]
+    );
     assert_eq!(plan.containerd_version, "1.7.30");
     assert_eq!(plan.kubernetes_version.as_deref(), Some("v1.33.0"));
 }
@@ -178,6 +199,32 @@ fn what_the_bundle_or_inventory_lacks_is_named() {
         (INVENTORY, "", &["etcd"], "no binary `etcd`"),
         (INVENTORY, "", &["crictl"], "no binary `crictl`"),
         (INVENTORY, "", &["pause"], "no pause image"),
+        (INVENTORY, "", &["kubelet"], "no binary `kubelet`"),
+        (
+            INVENTORY,
+            "",
+            &["tigera-operator"],
+            "no chart `tigera-operator`",
+        ),
+        (INVENTORY, "", &["helm"], "no binary `helm`"),
+        (
+            INVENTORY,
+            "  kubernetes:\n    control_plane_endpoint: {type: kube-vip, kube_vip: {address: 10.0.0.100}}\n",
+            &["kube-vip"],
+            "no `kube-vip/kube-vip` image",
+        ),
+        (
+            INVENTORY,
+            "  addons:\n  - {name: m, sources: {chart: {name: nothere}}}\n",
+            &[],
+            "no chart `nothere`",
+        ),
+        (
+            INVENTORY,
+            "  cni: {type: kube-ovn}\n",
+            &[],
+            "`spec.cni.type: kube-ovn`",
+        ),
         (
             INVENTORY,
             "  image_registry: {type: external, address: harbor.local}\n",
@@ -220,5 +267,106 @@ fn phases_are_named_as_the_cli_takes_them() {
     for phase in Phase::ALL {
         assert_eq!(Phase::from_name(phase.name()), Some(phase));
     }
-    assert_eq!(Phase::from_name("kubernetes"), None);
+    assert_eq!(Phase::from_name("kubelet"), None);
+}
+
+/// The inventory of [`INVENTORY`] with a second control plane.
+const HA_INVENTORY: &str = "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hosts:\n    cp1: {internal_ipv4: 10.0.0.1}\n    cp2: {internal_ipv4: 10.0.0.4}\n    w1: {internal_ipv4: 10.0.0.2}\n    w2: {internal_ipv4: 10.0.0.3}\n  groups:\n    kube_control_plane: {hosts: [cp1, cp2]}\n    kube_worker: {hosts: [w1, w2]}\n    etcd: {hosts: [cp1, w1, w2]}\n";
+
+#[test]
+fn kubernetes_steps_init_once_join_the_rest_and_place_the_endpoint() {
+    let kube_vip = "  kubernetes:\n    control_plane_endpoint: {type: kube-vip, kube_vip: {address: 10.0.0.100}}\n  addons:\n  - {name: metrics, namespace: monitoring, sources: {chart: {name: metrics-server, values: [a=b]}}}\n";
+    let ha = plan(HA_INVENTORY, kube_vip, &[]).expect("plan");
+    let cases: &[(&str, &[&str])] = &[
+        ("kubernetes.binaries", &["cp1", "cp2", "w1", "w2"]),
+        ("kubernetes.kubelet", &["cp1", "cp2", "w1", "w2"]),
+        ("kubernetes.token", &["cp1"]),
+        ("kubernetes.vip-bootstrap", &["cp1"]),
+        ("kubernetes.init", &["cp1"]),
+        ("kubernetes.join-control-plane", &["cp2"]),
+        ("kubernetes.join-worker", &["w1", "w2"]),
+        ("kubernetes.vip", &["cp1", "cp2"]),
+        ("network.helm", &["cp1"]),
+        ("network.cni", &["cp1"]),
+        ("addons.metrics", &["cp1"]),
+    ];
+    for (id, nodes) in cases {
+        assert_eq!(nodes_of(&ha, id), *nodes, "{id}");
+    }
+    let ids: Vec<&str> = ha.steps.iter().map(|s| s.id.as_str()).collect();
+    let at = |id: &str| ids.iter().position(|s| *s == id).expect(id);
+    assert!(at("kubernetes.token") < at("kubernetes.vip-bootstrap"));
+    assert!(at("kubernetes.vip-bootstrap") < at("kubernetes.init"));
+    assert!(at("kubernetes.join-worker") < at("kubernetes.vip"));
+    assert!(at("addons.metrics") < at("post_hook.scripts"));
+    assert!(!ids.contains(&"kubernetes.haproxy"));
+    let kubernetes = ha.kubernetes.as_ref().expect("kubernetes");
+    assert_eq!(kubernetes.first_control_plane(), "cp1");
+    assert_eq!(kubernetes.endpoint(), "lb.kubesphere.local:6443");
+    assert_eq!(
+        kubernetes.kube_vip_image.as_deref(),
+        Some("ghcr.io/kube-vip/kube-vip:v0.8.9")
+    );
+    assert_eq!(kubernetes.calico_registry.as_deref(), Some("quay.io"));
+    let step = ha
+        .steps
+        .iter()
+        .find(|s| s.id == "addons.metrics")
+        .expect("addon");
+    let Action::Chart { chart } = &step.action else {
+        panic!("{step:?}");
+    };
+    assert_eq!(
+        (chart.release.as_str(), chart.namespace.as_str()),
+        ("metrics", "monitoring")
+    );
+    assert_eq!(chart.fetch.files, ["metrics-server-3.12.2.tgz"]);
+    assert_eq!(chart.fetch.into, CHARTS_DIR);
+
+    let haproxy = plan(
+        HA_INVENTORY,
+        "  kubernetes:\n    control_plane_endpoint: {type: haproxy}\n  cni: {type: none}\n",
+        &[],
+    )
+    .expect("plan");
+    assert_eq!(nodes_of(&haproxy, "kubernetes.haproxy"), ["w1", "w2"]);
+    let ids: Vec<&str> = haproxy.steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(
+        !ids.iter()
+            .any(|id| id.starts_with("network.") || id.contains("vip")),
+        "{ids:?}"
+    );
+
+    let runtime_only = plan(INVENTORY, "", &["kubeadm"]).expect("plan");
+    assert!(runtime_only.kubernetes.is_none());
+    assert_eq!(runtime_only.phase(Phase::Kubernetes).count(), 0);
+}
+
+#[test]
+fn configs_kubeadm_would_refuse_never_reach_a_node() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "  kubernetes: {kube_version: v1.32.4}\n",
+            "`spec.kubernetes.kube_version` is `v1.32.4`",
+        ),
+        (
+            "  cni: {service_cidr: 10.0.0.0/8, pod_cidr: 172.16.0.0/16}\n",
+            "`spec.cni.service_cidr` is `10.0.0.0/8`",
+        ),
+        (
+            "  cni: {service_cidr: \"10.96.0.0/12,fd00::/64\", pod_cidr: \"10.233.64.0/18,fd01::/56\"}\n",
+            "`spec.cni.service_cidr` is `fd00::/64`",
+        ),
+        (
+            "  cni: {pod_cidr: 10.0.0.0/8, service_cidr: 172.20.0.0/16, ipv4_mask_size: 25, max_pods: 100}\n",
+            "`spec.cni.ipv4_mask_size` is `25`",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let error = plan(INVENTORY, spec, &[]).expect_err(expected);
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+    let error = plan(&INVENTORY.replace("w2", "W2"), "", &[]).expect_err("node name");
+    assert!(error.to_string().contains("`spec.hosts.W2`"), "{error}");
+    plan(INVENTORY, "  kubernetes: {kube_version: v1.33.0}\n", &[]).expect("same version");
 }

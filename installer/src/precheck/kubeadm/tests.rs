@@ -79,6 +79,109 @@ fn ports_by_role() {
     expect(&fixture.on("node3", "kubeadm.port.10250"), Pass, &[]);
 }
 
+/// The API server listens on `control_plane_endpoint.port`, not a fixed 6443: that port is
+/// the one checked, on the control plane, and with `type: haproxy` on the workers too.
+#[test]
+fn the_api_server_port_is_the_configured_one() {
+    let ids = |fixture: &Fixture, node: &str| -> Vec<String> {
+        fixture.evaluate(&std::collections::BTreeSet::new()).nodes[node]
+            .iter()
+            .map(|r| r.id.clone())
+            .filter(|id| id.starts_with("kubeadm.port."))
+            .collect()
+    };
+    let mut fixture = Fixture::three_nodes();
+    fixture.config = config("  kubernetes: {control_plane_endpoint: {port: 8443}}\n");
+    assert_eq!(
+        ids(&fixture, "node1"),
+        [
+            "kubeadm.port.8443",
+            "kubeadm.port.10250",
+            "kubeadm.port.10257",
+            "kubeadm.port.10259",
+            "kubeadm.port.2379",
+            "kubeadm.port.2380"
+        ]
+    );
+    // 6443 in use no longer matters; 8443 does.
+    listen(&mut fixture, "node1", 6443);
+    expect(
+        &fixture.on("node1", "kubeadm.port.8443"),
+        Pass,
+        &["8443 free for kube-apiserver"],
+    );
+    listen(&mut fixture, "node1", 8443);
+    expect(
+        &fixture.on("node1", "kubeadm.port.8443"),
+        Fail,
+        &[
+            "node `node1`",
+            "port `8443` (`control_plane_endpoint.port`)",
+            "kube-apiserver",
+            "in use",
+            "fix: ",
+        ],
+    );
+    // A worker has no API server...
+    listen(&mut fixture, "node2", 8443);
+    expect(
+        &fixture.on("node2", "kubeadm.port.8443"),
+        Skip,
+        &["not a control-plane node"],
+    );
+    // ...but with `type: haproxy` its local haproxy listens on the endpoint's port.
+    fixture.config =
+        config("  kubernetes: {control_plane_endpoint: {port: 8443, type: haproxy}}\n");
+    expect(
+        &fixture.on("node2", "kubeadm.port.8443"),
+        Fail,
+        &["haproxy", "in use"],
+    );
+    expect(
+        &fixture.on("node3", "kubeadm.port.8443"),
+        Pass,
+        &["haproxy"],
+    );
+    // A port another component needs clashes, reported once under its id.
+    let mut fixture = Fixture::three_nodes();
+    fixture.config = config("  kubernetes: {control_plane_endpoint: {port: 10250}}\n");
+    let node1 = ids(&fixture, "node1");
+    assert_eq!(
+        node1
+            .iter()
+            .filter(|id| *id == "kubeadm.port.10250")
+            .count(),
+        1,
+        "{node1:?}"
+    );
+    expect(
+        &fixture.on("node1", "kubeadm.port.10250"),
+        Fail,
+        &[
+            "port `10250`",
+            "also the port of the kubelet",
+            "control_plane_endpoint.port",
+        ],
+    );
+    // On a worker, 10250 is still the kubelet's.
+    expect(
+        &fixture.on("node2", "kubeadm.port.10250"),
+        Pass,
+        &["the kubelet"],
+    );
+    fixture.config = config("  kubernetes: {control_plane_endpoint: {port: 2379}}\n");
+    expect(
+        &fixture.on("node1", "kubeadm.port.2379"),
+        Fail,
+        &["also the port of etcd clients"],
+    );
+    expect(
+        &fixture.on("node2", "kubeadm.port.2379"),
+        Skip,
+        &["not an etcd member"],
+    );
+}
+
 #[test]
 fn leftovers_swap_and_forwarding() {
     let mut fixture = Fixture::three_nodes();
@@ -153,16 +256,20 @@ fn ipv6_forwarding_where_ipv6_is_used() {
             .insert(key.to_owned(), "1".to_owned());
     }
     expect(&on(&fixture), Pass, &["net.ipv6.conf.default.forwarding"]);
-    // Single stack, but the node has an IPv6 address.
+    // Single-stack IPv4, and node2 has an IPv6 address beside its IPv4 one: kubeadm advertises
+    // the IPv4 one, no cluster traffic is IPv6, and kk's os phase sets no IPv6 sysctl, so
+    // none is asked for (asking would fail `os.verify` on what the phase never sets).
     let mut fixture = Fixture::three_nodes();
     fixture.inventory = inventory(
-        "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    node1: {internal_ipv4: 10.0.0.1}\n    node2: {internal_ipv4: 10.0.0.2, internal_ipv6: 'fd00::2'}\n  groups:\n    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2]}\n",
+        "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    node1: {internal_ipv4: 10.0.0.1}\n    node2: {internal_ipv4: 10.0.0.2, internal_ipv6: 'fd00::2'}\n    node3: {internal_ipv6: 'fd00::3'}\n  groups:\n    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2, node3]}\n",
     );
-    fixture.facts.remove("node3");
+    expect(&on(&fixture), Pass, &["net.ipv4.ip_forward = 1"]);
+    assert!(!on(&fixture).message.contains("ipv6"));
+    // A node whose only address is IPv6: kubeadm advertises it and checks IPv6 forwarding.
     expect(
-        &on(&fixture),
+        &fixture.on_at("node3", "kubeadm.ip_forward", AfterOs),
         Fail,
-        &["net.ipv6.conf.all.forwarding = (absent)"],
+        &["net.ipv6.conf.default.forwarding = (absent)"],
     );
     expect(
         &fixture.on_at("node1", "kubeadm.ip_forward", AfterOs),
@@ -301,29 +408,109 @@ fn missing_commands_are_judged_as_the_versions_kubeadm_does() {
     expect(&fixture.on("node2", "kubeadm.commands"), Pass, &["v1.32.1"]);
 }
 
+/// cgroup v1 by the version to install: fine before v1.31, a warning from v1.31, a failure
+/// from v1.35; cgroup v2 always passes; no cgroup file system fails.
 #[test]
-fn cgroups_and_hostname() {
-    let mut fixture = Fixture::three_nodes();
-    for (fs, status) in [
-        ("cgroup2fs", Pass),
-        ("tmpfs", Pass),
-        ("", Fail),
-        ("ext4", Fail),
-    ] {
-        fixture.node("node2").cgroup_fs = fs.to_owned();
-        assert_eq!(
-            fixture.on("node2", "kubeadm.cgroups").status,
-            status,
-            "{fs}"
-        );
+fn cgroups_by_version() {
+    let table: &[(Option<&str>, &str, crate::precheck::Status, &[&str])] = &[
+        (Some("v1.35.0"), "cgroup2fs", Pass, &["cgroup v2"]),
+        (Some("v1.29.3"), "tmpfs", Pass, &["cgroup v1", "v1.29.3"]),
+        (Some("v1.30.9"), "tmpfs", Pass, &[]),
+        (
+            Some("v1.31.0"),
+            "tmpfs",
+            Warn,
+            &[
+                "node `node2` runs cgroup v1",
+                "`tmpfs`",
+                "maintenance mode",
+                "v1.31.0 kubelet warns",
+                "fix: ",
+            ],
+        ),
+        (Some("v1.34.2"), "tmpfs", Warn, &["from v1.35.0 refuses"]),
+        (
+            Some("v1.35.0"),
+            "tmpfs",
+            Fail,
+            &[
+                "node `node2`",
+                "v1.35.0 kubelet refuses",
+                "`failCgroupV1`",
+                "unified_cgroup_hierarchy",
+            ],
+        ),
+        (Some("v1.36.1"), "tmpfs", Fail, &[]),
+        (None, "tmpfs", Warn, &["unknown", "refuses it from v1.35.0"]),
+        (None, "cgroup2fs", Pass, &[]),
+        (
+            Some("v1.31.4"),
+            "",
+            Fail,
+            &["`/sys/fs/cgroup` is ``", "not a cgroup file system"],
+        ),
+        (Some("v1.31.4"), "ext4", Fail, &["`ext4`"]),
+    ];
+    for (version, fs, status, words) in table {
+        let mut fixture = Fixture::three_nodes();
+        fixture.bundle.kubernetes_version = version.map(str::to_owned);
+        fixture.node("node2").cgroup_fs = (*fs).to_owned();
+        let result = fixture.on("node2", "kubeadm.cgroups");
+        assert_eq!(result.status, *status, "{version:?} {fs}: {result:?}");
+        for word in *words {
+            assert!(
+                result.message.contains(word),
+                "`{}` lacks `{word}`",
+                result.message
+            );
+        }
     }
-    expect(&fixture.on("node2", "kubeadm.hostname_resolves"), Pass, &[]);
-    fixture.node("node2").hostname_resolves = false;
+}
+
+/// The node name that must resolve is the inventory name, not the current host name; the os
+/// phase maps it in /etc/hosts, so before the install an unresolved name is the install's to
+/// set, and after the os phase it warns, as kubeadm does.
+#[test]
+fn the_inventory_name_resolves() {
+    let mut fixture = Fixture::three_nodes();
+    // The fixture's current host name is `debian`; the name looked up is the inventory name.
     expect(
         &fixture.on("node2", "kubeadm.hostname_resolves"),
-        Warn,
-        &["/etc/hosts"],
+        Pass,
+        &["`node2` resolves"],
     );
+    fixture.node("node2").name_resolves = false;
+    expect(
+        &fixture.on("node2", "kubeadm.hostname_resolves"),
+        SetByInstall,
+        &["set by the install: now node name `node2` does not resolve"],
+    );
+    expect(
+        &fixture.on_at("node2", "kubeadm.hostname_resolves", AfterOs),
+        Warn,
+        &["`node2` does not resolve", "os phase", "/etc/hosts"],
+    );
+    // Facts recorded before the inventory name was looked up looked up the current host name:
+    // that says nothing about `node2`, unless it is `node2`.
+    fixture.node("node2").name_resolves = true;
+    fixture.node("node2").resolved_name.clear();
+    expect(
+        &fixture.on("node2", "kubeadm.hostname_resolves"),
+        SetByInstall,
+        &["`node2` was not looked up (only `debian` was)"],
+    );
+    fixture.node("node2").hostname = "node2".to_owned();
+    expect(&fixture.on("node2", "kubeadm.hostname_resolves"), Pass, &[]);
+    // Not a Kubernetes node: no kubeadm runs there.
+    let mut fixture = Fixture::three_nodes();
+    fixture.inventory = inventory(
+        "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    node1: {}\n    store: {}\n  groups:\n    kube_control_plane: {hosts: [node1]}\n    nfs: {hosts: [store]}\n",
+    );
+    fixture
+        .facts
+        .insert("store".to_owned(), fixture.facts["node1"].clone());
+    fixture.node("store").name_resolves = false;
+    expect(&fixture.on("store", "kubeadm.hostname_resolves"), Skip, &[]);
 }
 
 #[test]

@@ -219,12 +219,24 @@ fn bridge_filtering_is_the_installs_to_set() {
         Fail,
         &["(absent)", "modprobe br_netfilter"],
     );
-    // Where IPv6 is used, ip6tables too.
+    // Nodes with IPv6 addresses in a single-stack IPv4 cluster: no IPv6 cluster traffic, and
+    // kk's os phase sets no IPv6 sysctl there.
     fixture.inventory = inventory(DUAL);
     fixture.facts.remove("node3");
     fixture.node("node2").sysctls.insert(
         "net.bridge.bridge-nf-call-iptables".to_owned(),
         "1".to_owned(),
+    );
+    expect(&fixture.on_at("node2", ID, AfterOs), Pass, &[]);
+    assert!(
+        !fixture
+            .on_at("node2", ID, AfterOs)
+            .message
+            .contains("ip6tables")
+    );
+    // In a dual-stack cluster, ip6tables too.
+    fixture.config = config(
+        "  cni: {pod_cidr: '10.233.64.0/18,fd85:ee78:d8a6:8600::/56', service_cidr: '10.233.0.0/18,fd85:ee78:d8a6:8000::/108'}\n",
     );
     expect(
         &fixture.on_at("node2", ID, AfterOs),

@@ -1,0 +1,178 @@
+//! The network and addons phases: a chart of the bundle, on the first control plane, fetched
+//! from kk's registry as the `.tgz` itself, rendered by the bundle's helm (`helm template`, no
+//! repository), its images checked against the bundle, applied with the bundle's kubectl.
+//!
+//! Why `helm template` + `kubectl apply --server-side` rather than `helm upgrade --install`:
+//! kk sees the rendered manifest before anything reaches the cluster, so a chart that names an
+//! image the bundle lacks (the commonest airgap failure) stops the install there, naming the
+//! chart and the images, instead of leaving pods in `ImagePullBackOff`; and server-side apply
+//! is idempotent, so a rerun changes nothing.
+
+use std::fmt::Write as _;
+
+use super::{Cx, StepResult, put, runtime, sh};
+use crate::install::phases::kubernetes::{ADMIN_CONF, KUBEADM_DIR};
+use crate::install::plan::{ChartInstall, ChartValues};
+use crate::install::render::kubernetes::{self as k8s, Cni};
+use crate::inventory::NetworkPlugin;
+use crate::ssh::{Node, quote};
+
+/// `network.cni`, `addons.<name>`: fetch, values, render, check, apply.
+pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> StepResult {
+    let mut outcome = runtime::fetch(cx, node, std::slice::from_ref(&chart.fetch)).await?;
+    let tgz = format!(
+        "{}/{}",
+        chart.fetch.into,
+        chart
+            .fetch
+            .files
+            .first()
+            .ok_or("the chart has no file name")?
+    );
+    let dir = format!("{KUBEADM_DIR}/charts");
+    let values_path = format!("{dir}/{}.values.yaml", chart.release);
+    let values = values(cx, chart)?;
+    outcome.merge(put(cx, node, values.as_bytes(), &values_path, 0o600).await?);
+    let version = cx
+        .plan
+        .kubernetes
+        .as_ref()
+        .map(|k| k.version.clone())
+        .unwrap_or_default();
+    let mut template = format!(
+        "/usr/local/bin/helm template {release} {tgz} --namespace {namespace} --include-crds \
+         --kube-version {version} --values {values_path}",
+        release = quote(&chart.release),
+        tgz = quote(&tgz),
+        namespace = quote(&chart.namespace),
+        version = quote(&version),
+    );
+    if let ChartValues::Addon { set, .. } = &chart.values {
+        for pair in set {
+            let _ = write!(template, " --set {}", quote(pair));
+        }
+    }
+    let rendered = sh(node, &template).await.map_err(|e| {
+        format!(
+            "`helm template` of chart `{}` failed: {e}",
+            chart.fetch.name
+        )
+    })?;
+    let missing = missing_images(&rendered, &cx.plan.images)
+        .map_err(|e| format!("the rendered chart `{}` is not YAML: {e}", chart.fetch.name))?;
+    if !missing.is_empty() {
+        return Err(format!(
+            "chart `{}` names images the bundle lacks: {}; hint: add them to the bundle manifest's `spec.images` and build again",
+            chart.fetch.name,
+            missing.join(", ")
+        ));
+    }
+    let manifest = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n---\n{rendered}",
+        chart.namespace
+    );
+    let manifest_path = format!("{dir}/{}.yaml", chart.release);
+    outcome.merge(put(cx, node, manifest.as_bytes(), &manifest_path, 0o600).await?);
+    sh(
+        node,
+        &format!(
+            "/usr/local/bin/kubectl apply --server-side --force-conflicts --field-manager kk-install \
+             --kubeconfig {ADMIN_CONF} -f {manifest_path} 2>&1"
+        ),
+    )
+    .await
+    .map_err(|e| format!("`kubectl apply` of chart `{}` failed: {e}", chart.fetch.name))?;
+    Ok(outcome)
+}
+
+/// The chart's values file: the CNI's rendered from the config, an addon's as given.
+fn values(cx: &Cx<'_>, chart: &ChartInstall) -> Result<String, String> {
+    match &chart.values {
+        ChartValues::Cni => {
+            let cni = match cx.config.cni.plugin {
+                NetworkPlugin::Calico => Cni::Calico {
+                    registry: cx
+                        .plan
+                        .kubernetes
+                        .as_ref()
+                        .and_then(|k| k.calico_registry.clone())
+                        .ok_or("the bundle has no calico/node image")?,
+                },
+                NetworkPlugin::Cilium => Cni::Cilium,
+                NetworkPlugin::Flannel => Cni::Flannel,
+                other => return Err(format!("kk installs no chart for `cni.type: {other}`")),
+            };
+            let subnets: Vec<_> = cx
+                .config
+                .cni
+                .pod_cidr
+                .ranges()
+                .map(|range| (range.address(), range.prefix()))
+                .collect();
+            Ok(k8s::cni_values(
+                &cni,
+                &subnets,
+                cx.config.cni.ipv4_mask_size,
+                cx.config.cni.ipv6_mask_size,
+            ))
+        }
+        ChartValues::Addon { file: None, .. } => Ok("{}\n".to_owned()),
+        ChartValues::Addon {
+            file: Some(path), ..
+        } => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the values file `{}`: {e}", path.display())),
+    }
+}
+
+/// The images `rendered` names (every `image:` string) that are not among `bundled`.
+fn missing_images(rendered: &str, bundled: &[String]) -> Result<Vec<String>, String> {
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(rendered).map_err(|e| e.to_string())?;
+    let mut named = Vec::new();
+    for document in &documents {
+        collect_images(document, &mut named);
+    }
+    named.sort();
+    named.dedup();
+    Ok(named
+        .into_iter()
+        .filter(|image| !bundled.iter().any(|b| b == image))
+        .collect())
+}
+
+fn collect_images(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                match value {
+                    serde_json::Value::String(image) if key == "image" => {
+                        into.push(image.clone());
+                    }
+                    _ => collect_images(value, into),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                collect_images(item, into);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_images;
+
+    #[test]
+    fn images_the_bundle_lacks_are_listed_once() {
+        let rendered = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: a, image: quay.io/tigera/operator:v1.38.7}\n      - {name: b, image: docker.io/library/busybox:1}\n---\n# empty\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  initContainers:\n  - {name: c, image: docker.io/library/busybox:1}\n";
+        let bundled = vec!["quay.io/tigera/operator:v1.38.7".to_owned()];
+        assert_eq!(
+            missing_images(rendered, &bundled).expect("yaml"),
+            ["docker.io/library/busybox:1"]
+        );
+        assert!(missing_images("a: [", &bundled).is_err());
+    }
+}

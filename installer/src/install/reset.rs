@@ -1,0 +1,228 @@
+//! `kk-install reset`: takes the cluster off every node, so that the same command installs it
+//! again from nothing.
+//!
+//! On each node: `kubeadm reset -f`; the containers kubeadm's CRI cleanup would remove; the
+//! units kk installed stopped, disabled and removed; every file `/etc/kubekey/installed.json`
+//! lists removed (kk's block taken out of `/etc/hosts`, which is not kk's file); the CNI's
+//! config and the iptables chains CNIs and kube-proxy leave. Data — etcd's, the registry's
+//! store, containerd's images — stays unless `purge`, so a reinstall does not have to move
+//! gigabytes again. On the installer machine the state and the token record go (the
+//! certificates stay: the same CA serves the next install).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::render::{self, paths};
+use crate::ssh::{Node, fan_out, quote};
+
+/// The units kk installs.
+const UNITS: [&str; 4] = ["kubelet", "etcd", "containerd", "kk-registry"];
+
+/// Directories kk keeps its own working files in (stamps, charts, kubeadm configs).
+const KK_DIRS: [&str; 3] = [
+    "/var/lib/kk/fetched",
+    "/var/lib/kk/charts",
+    "/etc/kubernetes/kk",
+];
+
+/// Data removed only with `purge` (their contents: they may be mount points).
+const DATA_DIRS: [&str; 3] = ["/var/lib/etcd", paths::STORE, "/var/lib/containerd"];
+
+/// Chain-name prefixes of kube-proxy and the CNIs kk installs.
+const CHAIN_PREFIXES: &str = "KUBE-|cali-|CILIUM|FLANNEL";
+
+/// What reset did on a node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NodeReset {
+    /// Whether kubeadm was there and reset the node.
+    pub kubeadm: bool,
+    /// The units stopped and removed.
+    pub units: Vec<String>,
+    /// How many files of the record were removed.
+    pub files: usize,
+    /// Whether data directories were emptied.
+    pub purged: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Record {
+    #[serde(default)]
+    files: Vec<String>,
+}
+
+/// Resets every node in `nodes` (all at once, bounded by `concurrency`), then forgets the
+/// install in `work_dir`. The first node that fails is the error; the others still ran.
+pub async fn reset(
+    nodes: &[Node],
+    work_dir: &Path,
+    purge: bool,
+    concurrency: usize,
+) -> Result<Vec<(String, NodeReset)>, String> {
+    let targets: Vec<&Node> = nodes.iter().collect();
+    let results = fan_out(&targets, concurrency, |node| async move {
+        reset_node(node, purge)
+            .await
+            .map_err(|e| format!("reset of node `{}` failed: {e}", node.name()))
+    })
+    .await;
+    let mut done = Vec::new();
+    for (node, result) in nodes.iter().zip(results) {
+        done.push((node.name().to_owned(), result?));
+    }
+    for file in [super::state::STATE_FILE, super::bootstrap::TOKEN_FILE] {
+        let path = work_dir.join(file);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove `{}`: {e}", path.display())),
+        }
+    }
+    Ok(done)
+}
+
+async fn run(node: &Node, command: &str) -> Result<String, String> {
+    node.run_checked(command)
+        .await
+        .map(|output| output.stdout_text())
+        .map_err(|e| e.to_string())
+}
+
+async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, String> {
+    let mut done = NodeReset::default();
+    let kubeadm = run(
+        node,
+        "if [ -x /usr/local/bin/kubeadm ]; then /usr/local/bin/kubeadm reset -f >/dev/null 2>&1 \
+           || { /usr/local/bin/kubeadm reset -f 2>&1; exit 1; }; echo reset; fi",
+    )
+    .await?;
+    done.kubeadm = kubeadm.contains("reset");
+    // kubeadm's CRI cleanup, for what the kubelet started: every task killed, every container
+    // removed, while containerd still runs.
+    run(
+        node,
+        "c='/usr/local/bin/ctr -n k8s.io'; if [ -x /usr/local/bin/ctr ] && $c version >/dev/null 2>&1; then \
+           for t in $($c tasks ls -q 2>/dev/null); do $c tasks kill -s KILL \"$t\" >/dev/null 2>&1; done; \
+           sleep 1; for k in $($c containers ls -q 2>/dev/null); do $c tasks rm -f \"$k\" >/dev/null 2>&1; $c containers rm \"$k\" >/dev/null 2>&1; done; fi",
+    )
+    .await?;
+    for unit in UNITS {
+        let file = format!("/etc/systemd/system/{unit}.service");
+        let said = run(
+            node,
+            &format!(
+                "if [ -f {file} ]; then systemctl disable --now {unit}.service >/dev/null 2>&1; \
+                   systemctl stop {unit}.service 2>&1 || exit 1; rm -rf {file} {file}.d; echo removed; fi"
+            ),
+        )
+        .await?;
+        if said.contains("removed") {
+            done.units.push(unit.to_owned());
+        }
+    }
+    run(node, "systemctl daemon-reload").await?;
+    let files = recorded_files(node).await?;
+    done.files = remove_files(node, &files).await?;
+    let dirs: Vec<String> = KK_DIRS.iter().map(|d| quote(d)).collect();
+    run(
+        node,
+        &format!("rm -rf {} /etc/cni/net.d/* /var/lib/cni", dirs.join(" ")),
+    )
+    .await?;
+    run(node, &iptables_cleanup()).await?;
+    if purge {
+        for dir in DATA_DIRS {
+            run(
+                node,
+                &format!("if [ -d {dir} ]; then find {dir} -mindepth 1 -delete; fi"),
+            )
+            .await?;
+        }
+        done.purged = true;
+    }
+    Ok(done)
+}
+
+/// The files `/etc/kubekey/installed.json` lists (none when there is no record).
+async fn recorded_files(node: &Node) -> Result<Vec<String>, String> {
+    let text = run(
+        node,
+        &format!("cat {} 2>/dev/null || true", paths::INSTALLED),
+    )
+    .await?;
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let record: Record = serde_json::from_str(&text)
+        .map_err(|e| format!("`{}` is not kk's record: {e}", paths::INSTALLED))?;
+    Ok(record.files)
+}
+
+/// Removes `files` (kk's block out of `/etc/hosts`); returns how many were removed.
+async fn remove_files(node: &Node, files: &[String]) -> Result<usize, String> {
+    let mut removable: BTreeSet<&str> = files
+        .iter()
+        .map(String::as_str)
+        .filter(|f| f.starts_with('/') && !f.contains(".."))
+        .collect();
+    if removable.remove("/etc/hosts") {
+        let current = run(node, "cat /etc/hosts").await?;
+        let cleaned = render::hosts_file(&current, &[]);
+        if cleaned != current {
+            run(
+                node,
+                &format!("printf '%s' {} > /etc/hosts", quote(&cleaned)),
+            )
+            .await?;
+        }
+    }
+    // The record goes last, so an interrupted reset can run again.
+    removable.remove(paths::INSTALLED);
+    let mut removed = 0;
+    for chunk in removable.iter().collect::<Vec<_>>().chunks(64) {
+        let list: Vec<String> = chunk.iter().map(|f| quote(f)).collect();
+        let said = run(
+            node,
+            &format!(
+                "n=0; for f in {}; do if [ -e \"$f\" ] || [ -L \"$f\" ]; then rm -f -- \"$f\" && n=$((n+1)); fi; done; echo $n",
+                list.join(" ")
+            ),
+        )
+        .await?;
+        removed += said.trim().parse::<usize>().unwrap_or(0);
+    }
+    run(node, &format!("rm -f {}", paths::INSTALLED)).await?;
+    Ok(removed)
+}
+
+/// Removes every iptables/ip6tables rule and chain whose name starts with a prefix kube-proxy
+/// or the CNIs use, table by table, atomically (`iptables-restore` of the saved table without
+/// them); tables without any are not touched.
+fn iptables_cleanup() -> String {
+    format!(
+        "for v in iptables ip6tables; do command -v $v-save >/dev/null 2>&1 || continue; \
+           for t in filter nat mangle raw; do s=$($v-save -t $t 2>/dev/null) || continue; \
+             printf '%s\\n' \"$s\" | grep -qE -- '{CHAIN_PREFIXES}' || continue; \
+             printf '%s\\n' \"$s\" | grep -vE -- '{CHAIN_PREFIXES}' | $v-restore -T $t 2>&1 || exit 1; \
+           done; done"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_is_only_what_purge_removes() {
+        assert!(!KK_DIRS.iter().any(|d| DATA_DIRS.contains(d)));
+        assert!(DATA_DIRS.contains(&"/var/lib/etcd") && DATA_DIRS.contains(&paths::STORE));
+    }
+
+    #[test]
+    fn the_iptables_cleanup_keeps_tables_without_cni_chains() {
+        let script = iptables_cleanup();
+        assert!(script.contains("grep -qE -- 'KUBE-|cali-|CILIUM|FLANNEL' || continue"));
+        assert!(script.contains("-restore -T $t"));
+    }
+}

@@ -1,0 +1,293 @@
+//! Kubernetes on real systemd nodes (systemd-nspawn, no route out): kubeadm init and join, the
+//! HA endpoint, the CNI chart and an addon, all from the bundle; a rerun that changes nothing;
+//! a node added by rerunning; reset and install again. kubeadm, kubelet, kubectl and crictl are
+//! the lab's stand-ins (`scripts/lab/standins/README.md` says what each checks); containerd,
+//! runc, etcd, the registry, systemd and helm are real.
+
+/// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
+mod lab {
+    use std::fmt::Write as _;
+    use std::fs;
+    use std::process::Command;
+
+    use serde_json::Value;
+
+    use crate::install_lab::lab::Cluster;
+    use crate::support::{run_failing, run_ok};
+
+    /// Groups of the HA cluster: two control planes, two workers, external etcd on three nodes.
+    const HA_GROUPS: &str = "    kube_control_plane: {hosts: [node1, node2]}\n    kube_worker: {hosts: [node3, node4]}\n    etcd: {hosts: [node1, node2, node3]}\n    image_registry: {hosts: [node1]}\n";
+
+    /// The stand-ins' log on node `i`, one line per call.
+    fn standin_log(cluster: &Cluster, i: usize) -> String {
+        cluster.on(i, "cat /tmp/kk-standin.log 2>/dev/null; true")
+    }
+
+    fn count(haystack: &str, needle: &str) -> usize {
+        haystack.lines().filter(|l| l.starts_with(needle)).count()
+    }
+
+    /// `sha256:<hex>` of the CA's public key, computed the way kubeadm's documentation does it
+    /// (with openssl, independently of kk).
+    fn ca_hash_by_openssl(cluster: &Cluster) -> String {
+        let ca = cluster.work_dir().join("pki/ca.crt");
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(format!(
+            "openssl x509 -pubkey -noout -in {} | openssl pkey -pubin -outform der | sha256sum | cut -c1-64",
+            ca.display()
+        ));
+        let (hex, _) = run_ok(&mut sh);
+        format!("sha256:{}", hex.trim())
+    }
+
+    /// Every image the CNI's rendered manifest names pulls on every node of `nodes`.
+    fn assert_chart_images_pull(cluster: &Cluster, nodes: usize, release: &str) {
+        let rendered = cluster.on(0, &format!("cat /etc/kubernetes/kk/charts/{release}.yaml"));
+        let images: Vec<&str> = rendered
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("image:"))
+            .map(|i| i.trim().trim_matches('"'))
+            .collect();
+        assert!(!images.is_empty(), "{release} names no image:\n{rendered}");
+        for node in 0..nodes {
+            let mut pulls = String::from("set -e; ");
+            for image in &images {
+                let _ = write!(
+                    pulls,
+                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {image} >/dev/null; "
+                );
+            }
+            cluster.on(node, &pulls);
+        }
+    }
+
+    #[test]
+    fn ha_kubernetes_with_external_etcd_joins_added_nodes_and_resets() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let cluster = Cluster::start_nodes(tmp.path(), 5);
+        cluster.write_inventory(4, HA_GROUPS);
+        let first = &cluster.nodes.ips()[0];
+        let vip = format!("{}.200", first.rsplit_once('.').expect("ipv4").0);
+        cluster.write_config(&format!(
+            "  kubernetes:\n    control_plane_endpoint:\n      type: kube-vip\n      host: lb.kubesphere.local\n      kube_vip: {{address: {vip}, mode: ARP}}\n  etcd: {{deployment_type: external}}\n  cni: {{type: calico}}\n  addons:\n    - name: operator-copy\n      namespace: extra\n      sources:\n        chart:\n          name: tigera-operator\n          values: [\"installation.registry=quay.io/\"]\n"
+        ));
+
+        let (table, _) = run_ok(&mut cluster.kk_install(&[]));
+        for phase in ["kubernetes", "network", "addons"] {
+            assert!(table.contains(phase), "the table lacks {phase}:\n{table}");
+        }
+
+        // Exactly one init, on the first control plane; every other node joined, with the
+        // right role and the CA hash of the CA kk issued.
+        let hash = ca_hash_by_openssl(&cluster);
+        let logs: Vec<String> = (0..4).map(|i| standin_log(&cluster, i)).collect();
+        let inits: usize = logs.iter().map(|l| count(l, "kubeadm init")).sum();
+        assert_eq!(inits, 1, "{logs:#?}");
+        assert_eq!(
+            count(
+                &logs[0],
+                "kubeadm init --config /etc/kubernetes/kk/kubeadm-init.yaml"
+            ),
+            1
+        );
+        for node in 1..4 {
+            assert_eq!(
+                count(
+                    &logs[node],
+                    "kubeadm join --config /etc/kubernetes/kk/kubeadm-join.yaml"
+                ),
+                1,
+                "node{}: {}",
+                node + 1,
+                logs[node]
+            );
+            let join = cluster.on(node, "cat /etc/kubernetes/kk/kubeadm-join.yaml");
+            assert!(join.contains(&hash), "node{}: {join}", node + 1);
+            assert!(join.contains("lb.kubesphere.local:6443"), "{join}");
+            assert_eq!(
+                join.contains("controlPlane:"),
+                node == 1,
+                "node{}: only node2 joins as a control plane:\n{join}",
+                node + 1
+            );
+        }
+        let init = cluster.on(0, "cat /etc/kubernetes/kk/kubeadm-init.yaml");
+        for expected in [
+            "kubeadm.k8s.io/v1beta4",
+            "kubernetesVersion: v1.33.0",
+            "controlPlaneEndpoint: lb.kubesphere.local:6443",
+            "cgroupDriver: systemd",
+            "external:",
+        ] {
+            assert!(init.contains(expected), "{expected}:\n{init}");
+        }
+        assert!(!init.contains("imageRepository"), "{init}");
+        let token: Value = serde_json::from_str(
+            &fs::read_to_string(cluster.work_dir().join("kubeadm-token.json")).expect("token"),
+        )
+        .expect("token json");
+        assert!(init.contains(token["token"].as_str().expect("token")));
+
+        // kube-vip on both control planes with admin.conf, the VIP and the bundle's image.
+        for node in 0..2 {
+            let vip_pod = cluster.on(node, "cat /etc/kubernetes/manifests/kube-vip.yaml");
+            assert!(vip_pod.contains(&vip), "{vip_pod}");
+            assert!(vip_pod.contains("ghcr.io/kube-vip/kube-vip:"), "{vip_pod}");
+            assert!(
+                vip_pod.contains("/etc/kubernetes/admin.conf") && !vip_pod.contains("super-admin"),
+                "{vip_pod}"
+            );
+        }
+        // Every node's kubelet runs, its config from kubeadm, its static pods' images pulled.
+        for node in 0..4 {
+            let said = cluster.on(
+                node,
+                "echo $(systemctl is-active kubelet) $(test -f /var/lib/kubelet/kk-standin-ready && echo ready); grep -c lb.kubesphere.local /etc/hosts",
+            );
+            assert!(said.starts_with("active ready"), "node{}: {said}", node + 1);
+        }
+        // The CNI and the addon were applied from the rendered charts; their images pull
+        // everywhere through kk's registry.
+        let objects = cluster.on(0, "cat /var/lib/kk-standin/kubectl/objects");
+        assert!(objects.contains("DaemonSet/"), "{objects}");
+        assert_chart_images_pull(&cluster, 4, "tigera-operator");
+        let values = cluster.on(
+            0,
+            "cat /etc/kubernetes/kk/charts/tigera-operator.values.yaml",
+        );
+        assert!(
+            values.contains("quay.io/") && values.contains("10.233.64.0/18"),
+            "{values}"
+        );
+        assert!(
+            logs[0].contains("kubectl apply --server-side")
+                && logs[0].contains("operator-copy.yaml"),
+            "{}",
+            logs[0]
+        );
+
+        // A rerun changes nothing.
+        let before = cluster.fingerprint();
+        run_ok(&mut cluster.kk_install(&[]));
+        assert_eq!(cluster.fingerprint(), before, "a rerun changed something");
+
+        // node5 added to the inventory, with the token expired meanwhile: the same command
+        // replaces the token and joins node5, touching nothing else.
+        cluster.write_inventory(
+            5,
+            &HA_GROUPS.replace("[node3, node4]", "[node3, node4, node5]"),
+        );
+        let mut token = token;
+        token["expires"] = Value::from("2020-01-01T00:00:00Z");
+        fs::write(
+            cluster.work_dir().join("kubeadm-token.json"),
+            token.to_string(),
+        )
+        .expect("expire token");
+        let before = cluster.fingerprint();
+        run_ok(&mut cluster.kk_install(&[]));
+        assert_eq!(
+            count(&standin_log(&cluster, 0), "kubeadm token create"),
+            1,
+            "the expired token is replaced on the first control plane"
+        );
+        let joined = standin_log(&cluster, 4);
+        assert_eq!(count(&joined, "kubeadm join"), 1, "{joined}");
+        let new_token: Value = serde_json::from_str(
+            &fs::read_to_string(cluster.work_dir().join("kubeadm-token.json")).expect("token"),
+        )
+        .expect("token json");
+        assert!(
+            cluster
+                .on(4, "cat /etc/kubernetes/kk/kubeadm-join.yaml")
+                .contains(new_token["token"].as_str().expect("token"))
+        );
+        let mut after = cluster.fingerprint();
+        after.remove(&cluster.nodes.ips()[4]);
+        assert_eq!(after, before, "adding node5 touched another node");
+
+        // Reset: kubeadm reset everywhere, kk's units and files gone, the CNI's chains too;
+        // then the same install works again.
+        cluster.on(0, "iptables -N KUBE-KK-TEST && iptables -N keep-me");
+        let refused = run_failing(&mut cluster.kk_install(&["reset"]));
+        assert!(refused.contains("--yes"), "{refused}");
+        run_ok(&mut cluster.kk_install(&["reset", "--yes"]));
+        for node in 0..5 {
+            let said = cluster.on(
+                node,
+                "for f in /etc/kubernetes/kubelet.conf /etc/systemd/system/kubelet.service /etc/systemd/system/containerd.service /etc/kubekey/installed.json /etc/kubernetes/manifests/kube-vip.yaml; do test -e $f && echo left $f; done; \
+                 systemctl is-active kubelet containerd etcd 2>/dev/null; grep -c 'BEGIN kk-install' /etc/hosts; true",
+            );
+            assert!(!said.contains("left"), "node{}: {said}", node + 1);
+            assert!(
+                !said.contains("\nactive") && !said.starts_with("active"),
+                "node{}: {said}",
+                node + 1
+            );
+            assert!(
+                said.trim_end().ends_with('0'),
+                "node{}: kk's hosts block stays: {said}",
+                node + 1
+            );
+            assert_eq!(count(&standin_log(&cluster, node), "kubeadm reset -f"), 1);
+        }
+        let chains = cluster.on(0, "iptables -S | grep -c -- '-N' ; iptables -S");
+        assert!(
+            !chains.contains("KUBE-KK-TEST") && chains.contains("keep-me"),
+            "{chains}"
+        );
+        assert!(!cluster.work_dir().join("install-state.json").exists());
+
+        let (table, _) = run_ok(&mut cluster.kk_install(&[]));
+        assert!(table.contains("node5"), "{table}");
+        assert_eq!(count(&standin_log(&cluster, 0), "kubeadm init"), 2);
+    }
+
+    #[test]
+    fn stacked_etcd_and_haproxy_and_a_config_kubeadm_rejects() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let cluster = Cluster::start_nodes(tmp.path(), 3);
+        cluster.write_inventory(
+            3,
+            "    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2, node3]}\n    image_registry: {hosts: [node1]}\n",
+        );
+
+        // A service range kubeadm refuses never reaches a node: the plan names the field.
+        cluster.write_config("  etcd: {deployment_type: internal}\n  cni: {service_cidr: 10.0.0.0/8, pod_cidr: 172.16.0.0/16}\n");
+        let error = run_failing(&mut cluster.kk_install(&[]));
+        assert!(error.contains("`spec.cni.service_cidr`"), "{error}");
+        assert!(!cluster.work_dir().join("install-state.json").exists());
+        assert_eq!(standin_log(&cluster, 0), "");
+
+        cluster.write_config(
+            "  kubernetes:\n    control_plane_endpoint: {type: haproxy}\n  etcd: {deployment_type: internal}\n",
+        );
+        run_ok(&mut cluster.kk_install(&[]));
+        let init = cluster.on(0, "cat /etc/kubernetes/kk/kubeadm-init.yaml");
+        assert!(!init.contains("external:"), "{init}");
+        let first = cluster.on(
+            0,
+            "test -f /etc/kubernetes/manifests/etcd.yaml && echo stacked; test -e /etc/systemd/system/etcd.service && echo unit; test -f /etc/kubernetes/pki/etcd/ca.key && echo key; true",
+        );
+        assert_eq!(first, "stacked\nkey\n");
+        let node1 = &cluster.nodes.ips()[0];
+        for node in 1..3 {
+            let cfg = cluster.on(node, "cat /etc/kubekey/haproxy/haproxy.cfg");
+            assert!(cfg.contains(&format!("{node1}:6443")), "{cfg}");
+            let said = cluster.on(
+                node,
+                "test -f /etc/kubernetes/manifests/haproxy.yaml && echo pod; grep lb.kubesphere.local /etc/hosts; grep -A1 ignorePreflightErrors /etc/kubernetes/kk/kubeadm-join.yaml",
+            );
+            assert!(
+                said.starts_with("pod\n127.0.0.1"),
+                "node{}: {said}",
+                node + 1
+            );
+            assert!(
+                said.contains("DirAvailable--etc-kubernetes-manifests"),
+                "{said}"
+            );
+        }
+        assert_chart_images_pull(&cluster, 3, "tigera-operator");
+    }
+}
