@@ -24,6 +24,7 @@ fi
 #   fio                       the etcd disk latency check
 #   iproute2                  network namespaces for lab nodes
 #   curl, python3             the upstream lab (scripts/lab/): readiness checks, its file server
+#   python3-yaml              the kubeadm/kubelet/kubectl stand-ins' self-test (scripts/lab/standins/)
 #   unzip                     helm comes from an npm package's zip (scripts/lab/tools.sh)
 #   gettext-base              envsubst: renders manifests/lab.yaml (scripts/lab/render.sh)
 #   bc, hyperfine             timings in the lab scripts, and benchmarks
@@ -40,7 +41,7 @@ PACKAGES=(
   containerd runc
   etcd-server etcd-client
   openssh-server fio iproute2
-  curl python3 unzip gettext-base bc hyperfine apache2-utils
+  curl python3 python3-yaml unzip gettext-base bc hyperfine apache2-utils
   wrk openssh-client openssl sudo
   socat conntrack ethtool ebtables
   mmdebstrap systemd-container

@@ -23,6 +23,9 @@ cargo fmt --all -- --check
 step "cargo clippy --workspace --all-targets --locked -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "the lab's kubeadm/kubelet/kubectl/crictl stand-ins behave as scripts/lab/standins/README.md says"
+bash scripts/lab/standins/selftest.sh
+
 step "cargo nextest run --workspace --locked --profile ci"
 cargo nextest run --workspace --locked --profile ci
 

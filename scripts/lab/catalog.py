@@ -16,6 +16,11 @@ template is expanded and mapped into DIR/http: a URL under --lab-http keeps its 
     helm                                  the real helm (--helm)
     docker, cri-dockerd                   their static tarballs' layout: stand-ins for docker's own
                                           programs, Debian's containerd and runc beside them
+    kubeadm, kubelet, kubectl, crictl     scripts/lab/standins/NAME.py (Python 3 + PyYAML stand-ins
+                                          that fail where the real tool would; their README) with
+                                          `VERSION = ...` set to the binary's version and, for
+                                          kubeadm, `IMAGES = [...]` to the catalog's registry.k8s.io
+                                          images `kubeadm config images list` prints
     anything else                         a stand-in shell script that logs its arguments to
                                           ${KK_STANDIN_LOG:-/tmp/kk-standin.log} and answers `version`
 
@@ -37,6 +42,7 @@ the hosts that a manifest must map to the lab (`hosts.files`, `hosts.registries`
 """
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -58,6 +64,13 @@ case "$1" in
 esac
 exit 0
 """
+
+
+STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
+# The images `kubeadm config images list` prints, in its order (registry.k8s.io paths).
+KUBEADM_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns/coredns",
+                  "pause", "etcd")
+SMART_STANDINS = ("kubeadm", "kubelet", "kubectl", "crictl")
 
 
 def warn(message):
@@ -113,11 +126,51 @@ def archive_top(file_name):
     return None
 
 
-def content(name, version, os_name, arch, file_name, helm):
+def kubeadm_images(version, images):
+    """The catalog's images kubeadm pulls, in `kubeadm config images list` order."""
+    defaults = None
+    out = []
+    for path in KUBEADM_IMAGES:
+        found = [ref for ref in images if ref.startswith(f"registry.k8s.io/{path}:")]
+        if found:
+            out.append(found[0])
+        elif path.startswith("kube-"):
+            out.append(f"registry.k8s.io/{path}:{version}")
+        else:
+            if defaults is None:
+                with open(os.path.join(STANDINS, "kubeadm.py")) as f:
+                    line = re.search(r"^IMAGES = (\[.*?\])", f.read(), re.M)
+                defaults = ast.literal_eval(line.group(1))
+            fallback = [ref for ref in defaults if ref.rpartition(":")[0] == f"registry.k8s.io/{path}"][0]
+            warn(f"the catalog names no registry.k8s.io/{path} image: the kubeadm stand-in lists {fallback}")
+            out.append(fallback)
+    return out
+
+
+def smart_standin(key, version, images):
+    """scripts/lab/standins/KEY.py with its VERSION (and kubeadm's IMAGES) set."""
+    with open(os.path.join(STANDINS, f"{key}.py")) as f:
+        text = f.read()
+    line = f"VERSION = {json.dumps(version)}  # set by scripts/lab/catalog.py"
+    text, n = re.subn(r"^VERSION = .*$", lambda _: line, text, count=1, flags=re.M)
+    if n != 1:
+        die(f"{STANDINS}/{key}.py has no `VERSION = ...` line")
+    if key == "kubeadm":
+        line = f"IMAGES = {json.dumps(kubeadm_images(version, images))}  # set by scripts/lab/catalog.py"
+        text, n = re.subn(r"^IMAGES = .*$", lambda _: line, text, count=1, flags=re.M)
+        if n != 1:
+            die(f"{STANDINS}/kubeadm.py has no `IMAGES = ...` line")
+    return text
+
+
+def content(name, version, os_name, arch, file_name, helm, images=()):
     """What to write: ("file", source_path | text) or ("archive", {member: source_path | text}, entries)."""
     top = archive_top(file_name)
     key = name.lower()
-    standin = STANDIN.format(name=name, version=version, os=os_name, arch=arch)
+    if key in SMART_STANDINS:
+        standin = smart_standin(key, version, images)
+    else:
+        standin = STANDIN.format(name=name, version=version, os=os_name, arch=arch)
     if key == "etcd":
         if top is None:
             return "file", real("/usr/bin/etcd", "etcd-server")
@@ -302,7 +355,8 @@ def main():
             rel = map_url(url, args.lab_http)
             dest = os.path.join(http_root, rel)
             if args.force or not os.path.isfile(dest):
-                write_artifact(content(name, version, os_name, arch, os.path.basename(rel), args.helm), dest, work)
+                write_artifact(content(name, version, os_name, arch, os.path.basename(rel), args.helm,
+                                       catalog.get("images", [])), dest, work)
             entry = {"name": name, "version": version, "os": os_name, "arch": arch, "url": url,
                      "path": rel, "sha256": sha256_file(dest)}
             if binary.get("checksumUrl"):

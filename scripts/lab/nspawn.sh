@@ -25,7 +25,9 @@
 # Once a lab is up, `down`, `status` and `env` use the prefix and net recorded in $NODES_DIR/state.
 #
 # Base image: `mmdebstrap --variant=minbase --include=systemd,systemd-sysv,dbus,openssh-server,
-# iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2 bookworm DIR -`, fed the
+# iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2,python3,python3-yaml,openssl
+# bookworm DIR -` (python3, PyYAML and openssl run the kubeadm/kubelet/kubectl/crictl stand-ins of
+# scripts/lab/standins), fed the
 # host's own apt sources for bookworm on stdin (deb822 stanzas of /etc/apt/sources.list.d/*.sources,
 # else the one-line entries of sources.list), so it uses whatever mirror the host is configured
 # with. Cached in $NSPAWN_IMAGES_DIR/<sha256 of suite, variant, package list, architecture and
@@ -156,7 +158,7 @@ ENV_VETHS=yes
 IMAGE_VERSION=1
 IMAGE_SUITE=bookworm
 IMAGE_VARIANT=minbase
-IMAGE_PACKAGES=systemd,systemd-sysv,dbus,openssh-server,iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2
+IMAGE_PACKAGES=systemd,systemd-sysv,dbus,openssh-server,iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2,python3,python3-yaml,openssl
 # Directories of the node that are real directories of $NODES_DIR, not the overlay.
 DATA_DIRS=(var/lib/containerd var/lib/kk var/lib/etcd)
 NODE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

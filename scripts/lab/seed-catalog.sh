@@ -76,9 +76,15 @@ while IFS=$'\t' read -r kind ref path tag; do
 done < "$work/plan.tsv"
 umoci gc --layout "$layout"
 
-# Stand-in charts.
+# Stand-in charts. A chart whose catalog entry lists `images` (the network plugin's) also renders a
+# DaemonSet whose containers are exactly those images, by their original names (values.yaml
+# `standinImages`), so `helm template` names what the catalog bundles. Where the real chart would
+# have an airgapped cluster ask for images the catalog lacks, the stand-in refuses to render:
+# tigera-operator unless `installation.registry` is set (it then puts that registry in front of the
+# calico/* images, as the operator does with Installation.spec.registry), cilium unless
+# `envoy.enabled` is false (the cilium-envoy image is not in the catalog).
 make_chart() { # NAME VERSION DIR: packages a minimal chart into DIR (kept if there already)
-  local name=$1 version=$2 dest=$3 src
+  local name=$1 version=$2 dest=$3 src images
   [ -z "$force" ] && [ -f "$dest/$name-$version.tgz" ] && return 0
   src=$work/charts/$name-$version/$name
   rm -rf "$src"; mkdir -p "$src/templates" "$dest"
@@ -90,7 +96,23 @@ appVersion: "$version"
 description: kk lab stand-in for the $name chart $version
 type: application
 EOF
-  printf 'message: stand-in for %s %s\n' "$name" "$version" > "$src/values.yaml"
+  images=$("$PYTHON" -c 'import json, sys
+for chart in json.load(open(sys.argv[1])).get("charts", []):
+    if chart.get("name") == sys.argv[2] and chart.get("version") == sys.argv[3]:
+        print("\n".join(chart.get("images") or []))
+        break' "$catalog" "$name" "$version") || lab_die "cannot read the images of chart $name $version from $catalog"
+  {
+    printf 'message: stand-in for %s %s\n' "$name" "$version"
+    if [ -n "$images" ]; then
+      printf 'standinImages:\n'
+      # shellcheck disable=SC2086 # one image reference per word
+      printf '  - "%s"\n' $images
+    fi
+    case "$name" in
+      tigera-operator) printf 'installation:\n  enabled: true\n  # registry: the calico/* images'"'"' registry (Installation.spec.registry); required\n' ;;
+      cilium) printf 'envoy:\n  # must be false: the cilium-envoy image is not in the catalog\n  enabled: null\n' ;;
+    esac
+  } > "$src/values.yaml"
   cat > "$src/templates/configmap.yaml" <<'EOF'
 apiVersion: v1
 kind: ConfigMap
@@ -99,6 +121,52 @@ metadata:
 data:
   message: {{ .Values.message | quote }}
 EOF
+  if [ -n "$images" ]; then
+    {
+      case "$name" in
+        tigera-operator) cat <<'EOF'
+{{- $registry := required "kk lab stand-in of tigera-operator: set installation.registry (Installation.spec.registry) so the calico images keep their original names" (dig "installation" "registry" "" .Values.AsMap) }}
+EOF
+          ;;
+        cilium) cat <<'EOF'
+{{- if ne (toString (dig "envoy" "enabled" "unset" .Values.AsMap)) "false" }}
+{{- fail "kk lab stand-in of cilium: set envoy.enabled=false (the cilium-envoy image is not in the catalog)" }}
+{{- end }}
+EOF
+          ;;
+      esac
+      cat <<'EOF'
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {{ .Release.Name }}-{{ .Chart.Name }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    app.kubernetes.io/name: {{ .Chart.Name }}
+    app.kubernetes.io/instance: {{ .Release.Name }}
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .Chart.Name }}
+      app.kubernetes.io/instance: {{ .Release.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{ .Chart.Name }}
+        app.kubernetes.io/instance: {{ .Release.Name }}
+    spec:
+      containers:
+      {{- range $index, $image := .Values.standinImages }}
+      {{- $path := regexReplaceAll "^[^/]+/" $image "" }}
+      {{- if and (eq $.Chart.Name "tigera-operator") (hasPrefix "calico/" $path) }}
+      {{- $image = printf "%s/%s" (trimSuffix "/" $.Values.installation.registry) $path }}
+      {{- end }}
+        - name: standin-{{ $index }}
+          image: {{ $image | quote }}
+      {{- end }}
+EOF
+    } > "$src/templates/workloads.yaml"
+  fi
   "$HELM" package "$src" --destination "$dest" >/dev/null || lab_die "helm package $name $version failed"
 }
 charts=0

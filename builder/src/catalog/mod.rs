@@ -96,6 +96,9 @@ pub struct CatalogChart {
     pub version: String,
     /// The HTTP chart repository (the directory holding `index.yaml`).
     pub repo: String,
+    /// The images the chart deploys when installed as the catalog says, fully qualified (the
+    /// network plugin's `images`); all of them are also in [`Expansion::images`].
+    pub images: Vec<String>,
 }
 
 impl Catalog {
@@ -163,6 +166,7 @@ impl Catalog {
                 name: cni.chart.name.clone(),
                 version: cni.chart.version.clone(),
                 repo: cni.chart.repo.clone(),
+                images: cni.images.clone(),
             });
         }
         images.extend(minor.ha.iter().cloned());
@@ -287,17 +291,25 @@ impl Expansion {
     /// {"kubernetes": "v1.31.4",
     ///  "binaries": [{"name": "kubeadm", "version": "v1.31.4", "url": "…", "checksumUrl": "…"}],
     ///  "images": ["registry.k8s.io/kube-apiserver:v1.31.4"],
-    ///  "charts": [{"name": "tigera-operator", "version": "v3.30.5", "repo": "…"}]}
+    ///  "charts": [{"name": "tigera-operator", "version": "v3.30.5", "repo": "…",
+    ///              "images": ["quay.io/tigera/operator:v1.38.7", "…"]}]}
     /// ```
     ///
-    /// A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex);
+    /// A chart's `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex);
     /// one whose URLs spell architectures differently from Go also has `archNames`.
     pub fn to_json(&self) -> Value {
         let binaries: Vec<Value> = self.binaries.iter().map(CatalogBinary::to_json).collect();
         let charts: Vec<Value> = self
             .charts
             .iter()
-            .map(|chart| json!({"name": chart.name, "version": chart.version, "repo": chart.repo}))
+            .map(|chart| {
+                json!({
+                    "name": chart.name,
+                    "version": chart.version,
+                    "repo": chart.repo,
+                    "images": chart.images,
+                })
+            })
             .collect();
         json!({
             "kubernetes": self.kubernetes,

@@ -190,11 +190,12 @@ fn every_known_patch_expands_for_every_runtime_and_network_plugin() {
                     chart.into_iter().collect::<Vec<_>>(),
                     "{version} {cni}"
                 );
-                // kube-* (4), pause, coredns, etcd, kube-vip: 8 images besides the plugin's.
+                // kube-* (4), pause, coredns, etcd, kube-vip, haproxy: 9 images besides the
+                // plugin's.
                 if cni == "none" {
                     assert_eq!(
                         expansion.images.len(),
-                        8,
+                        9,
                         "{version}: {:?}",
                         expansion.images
                     );
@@ -447,8 +448,40 @@ fn json_has_the_shape_the_lab_seeder_reads() {
     assert_eq!(json["images"][0], "registry.k8s.io/kube-apiserver:v1.31.4");
     assert_eq!(
         json["charts"],
-        json!([{"name": "tigera-operator", "version": "v3.30.5", "repo": "https://docs.tigera.io/calico/charts"}])
+        json!([{
+            "name": "tigera-operator",
+            "version": "v3.30.5",
+            "repo": "https://docs.tigera.io/calico/charts",
+            "images": [
+                "quay.io/tigera/operator:v1.38.7",
+                "quay.io/calico/node:v3.30.5",
+                "quay.io/calico/cni:v3.30.5",
+                "quay.io/calico/kube-controllers:v3.30.5",
+                "quay.io/calico/typha:v3.30.5",
+                "quay.io/calico/pod2daemon-flexvol:v3.30.5",
+                "quay.io/calico/csi:v3.30.5",
+                "quay.io/calico/node-driver-registrar:v3.30.5",
+                "quay.io/calico/apiserver:v3.30.5",
+                "quay.io/calico/key-cert-provisioner:v3.30.5",
+                "quay.io/calico/goldmane:v3.30.5",
+                "quay.io/calico/whisker:v3.30.5",
+                "quay.io/calico/whisker-backend:v3.30.5",
+            ],
+        }])
     );
+    // Every chart image is among the expansion's images.
+    let cilium = expand("v1.32.4", "containerd", "cilium").to_json();
+    let images = cilium["images"].as_array().expect("an array");
+    assert_eq!(
+        cilium["charts"][0]["images"],
+        json!([
+            "quay.io/cilium/cilium:v1.18.14",
+            "quay.io/cilium/operator-generic:v1.18.14"
+        ])
+    );
+    for image in cilium["charts"][0]["images"].as_array().expect("an array") {
+        assert!(images.contains(image), "{image}");
+    }
 
     let docker = expand("v1.31.4", "docker", "none").to_json();
     let pinned = docker["binaries"]

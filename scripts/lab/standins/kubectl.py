@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+''':'
+exec python3 "$0" "$@"
+'''
+# kk lab stand-in for kubectl; not the real program (scripts/lab/standins/README.md says what it
+# checks and writes). There is no API server in the lab: this kubectl needs a kubeconfig as the
+# real one does, validates what it is asked to apply the way client-side validation would, and
+# keeps every applied file and object under /var/lib/kk-standin/kubectl so tests can see them;
+# `get` and `wait` answer from that record. The lines above let `sh kubectl ...` run it too.
+# scripts/lab/catalog.py replaces VERSION when it writes the stand-in for a catalog.
+
+import json
+import os
+import socket
+import sys
+
+VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
+
+NAME = "kubectl"
+ROOT = os.environ.get("KK_STANDIN_ROOT", "")
+RECORD = "/var/lib/kk-standin/kubectl"
+READY = "/var/lib/kubelet/kk-standin-ready"
+BUILTIN = ["Namespace/default", "Namespace/kube-system", "Namespace/kube-public", "Namespace/kube-node-lease"]
+VALUE_FLAGS = {"kubeconfig", "n", "namespace", "o", "output", "field-manager", "f", "filename", "for", "timeout",
+               "context", "l", "selector", "dry-run", "validate", "server", "s", "token", "user", "cluster",
+               "field-selector", "sort-by", "v", "request-timeout", "cascade", "grace-period", "template"}
+ALIASES = {"ns": "namespace", "cm": "configmap", "svc": "service", "sa": "serviceaccount", "deploy": "deployment",
+           "ds": "daemonset", "sts": "statefulset", "rs": "replicaset", "po": "pod", "no": "node",
+           "crd": "customresourcedefinition", "crds": "customresourcedefinition", "pv": "persistentvolume",
+           "pvc": "persistentvolumeclaim", "ing": "ingress", "netpol": "networkpolicy", "ep": "endpoints"}
+
+
+def P(path):
+    return ROOT + path
+
+
+def log_call():
+    try:
+        with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
+            f.write(" ".join([NAME] + sys.argv[1:]) + "\n")
+    except OSError:
+        pass
+
+
+class Fail(Exception):
+    pass
+
+
+def parse_args(argv):
+    flags, positional = {}, []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg == "--":
+            positional += argv[i:]
+            break
+        if not arg.startswith("-") or arg == "-":
+            positional.append(arg)
+            continue
+        name, eq, value = arg.lstrip("-").partition("=")
+        if not eq:
+            if name in VALUE_FLAGS:
+                if i >= len(argv):
+                    raise Fail(f"error: flag needs an argument: {arg}")
+                value = argv[i]
+                i += 1
+            else:
+                value = True
+        if name in ("f", "filename"):
+            flags.setdefault("f", []).append(value)
+        else:
+            flags[name] = value
+    return flags, positional
+
+
+def kubeconfig(flags):
+    """The kubeconfig kubectl would use; the refused connection of a kubectl without one."""
+    candidates = []
+    if flags.get("kubeconfig"):
+        candidates = [flags["kubeconfig"]]
+    elif os.environ.get("KUBECONFIG"):
+        candidates = [p for p in os.environ["KUBECONFIG"].split(":") if p]
+    else:
+        candidates = [os.path.join(os.path.expanduser("~"), ".kube", "config")]
+    for path in candidates:
+        if os.path.isfile(P(path)):
+            try:
+                import yaml
+                doc = yaml.safe_load(open(P(path)))
+            except Exception as e:  # noqa: BLE001 - any parse error is kubectl's load error
+                raise Fail(f'error: error loading config file "{path}": {e}')
+            servers = [c.get("cluster", {}).get("server") for c in (doc or {}).get("clusters") or []
+                       if isinstance(c, dict)]
+            if not any(servers):
+                break
+            return path
+        if flags.get("kubeconfig") or os.environ.get("KUBECONFIG"):
+            print(f"W0000 00:00:00.000000 {os.getpid()} loader.go:223] Config not found: {path}", file=sys.stderr)
+    raise Fail("The connection to the server localhost:8080 was refused - did you specify the right host or port?")
+
+
+def records():
+    try:
+        with open(P(f"{RECORD}/objects")) as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        lines = []
+    return BUILTIN + lines
+
+
+def record(kind, name):
+    os.makedirs(P(RECORD), exist_ok=True)
+    with open(P(f"{RECORD}/objects"), "a") as f:
+        f.write(f"{kind}/{name}\n")
+
+
+def keep(path, text):
+    """Copies an applied file into the record: NNNN-<basename>."""
+    directory = P(RECORD)
+    os.makedirs(directory, exist_ok=True)
+    numbers = [int(e[:4]) for e in os.listdir(directory) if e[:4].isdigit() and e[4:5] == "-"]
+    dest = os.path.join(directory, f"{max(numbers, default=0) + 1:04d}-{os.path.basename(path) or 'stdin'}")
+    with open(dest, "w") as f:
+        f.write(text)
+
+
+def resource_name(kind, api_version):
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return f"{kind.lower()}.{group}" if group else kind.lower()
+
+
+def kind_matches(arg, kind):
+    arg = arg.lower().split(".", 1)[0]
+    arg = ALIASES.get(arg, arg)
+    kind = kind.lower()
+    return arg in (kind, kind + "s", kind + "es") or (kind.endswith("y") and arg == kind[:-1] + "ies")
+
+
+def plural(kind):
+    kind = kind.lower()
+    if kind.endswith("y"):
+        return kind[:-1] + "ies"
+    return kind + ("es" if kind.endswith(("s", "x")) else "s")
+
+
+def files_of(paths, recursive):
+    out = []
+    for path in paths:
+        if path == "-":
+            out.append(("stdin", sys.stdin.read()))
+        elif os.path.isdir(P(path)):
+            for dirpath, dirs, names in os.walk(P(path)):
+                dirs.sort()
+                for name in sorted(names):
+                    if name.endswith((".yaml", ".yml", ".json")):
+                        full = os.path.join(dirpath, name)
+                        out.append((full[len(ROOT):], open(full).read()))
+                if not recursive:
+                    break
+        elif os.path.isfile(P(path)):
+            out.append((path, open(P(path)).read()))
+        else:
+            raise Fail(f'error: the path "{path}" does not exist')
+    return out
+
+
+def objects_of(path, text):
+    import yaml
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise Fail(f"error: error parsing {path}: error converting YAML to JSON: yaml: {where}"
+                   f"{getattr(e, 'problem', None) or e}")
+    out = []
+    for doc in docs:
+        if doc is None or doc == {}:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            out += doc["items"]
+        else:
+            out.append(doc)
+    problems = []
+    for doc in out:
+        if not isinstance(doc, dict):
+            problems.append(f"error unmarshaling JSON: cannot unmarshal {type(doc).__name__} into Go value of type "
+                            "map[string]interface {}")
+            continue
+        missing = [f"{key} not set" for key in ("apiVersion", "kind") if not doc.get(key)]
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            missing.append("metadata.name not set")
+        if missing:
+            problems.append(f"[{', '.join(missing)}]")
+    if problems:
+        raise Fail(f'error: error validating "{path}": error validating data: {"; ".join(problems)}; if you choose '
+                   "to ignore these errors, turn validation off with --validate=false")
+    return out
+
+
+def cmd_apply(flags, positional):
+    if positional:
+        raise Fail(f'error: Unexpected args: {positional}\nSee \'kubectl apply -h\' for help and examples')
+    if flags.get("k") or flags.get("kustomize"):
+        raise Fail("error: the kk lab stand-in kubectl does not do kustomize (-k)")
+    if not flags.get("f"):
+        raise Fail("error: must specify one of -f and -k")
+    kubeconfig(flags)
+    server_side = flags.get("server-side") not in (None, False, "false")
+    if flags.get("force-conflicts") and not server_side:
+        raise Fail("error: --force-conflicts only works with --server-side")
+    dry_run = flags.get("dry-run") not in (None, "none", False)
+    batches = []
+    for path, text in files_of(flags["f"], flags.get("R") or flags.get("recursive")):
+        batches.append((path, text, objects_of(path, text)))
+    if not any(objs for _, _, objs in batches):
+        raise Fail("error: no objects passed to apply")
+    known = set(records())
+    for path, text, objs in batches:
+        if not dry_run:
+            keep(path, text)
+        for obj in objs:
+            key = f"{obj['kind']}/{obj['metadata']['name']}"
+            if server_side:
+                verb = "serverside-applied"
+            else:
+                verb = "configured" if key in known else "created"
+            if dry_run:
+                verb += " (server dry run)" if flags.get("dry-run") == "server" else " (dry run)"
+            else:
+                record(obj["kind"], obj["metadata"]["name"])
+                known.add(key)
+            print(f"{resource_name(obj['kind'], str(obj['apiVersion']))}/{obj['metadata']['name']} {verb}")
+
+
+def targets(positional):
+    """[(kind arg, name or None)] from `KIND NAME...` or `KIND/NAME...`."""
+    if not positional:
+        raise Fail("error: You must specify the type of resource to get. Use \"kubectl api-resources\" for a "
+                   "complete list of supported resources.")
+    if "/" in positional[0]:
+        return [tuple(p.split("/", 1)) for p in positional]
+    kinds = positional[0].split(",")
+    names = positional[1:]
+    return [(k, n) for k in kinds for n in (names or [None])]
+
+
+def local_node():
+    ready = os.path.isfile(P(READY))
+    return socket.gethostname().lower(), ready
+
+
+def cmd_get(flags, positional):
+    kubeconfig(flags)
+    namespace = flags.get("n") or flags.get("namespace") or "default"
+    rows, errors = [], []
+    for kind_arg, name in targets(positional):
+        if kind_matches(kind_arg, "node"):
+            node, ready = local_node()
+            if name and name != node:
+                errors.append(f'Error from server (NotFound): nodes "{name}" not found')
+            else:
+                rows.append(("node", node, "Ready" if ready else "NotReady"))
+            continue
+        found = [r for r in records() if kind_matches(kind_arg, r.split("/", 1)[0])]
+        found = list(dict.fromkeys(found))
+        if name:
+            match = [r for r in found if r.split("/", 1)[1] == name]
+            if not match:
+                errors.append(f'Error from server (NotFound): {plural(kind_arg.split(".")[0])} "{name}" not found')
+            rows += [(r.split("/", 1)[0].lower(), r.split("/", 1)[1], "") for r in match]
+        else:
+            rows += [(r.split("/", 1)[0].lower(), r.split("/", 1)[1], "") for r in found]
+    output = flags.get("o") or flags.get("output") or ""
+    if output == "name":
+        for kind, name, _ in rows:
+            print(f"{kind}/{name}")
+    elif output == "json":
+        items = [{"kind": k, "metadata": {"name": n}} for k, n, _ in rows]
+        print(json.dumps(items[0] if len(items) == 1 and len(positional) > 1 else {"kind": "List", "items": items},
+                         indent=4))
+    elif rows:
+        print("NAME" + " " * 30 + "STATUS")
+        for _, name, status in rows:
+            print(f"{name:<34}{status}")
+    elif not errors:
+        print(f"No resources found in {namespace} namespace.", file=sys.stderr)
+    if errors:
+        raise Fail("\n".join(errors))
+
+
+def cmd_wait(flags, positional):
+    kubeconfig(flags)
+    condition = flags.get("for")
+    if not condition:
+        raise Fail("error: --for must be specified")
+    pairs = targets(positional) if positional else []
+    if not pairs:
+        raise Fail("error: resource(s) were provided, but no name was specified")
+    errors = []
+    for kind_arg, name in pairs:
+        if kind_matches(kind_arg, "node"):
+            node, ready = local_node()
+            names = [node] if (name is None or name == node) else []
+            if not names:
+                errors.append(f'Error from server (NotFound): nodes "{name}" not found')
+            for n in names:
+                if condition.lower().startswith("condition=ready") and not ready:
+                    errors.append(f"error: timed out waiting for the condition on nodes/{n}")
+                else:
+                    print(f"node/{n} condition met")
+            continue
+        found = [r for r in dict.fromkeys(records()) if kind_matches(kind_arg, r.split("/", 1)[0])
+                 and (name is None or r.split("/", 1)[1] == name)]
+        if condition == "delete":
+            if not found:
+                continue
+            errors.append(f"error: timed out waiting for the condition on {kind_arg}/{name}")
+        elif not found:
+            errors.append(f'Error from server (NotFound): {plural(kind_arg.split(".")[0])} "{name}" not found'
+                          if name else "error: no matching resources found")
+        for r in found if condition != "delete" else []:
+            print(f"{r.split('/', 1)[0].lower()}/{r.split('/', 1)[1]} condition met")
+    if errors:
+        raise Fail("\n".join(errors))
+
+
+def cmd_create(flags, positional):
+    if not positional or positional[0] not in ("namespace", "ns") or len(positional) != 2:
+        raise Fail(f'error: unknown command "{" ".join(positional[:1])}" for "kubectl create" (the kk lab stand-in '
+                   "creates namespaces only)")
+    name = positional[1]
+    dry_run = flags.get("dry-run") not in (None, "none", False)
+    if dry_run and (flags.get("o") or flags.get("output")) in ("yaml", "json"):
+        doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {}, "status": {}}
+        if (flags.get("o") or flags.get("output")) == "json":
+            print(json.dumps(doc, indent=4))
+        else:
+            import yaml
+            print(yaml.safe_dump(doc, sort_keys=False), end="")
+        return
+    kubeconfig(flags)
+    if f"Namespace/{name}" in records():
+        raise Fail(f'Error from server (AlreadyExists): namespaces "{name}" already exists')
+    if not dry_run:
+        record("Namespace", name)
+    print(f"namespace/{name} created" + (" (dry run)" if dry_run else ""))
+
+
+def cmd_version(flags, positional):
+    client = flags.get("client") not in (None, False, "false")
+    output = flags.get("o") or flags.get("output")
+    info = {"major": VERSION[1:].split(".")[0], "minor": VERSION.split(".")[1], "gitVersion": VERSION,
+            "platform": "linux/amd64"}
+    server = None if client else kubeconfig(flags) and info
+    if output == "json":
+        doc = {"clientVersion": info, "kustomizeVersion": "v5.6.0"}
+        if server:
+            doc["serverVersion"] = server
+        print(json.dumps(doc, indent=2))
+        return
+    print(f"Client Version: {VERSION}\nKustomize Version: v5.6.0")
+    if server:
+        print(f"Server Version: {VERSION} (kk lab stand-in: no API server runs)")
+
+
+def main():
+    log_call()
+    try:
+        flags, positional = parse_args(sys.argv[1:])
+        if not positional:
+            raise Fail("error: the kk lab stand-in kubectl needs a command (version, apply, get, wait, create "
+                       "namespace)")
+        verb, rest = positional[0], positional[1:]
+        handlers = {"version": cmd_version, "apply": cmd_apply, "get": cmd_get, "wait": cmd_wait,
+                    "create": cmd_create}
+        if verb not in handlers:
+            raise Fail(f'error: unknown command "{verb}" for "kubectl" (the kk lab stand-in implements version, '
+                       "apply, get, wait and create namespace)")
+        handlers[verb](flags, rest)
+    except Fail as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
