@@ -276,7 +276,7 @@ pub const HOSTS_BEGIN: &str = "# BEGIN kk-install";
 pub const HOSTS_END: &str = "# END kk-install";
 
 /// `/etc/hosts` with kk's block (every node; the registry's name) replacing any earlier one;
-/// the rest of the file is kept as it was.
+/// the rest of the file is kept as it was. No entries: the block is taken out (reset).
 pub fn hosts_file(current: &str, entries: &[(IpAddr, Vec<String>)]) -> String {
     let mut kept = String::new();
     let mut inside = false;
@@ -293,6 +293,9 @@ pub fn hosts_file(current: &str, entries: &[(IpAddr, Vec<String>)]) -> String {
     }
     let mut text = kept.trim_end_matches('\n').to_owned();
     text.push('\n');
+    if entries.is_empty() {
+        return text;
+    }
     text.push_str(HOSTS_BEGIN);
     text.push('\n');
     for (ip, names) in entries {

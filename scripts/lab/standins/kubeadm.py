@@ -630,10 +630,13 @@ def check_certs(cluster, advertise, name, control_plane_join=False, stacked=None
     step("sa", sa)
 
     endpoint_host = host_port(cluster.endpoint, 6443)[0] if cluster.endpoint else None
+    # A joining control plane's service range is the cluster's (kubeadm-config ConfigMap), which
+    # the stand-in cannot read: the service IP is checked only where the config names the range.
+    service_ip = [cluster.api_service_ip()] if get(cluster.doc, "networking", "serviceSubnet") else []
     leaves = [
         ("apiserver", "ca", ["kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                             f"kubernetes.default.svc.{cluster.dns_domain}", name, cluster.api_service_ip(),
-                             advertise] + ([endpoint_host] if endpoint_host else [])
+                             f"kubernetes.default.svc.{cluster.dns_domain}", name, advertise]
+         + service_ip + ([endpoint_host] if endpoint_host else [])
          + list(get(cluster.doc, "apiServer", "certSANs", default=[]))),
         ("apiserver-kubelet-client", "ca", []),
         ("front-proxy-client", "front-proxy-ca", []),
