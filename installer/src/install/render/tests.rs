@@ -182,5 +182,9 @@ fn the_hosts_block_replaces_its_earlier_self_and_keeps_the_rest() {
     assert_eq!(hosts_file(&once, &entries), once, "idempotent");
     let fewer = hosts_file(&once, &entries[..1]);
     assert!(!fewer.contains("node2"), "{fewer}");
-    assert_eq!(hosts_file(&once, &[]), original, "reset takes the block out");
+    assert_eq!(
+        hosts_file(&once, &[]),
+        original,
+        "reset takes the block out"
+    );
 }
