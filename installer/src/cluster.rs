@@ -95,8 +95,8 @@ pub async fn connect(inventory: &Inventory, reach: &Reach) -> Result<Vec<Node>, 
 }
 
 /// Gathers every node's facts and records them as `facts/<node>.json` in the work directory.
-pub async fn gather(nodes: &[Node], reach: &Reach) -> Result<BTreeMap<String, Facts>, SshError> {
-    let gathered = fan_out(nodes, reach.concurrency, facts::gather).await;
+pub async fn gather(nodes: &[&Node], reach: &Reach) -> Result<BTreeMap<String, Facts>, SshError> {
+    let gathered = fan_out(nodes, reach.concurrency, |node| facts::gather(node)).await;
     let mut by_node = BTreeMap::new();
     for (node, facts) in nodes.iter().zip(gathered) {
         let facts = facts?;
@@ -121,7 +121,7 @@ fn record(work_dir: &Path, node: &str, facts: &Facts) {
 pub async fn measure(
     inventory: &Inventory,
     config: &Config,
-    nodes: &[Node],
+    nodes: &[&Node],
     facts: &BTreeMap<String, Facts>,
     fio_size: &str,
 ) -> ClusterFacts {

@@ -93,7 +93,8 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
     };
     let report = runtime()?.block_on(async {
         let nodes = cluster::connect(&read.inventory, &read.reach).await?;
-        let report = kk_install::install::run::precheck_report(&checks, &nodes).await;
+        let all: Vec<&Node> = nodes.iter().collect();
+        let report = kk_install::install::run::precheck_report(&checks, &all).await;
         close(nodes).await;
         report
     })?;

@@ -20,13 +20,16 @@ template is expanded and mapped into DIR/http: a URL under --lab-http keeps its 
                                           that fail where the real tool would; their README) with
                                           `VERSION = ...` set to the binary's version and, for
                                           kubeadm, `IMAGES = [...]` to the catalog's registry.k8s.io
-                                          images `kubeadm config images list` prints
+                                          images `kubeadm config images list` prints; the text of
+                                          standins/common.py in place of the line
+                                          `from common import *  # kk-standin: common`, so that the
+                                          file stands alone on a node
     anything else                         a stand-in shell script that logs its arguments to
                                           ${KK_STANDIN_LOG:-/tmp/kk-standin.log} and answers `version`
 
 wrapped the upstream way when the URL names a `.tar.gz`/`.tgz`. Archives are deterministic (sorted,
 mtime 0, owner 0, `gzip -n`), so seeding again gives the same sha256. Existing files are kept unless
---force. Then each `checksumUrl` file is written in the format its name implies: `*.sha256` = the
+--force, except the kubeadm/kubelet/kubectl/crictl stand-ins, which are always written again. Then each `checksumUrl` file is written in the format its name implies: `*.sha256` = the
 64 hex digits (dl.k8s.io), `NAME.sha256sum` beside NAME = `hex  NAME`, anything else (SHA256SUMS,
 *checksums.txt, a shared *.sha256sum) = `hex  file` for every file of its directory.
 
@@ -71,6 +74,8 @@ STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 KUBEADM_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns/coredns",
                   "pause", "etcd")
 SMART_STANDINS = ("kubeadm", "kubelet", "kubectl", "crictl")
+# The line of each stand-in that imports standins/common.py; written out, common.py stands in its place.
+COMMON_IMPORT = "from common import *  # kk-standin: common"
 
 
 def warn(message):
@@ -147,10 +152,26 @@ def kubeadm_images(version, images):
     return out
 
 
-def smart_standin(key, version, images):
-    """scripts/lab/standins/KEY.py with its VERSION (and kubeadm's IMAGES) set."""
+def standin_source(key):
+    """scripts/lab/standins/KEY.py with scripts/lab/standins/common.py in place of its COMMON_IMPORT
+    line: one file that needs nothing beside it."""
     with open(os.path.join(STANDINS, f"{key}.py")) as f:
-        text = f.read()
+        lines = f.read().splitlines(keepends=True)
+    marked = [i for i, line in enumerate(lines) if line.rstrip() == COMMON_IMPORT]
+    if len(marked) != 1:
+        die(f"{STANDINS}/{key}.py has {len(marked)} lines `{COMMON_IMPORT}`, not one: the stand-in would not "
+            "stand alone on a node")
+    with open(os.path.join(STANDINS, "common.py")) as f:
+        common = f.read()
+    i = marked[0]
+    return ("".join(lines[:i]) + "# ---- scripts/lab/standins/common.py, put here by scripts/lab/catalog.py ----\n"
+            + common.rstrip("\n") + "\n# ---- end of common.py ----\n" + "".join(lines[i + 1:]))
+
+
+def smart_standin(key, version, images):
+    """scripts/lab/standins/KEY.py, self-contained (standin_source), with its VERSION (and kubeadm's
+    IMAGES) set."""
+    text = standin_source(key)
     line = f"VERSION = {json.dumps(version)}  # set by scripts/lab/catalog.py"
     text, n = re.subn(r"^VERSION = .*$", lambda _: line, text, count=1, flags=re.M)
     if n != 1:
@@ -354,7 +375,9 @@ def main():
             url = expand(binary["url"], version, os_name, url_arch)
             rel = map_url(url, args.lab_http)
             dest = os.path.join(http_root, rel)
-            if args.force or not os.path.isfile(dest):
+            # The stand-ins are rewritten every time (deterministic, so unchanged ones keep their
+            # sha256): a lab seeded before a stand-in changed must not serve the old one.
+            if args.force or not os.path.isfile(dest) or name in SMART_STANDINS:
                 write_artifact(content(name, version, os_name, arch, os.path.basename(rel), args.helm,
                                        catalog.get("images", [])), dest, work)
             entry = {"name": name, "version": version, "os": os_name, "arch": arch, "url": url,

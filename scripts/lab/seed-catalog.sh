@@ -83,9 +83,8 @@ umoci gc --layout "$layout"
 # tigera-operator unless `installation.registry` is set (it then puts that registry in front of the
 # calico/* images, as the operator does with Installation.spec.registry), cilium unless
 # `envoy.enabled` is false (the cilium-envoy image is not in the catalog).
-make_chart() { # NAME VERSION DIR: packages a minimal chart into DIR (kept if there already)
-  local name=$1 version=$2 dest=$3 src images
-  [ -z "$force" ] && [ -f "$dest/$name-$version.tgz" ] && return 0
+make_chart() { # NAME VERSION DIR: packages a minimal chart into DIR (kept while its sources are unchanged)
+  local name=$1 version=$2 dest=$3 src images sources
   src=$work/charts/$name-$version/$name
   rm -rf "$src"; mkdir -p "$src/templates" "$dest"
   cat > "$src/Chart.yaml" <<EOF
@@ -167,7 +166,15 @@ spec:
 EOF
     } > "$src/templates/workloads.yaml"
   fi
+  # helm package stamps times into the archive: a chart is packaged again only when its sources
+  # changed (recorded beside it), so its digest stays put between seedings.
+  sources=$(cd "$src" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-64)
+  if [ -z "$force" ] && [ -f "$dest/$name-$version.tgz" ] \
+     && [ "$(cat "$dest/$name-$version.tgz.sources" 2>/dev/null)" = "$sources" ]; then
+    return 0
+  fi
   "$HELM" package "$src" --destination "$dest" >/dev/null || lab_die "helm package $name $version failed"
+  printf '%s\n' "$sources" > "$dest/$name-$version.tgz.sources"
 }
 charts=0
 declare -A reindex=()

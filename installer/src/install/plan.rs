@@ -2,16 +2,22 @@
 //! each step runs on. Pure: no node is contacted, so `kk-install plan` and the tests see exactly
 //! what an install would do.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
-use bundle_spec::{ArtifactKind, Description, Sha256Digest};
+use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
 use crate::error::PlanError;
 use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
+
+mod content;
+mod kubernetes;
+
+pub use content::CHARTS_DIR;
+use content::Content;
+pub use kubernetes::KubernetesPlan;
 
 /// The phases of an install, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -245,18 +251,6 @@ pub struct RegistryPlan {
     pub host: String,
     /// The port.
     pub port: u16,
-}
-
-/// Where a node keeps the charts it fetched.
-pub const CHARTS_DIR: &str = "/var/lib/kk/charts";
-
-/// An image reference without its tag or digest.
-fn repository(reference: &str) -> &str {
-    let name = reference.split('@').next().unwrap_or(reference);
-    match name.rsplit_once(':') {
-        Some((path, tag)) if !tag.contains('/') => path,
-        _ => name,
-    }
 }
 
 /// The whole install, step by step.
@@ -559,139 +553,6 @@ fn registry_plan(inventory: &Inventory, config: &Config) -> Result<RegistryPlan,
         port: address.port,
     })
 }
-
-/// What the plan reads from the bundle's description.
-#[derive(Debug, Default)]
-struct Content {
-    kubernetes_version: Option<String>,
-    /// By name: reference and the manifest digests of every platform.
-    binaries: BTreeMap<String, (String, Vec<Sha256Digest>)>,
-    images: Vec<String>,
-    image_hosts: Vec<String>,
-    /// By chart name: version, reference and manifest digest.
-    charts: BTreeMap<String, (String, String, Sha256Digest)>,
-}
-
-impl Content {
-    fn of(description: &Description) -> Self {
-        let mut content = Self::default();
-        for artifact in &description.artifacts {
-            match artifact.kind {
-                ArtifactKind::Binary => {
-                    let entry = content
-                        .binaries
-                        .entry(artifact.name.clone())
-                        .or_insert_with(|| (artifact.reference.clone(), Vec::new()));
-                    if !entry.1.contains(&artifact.digest) {
-                        entry.1.push(artifact.digest);
-                    }
-                    if artifact.name == "kubeadm" {
-                        content.kubernetes_version = Some(artifact.version.clone());
-                    }
-                }
-                ArtifactKind::Image => {
-                    if !content.images.contains(&artifact.reference) {
-                        content.images.push(artifact.reference.clone());
-                    }
-                    if let Some((host, _)) = artifact.name.split_once('/')
-                        && !content.image_hosts.iter().any(|h| h == host)
-                    {
-                        content.image_hosts.push(host.to_owned());
-                    }
-                }
-                ArtifactKind::Chart => {
-                    content.charts.insert(
-                        artifact.name.clone(),
-                        (
-                            artifact.version.clone(),
-                            artifact.reference.clone(),
-                            artifact.digest,
-                        ),
-                    );
-                }
-                ArtifactKind::File => {}
-            }
-        }
-        content.image_hosts.sort();
-        content
-    }
-
-    fn binary(&self, name: &str, into: &str, files: &[&str]) -> Result<BinaryFetch, PlanError> {
-        let (reference, digests) =
-            self.binaries
-                .get(name)
-                .ok_or_else(|| PlanError::MissingBinary {
-                    name: name.to_owned(),
-                })?;
-        Ok(BinaryFetch {
-            name: name.to_owned(),
-            reference: reference.clone(),
-            digests: digests.clone(),
-            into: into.to_owned(),
-            files: files.iter().map(|f| (*f).to_owned()).collect(),
-        })
-    }
-
-    /// The chart called `name`, as a node fetches it: the `.tgz` itself, under
-    /// `/var/lib/kk/charts/<name>-<version>.tgz`.
-    fn chart(&self, name: &str) -> Result<BinaryFetch, PlanError> {
-        let (version, reference, digest) =
-            self.charts
-                .get(name)
-                .ok_or_else(|| PlanError::MissingChart {
-                    name: name.to_owned(),
-                })?;
-        Ok(BinaryFetch {
-            name: name.to_owned(),
-            reference: reference.clone(),
-            digests: vec![*digest],
-            into: CHARTS_DIR.to_owned(),
-            files: vec![format!("{name}-{version}.tgz")],
-        })
-    }
-
-    /// The image whose repository path ends with `path` (`kube-vip/kube-vip`).
-    fn image_named(&self, path: &str) -> Result<String, PlanError> {
-        self.images
-            .iter()
-            .find(|reference| repository(reference).ends_with(&format!("/{path}")))
-            .cloned()
-            .ok_or_else(|| PlanError::MissingImage {
-                name: path.to_owned(),
-            })
-    }
-
-    /// The registry host of the image whose repository path ends with `path`.
-    fn image_host_of(&self, path: &str) -> Option<String> {
-        let image = self.image_named(path).ok()?;
-        image.split_once('/').map(|(host, _)| host.to_owned())
-    }
-
-    /// containerd (its daemon, shim and `ctr`), runc, the CNI plugins and crictl.
-    fn runtime_binaries(&self) -> Result<Vec<BinaryFetch>, PlanError> {
-        Ok(vec![
-            self.binary(
-                "containerd",
-                "/usr/local/bin",
-                &["containerd", "containerd-shim-runc-v2", "ctr"],
-            )?,
-            self.binary("runc", "/usr/local/sbin", &["runc"])?,
-            self.binary("cni-plugins", "/opt/cni/bin", &[])?,
-            self.binary("crictl", "/usr/local/bin", &["crictl"])?,
-        ])
-    }
-
-    /// The pause image: the image whose repository is `pause` (kubeadm's sandbox image).
-    fn pause_image(&self) -> Option<String> {
-        self.images
-            .iter()
-            .find(|reference| repository(reference).rsplit('/').next() == Some("pause"))
-            .cloned()
-    }
-}
-
-mod kubernetes;
-pub use kubernetes::KubernetesPlan;
 
 #[cfg(test)]
 mod tests;

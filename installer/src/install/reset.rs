@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::phases::sh as run;
 use super::render::{self, paths};
 use crate::ssh::{Node, fan_out, quote};
 
@@ -80,13 +81,6 @@ pub async fn reset(
         }
     }
     Ok(done)
-}
-
-async fn run(node: &Node, command: &str) -> Result<String, String> {
-    node.run_checked(command)
-        .await
-        .map(|output| output.stdout_text())
-        .map_err(|e| e.to_string())
 }
 
 async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, String> {

@@ -385,6 +385,9 @@ async fn run_cluster_step(
         step.action,
         Action::IssueCertificates | Action::BootstrapToken
     );
+    if done && step.action == Action::Precheck {
+        return precheck_new_nodes(install, nodes, step, progress).await;
+    }
     if done && !always {
         return progress.finish("installer", step, StepStatus::Done, 0.0, None);
     }
@@ -418,7 +421,8 @@ async fn run_cluster_step(
             )));
         }
         Action::Precheck => {
-            let report = precheck_report(&install.checks, nodes).await?;
+            let all: Vec<&Node> = nodes.iter().collect();
+            let report = precheck_report(&install.checks, &all).await?;
             (progress.report)(Event::Precheck(&report));
             if report.failed() {
                 return Err(InstallError::Precheck);
@@ -457,8 +461,43 @@ async fn run_cluster_step(
     )
 }
 
+/// The precheck of a rerun: done for the nodes it covered, it runs again for nodes added to the
+/// inventory since (no step done there yet), with their node rules only — the cluster rules
+/// would now see kk's own cluster (its etcd's ports, its virtual IP answering).
+async fn precheck_new_nodes(
+    install: &Install<'_>,
+    nodes: &[Node],
+    step: &Step,
+    progress: &Progress<'_>,
+) -> Result<(), InstallError> {
+    let new: Vec<&Node> = {
+        let state = Progress::lock(&progress.state);
+        nodes_of(step, nodes)
+            .into_iter()
+            .filter(|n| !state.done.contains_key(n.name()))
+            .collect()
+    };
+    if new.is_empty() {
+        return progress.finish("installer", step, StepStatus::Done, 0.0, None);
+    }
+    let started = Instant::now();
+    let mut report = precheck_report(&install.checks, &new).await?;
+    report.cluster.clear();
+    (progress.report)(Event::Precheck(&report));
+    if report.failed() {
+        return Err(InstallError::Precheck);
+    }
+    progress.finish(
+        "installer",
+        step,
+        StepStatus::Unchanged,
+        started.elapsed().as_secs_f64(),
+        None,
+    )
+}
+
 /// Gathers facts and measurements from every node and evaluates every rule.
-pub async fn precheck_report(checks: &Checks<'_>, nodes: &[Node]) -> Result<Report, InstallError> {
+pub async fn precheck_report(checks: &Checks<'_>, nodes: &[&Node]) -> Result<Report, InstallError> {
     let facts = cluster::gather(nodes, checks.reach).await?;
     let measured = cluster::measure(
         checks.inventory,

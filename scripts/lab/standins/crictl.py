@@ -7,24 +7,19 @@ exec python3 "$0" "$@"
 # default sockets and fails when that socket does not exist; `version`, `info`, `ps`, `pods` and
 # `images` then answer (images from containerd, through ctr), anything else fails. The lines above
 # let `sh crictl ...` run it too. scripts/lab/catalog.py replaces VERSION when it writes the
-# stand-in for a catalog.
+# stand-in for a catalog, and the `from common import *` line with common.py (what the stand-ins share).
 
 import json
 import os
 import re
-import stat
-import subprocess
 import sys
-import time
 
 VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
 
-NAME = "crictl"
-ROOT = os.environ.get("KK_STANDIN_ROOT", "")
-CTR = os.environ.get("KK_STANDIN_CTR", "/usr/local/bin/ctr")
-CONTAINERD = os.environ.get("KK_STANDIN_CONTAINERD", "/usr/local/bin/containerd")
-DEFAULTS = ["unix:///run/containerd/containerd.sock", "unix:///run/crio/crio.sock",
-            "unix:///var/run/cri-dockerd.sock"]
+sys.dont_write_bytecode = True  # run from the repo: no __pycache__ beside common.py
+from common import *  # kk-standin: common
+
+DEFAULTS = [DEFAULT_CRI, "unix:///run/crio/crio.sock", "unix:///var/run/cri-dockerd.sock"]
 REAL_COMMANDS = {"attach", "create", "exec", "imagefsinfo", "inspect", "inspecti", "inspectp", "logs", "port-forward",
                  "pull", "rm", "rmi", "rmp", "runp", "start", "stats", "statsp", "stop", "stopp", "update", "config",
                  "checkpoint", "events", "completion", "update-runtime-config", "metricsp", "run"}
@@ -32,41 +27,9 @@ VALUE_FLAGS = {"runtime-endpoint", "r", "image-endpoint", "i", "timeout", "t", "
                "name", "namespace", "label", "state", "pod", "image", "id"}
 
 
-def P(path):
-    return ROOT + path
-
-
-def log_call():
-    try:
-        with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
-            f.write(" ".join([NAME] + sys.argv[1:]) + "\n")
-    except OSError:
-        pass
-
-
 def fatal(message):
-    print(f'time="{time.strftime("%Y-%m-%dT%H:%M:%S")}Z" level=fatal msg="{message}"', file=sys.stderr)
+    print(logrus("fatal", message), file=sys.stderr)
     sys.exit(1)
-
-
-def parse_args(argv):
-    flags, positional = {}, []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if not arg.startswith("-"):
-            positional.append(arg)
-            continue
-        name, eq, value = arg.lstrip("-").partition("=")
-        if not eq:
-            if name in VALUE_FLAGS and i < len(argv):
-                value = argv[i]
-                i += 1
-            else:
-                value = True
-        flags[name] = value
-    return flags, positional
 
 
 def endpoint(flags):
@@ -81,42 +44,25 @@ def endpoint(flags):
             pass
     candidates = [chosen] if chosen else DEFAULTS
     if not chosen:
-        print(f'time="{time.strftime("%Y-%m-%dT%H:%M:%S")}Z" level=warning msg="runtime connect using default '
-              f'endpoints: {candidates}. As the default settings are now deprecated, you should set the endpoint '
-              'instead."', file=sys.stderr)
+        print(logrus("warning", f"runtime connect using default endpoints: {candidates}. As the default "
+                                "settings are now deprecated, you should set the endpoint instead."), file=sys.stderr)
     for candidate in candidates:
-        sock = candidate.removeprefix("unix://")
-        try:
-            if stat.S_ISSOCK(os.stat(P(sock)).st_mode):
-                return candidate
-        except OSError:
-            pass
-    sock = candidates[-1].removeprefix("unix://")
-    fatal(f'validate service connection: validate CRI v1 runtime API for endpoint \\"{candidates[-1]}\\": rpc error: '
-          f'code = Unavailable desc = connection error: desc = \\"transport: Error while dialing: dial unix {sock}: '
-          'connect: no such file or directory\\"')
+        if is_socket(candidate.removeprefix("unix://")):
+            return candidate
+    fatal(cri_dial_error(candidates[-1], quote='\\"'))
 
 
 def runtime_version():
-    try:
-        out = subprocess.run([CONTAINERD, "--version"], capture_output=True, text=True).stdout
-    except OSError:
-        out = ""
-    m = re.search(r"\s(v?\d+\.\d+\.\d+\S*)", out)
+    m = re.search(r"\s(v?\d+\.\d+\.\d+\S*)", containerd_version())
     return m.group(1) if m else "unknown"
 
 
 def images():
-    try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "ls", "-q"], capture_output=True, text=True)
-    except OSError:
-        return []
-    return [r for r in out.stdout.split() if not r.startswith("sha256:")] if out.returncode == 0 else []
+    return [r for r in ctr_images() if not r.startswith("sha256:")]
 
 
-def main():
-    log_call()
-    flags, positional = parse_args(sys.argv[1:])
+def main(argv):
+    flags, positional, _ = parse_args(argv, VALUE_FLAGS)
     if flags.get("version") or flags.get("v") is True:
         print(f"crictl version {VERSION}")
         return 0
@@ -162,4 +108,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("crictl", main))

@@ -7,7 +7,8 @@ exec python3 "$0" "$@"
 # installer can get wrong: the config's API version and shape, the certificates it finds, the
 # preflight checks, the image pulls through containerd, and a kubelet that does not come up.
 # The lines above let `sh kubeadm ...` run it too. scripts/lab/catalog.py replaces VERSION and
-# IMAGES when it writes the stand-in for a catalog.
+# IMAGES when it writes the stand-in for a catalog, and the `from common import *` line with
+# common.py (what the stand-ins share).
 
 import base64
 import hashlib
@@ -18,7 +19,6 @@ import re
 import secrets
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -27,12 +27,8 @@ import time
 VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
 IMAGES = ["registry.k8s.io/kube-apiserver:v1.33.0", "registry.k8s.io/kube-controller-manager:v1.33.0", "registry.k8s.io/kube-scheduler:v1.33.0", "registry.k8s.io/kube-proxy:v1.33.0", "registry.k8s.io/coredns/coredns:v1.12.0", "registry.k8s.io/pause:3.10", "registry.k8s.io/etcd:3.5.21-0"]  # set by scripts/lab/catalog.py
 
-NAME = "kubeadm"
-ROOT = os.environ.get("KK_STANDIN_ROOT", "")
-CTR = os.environ.get("KK_STANDIN_CTR", "/usr/local/bin/ctr")
-SYSTEMCTL = os.environ.get("KK_STANDIN_SYSTEMCTL", "systemctl")
-JOURNALCTL = os.environ.get("KK_STANDIN_JOURNALCTL", "journalctl")
-KUBELET_TIMEOUT = float(os.environ.get("KK_STANDIN_KUBELET_TIMEOUT", "60"))
+sys.dont_write_bytecode = True  # run from the repo: no __pycache__ beside common.py
+from common import *  # kk-standin: common
 
 DEFAULT_REPOSITORY = "registry.k8s.io"
 KUBERNETES_DIR = "/etc/kubernetes"
@@ -40,30 +36,10 @@ MANIFESTS = "/etc/kubernetes/manifests"
 STANDIN_DIR = "/etc/kubernetes/kk-standin"
 TOKENS = "/etc/kubernetes/kk-standin/tokens"
 KUBELET_DIR = "/var/lib/kubelet"
-READY = "/var/lib/kubelet/kk-standin-ready"
 TRUST_CA = "/etc/kk/pki/ca.crt"
-DEFAULT_CRI = "unix:///run/containerd/containerd.sock"
-HOSTS_DIR = "/etc/containerd/certs.d"
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 SCHEME = "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"
 STACK_HINT = "To see the stack trace of this error execute with --v=5 or higher"
-
-
-def P(path):
-    """path on the node (below KK_STANDIN_ROOT for the self-test)."""
-    return ROOT + path
-
-
-def log_call():
-    try:
-        with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
-            f.write(" ".join([NAME] + sys.argv[1:]) + "\n")
-    except OSError:
-        pass
-
-
-class Fail(Exception):
-    """An error kubeadm reports (then exit 1)."""
 
 
 def vt(version):
@@ -74,14 +50,6 @@ def vt(version):
 
 
 V = vt(VERSION)
-
-
-def yaml_module():
-    try:
-        import yaml
-    except ImportError:
-        raise Fail("kk stand-in kubeadm: python3-yaml (PyYAML) is not installed")
-    return yaml
 
 
 # ---- command line ----
@@ -101,38 +69,14 @@ BOOL_FLAGS = {
 }
 
 
-def parse_args(argv):
-    """(positional args, {flag: value or True}, [flag names in order given])."""
-    positional, flags, order = [], {}, []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg == "--":
-            positional += argv[i:]
-            break
-        if not arg.startswith("-") or arg == "-":
-            positional.append(arg)
-            continue
-        name = arg.lstrip("-")
-        value = None
-        if "=" in name:
-            name, value = name.split("=", 1)
-        if name in BOOL_FLAGS:
-            flags[name] = True if value is None else value.lower() not in ("false", "0")
-        elif name in VALUE_FLAGS:
-            if value is None:
-                if i >= len(argv):
-                    raise Fail(f"flag needs an argument: {arg}")
-                value = argv[i]
-                i += 1
-            if name in ("ignore-preflight-errors", "skip-phases") and name in flags:
-                value = flags[name] + "," + value
-            flags[name] = value
-        else:
-            raise Fail(f"unknown flag: {arg}")
-        order.append(name)
-    return positional, flags, order
+def parse(argv):
+    """(positional args, {flag: value or True}, [flag names in order given]); repeated
+    --ignore-preflight-errors and --skip-phases add up."""
+    flags, positional, given = parse_args(argv, VALUE_FLAGS, BOOL_FLAGS, strict=True)
+    for name in ("ignore-preflight-errors", "skip-phases"):
+        if name in flags:
+            flags[name] = ",".join(value for n, value in given if n == name)
+    return positional, flags, [name for name, _ in given]
 
 
 def check_mixed(flags, order):
@@ -305,7 +249,7 @@ def load_config(path, wanted):
 
     wanted: the kinds this command reads; other kubeadm kinds and foreign groups are ignored with
     kubeadm's warning. KubeletConfiguration and KubeProxyConfiguration are read when wanted."""
-    yaml = yaml_module()
+    yaml = yaml_module("kubeadm")
     try:
         with open(P(path)) as f:
             text = f.read()
@@ -375,7 +319,7 @@ def load_config(path, wanted):
 
 
 def warn(message):
-    print(f"W{time.strftime('%m%d %H:%M:%S')}.000000 {os.getpid():7d} kubeadm] {message}", file=sys.stderr)
+    klog("W", message, "kubeadm")
 
 
 def get(doc, *path, default=None):
@@ -700,22 +644,8 @@ def kubeconfig(cluster_name, server, ca_pem, user, cert=None, key=None, cert_fil
     }
 
 
-def write(path, text, mode=0o644):
-    os.makedirs(os.path.dirname(P(path)), exist_ok=True)
-    tmp = P(path) + ".kk-standin.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, P(path))
-
-
 def write_yaml(path, doc, mode=0o644):
-    write(path, yaml_module().safe_dump(doc, sort_keys=False, default_flow_style=False), mode)
-
-
-def read(path):
-    with open(P(path)) as f:
-        return f.read()
+    write(path, yaml_module("kubeadm").safe_dump(doc, sort_keys=False, default_flow_style=False), mode)
 
 
 # ---- preflight ----
@@ -750,21 +680,12 @@ class Preflight:
     def common(self, cri):
         if os.geteuid() != 0:
             self.error("IsPrivilegedUser", "user is not running as root")
-        swaps = P("/proc/swaps")
-        if os.path.isfile(swaps) and len(read("/proc/swaps").splitlines()) > 1:
+        if swap_on():
             self.warning("Swap", "swap is enabled; production deployments should disable swap unless testing the "
                                  "NodeSwap feature gate of the kubelet")
-        sock = cri.removeprefix("unix://")
-        try:
-            is_socket = stat.S_ISSOCK(os.stat(P(sock)).st_mode)
-        except OSError:
-            is_socket = False
-        if not is_socket:
-            self.error("CRI", f"container runtime is not running: output: time=\"{time.strftime('%Y-%m-%dT%H:%M:%S')}"
-                              f"Z\" level=fatal msg=\"validate service connection: validate CRI v1 runtime API for "
-                              f"endpoint \\\"{cri}\\\": rpc error: code = Unavailable desc = connection error: desc "
-                              f"= \\\"transport: Error while dialing: dial unix {sock}: connect: no such file or "
-                              "directory\\\"\"\n, error: exit status 1")
+        if not is_socket(cri.removeprefix("unix://")):
+            crictl = logrus("fatal", cri_dial_error(cri, quote='\\"'))
+            self.error("CRI", f"container runtime is not running: output: {crictl}\n, error: exit status 1")
         commands = ["ip", "iptables", "mount", "nsenter"]
         if V < (1, 31, 0):
             commands.insert(0, "crictl")
@@ -822,36 +743,6 @@ class Preflight:
             ok, output = pull(image)
             if not ok:
                 self.error("ImagePull", f"failed to pull image {image}: {output}")
-
-
-def normalize(ref):
-    """containerd's name of an image reference."""
-    first, _, rest = ref.partition("/")
-    if not rest or not ("." in first or ":" in first or first == "localhost"):
-        first, rest = "docker.io", ref
-        if "/" not in rest:
-            rest = "library/" + rest
-    if ":" not in rest.rsplit("/", 1)[-1] and "@" not in rest:
-        rest += ":latest"
-    return f"{first}/{rest}"
-
-
-def present_images():
-    try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "ls", "-q"], capture_output=True, text=True)
-    except OSError:
-        return set()
-    return set(out.stdout.split()) if out.returncode == 0 else set()
-
-
-def pull(image):
-    """Pulls image the way the CRI plugin would, through containerd's hosts directory."""
-    try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR), image],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    except OSError as e:
-        return False, f"{CTR}: {e.strerror}"
-    return out.returncode == 0, (out.stdout.strip().splitlines() or ["exit status %d" % out.returncode])[-1]
 
 
 # ---- what init and join write ----
@@ -985,7 +876,7 @@ def write_manifests(cluster, advertise, port, name, stacked, etcd_servers=None):
 
 
 def manifest_images():
-    yaml = yaml_module()
+    yaml = yaml_module("kubeadm")
     images = []
     directory = P(MANIFESTS)
     for entry in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
@@ -1002,10 +893,7 @@ def manifest_images():
 
 def start_kubelet(expected, static_pods=True):
     """kubelet-start, then wait for the kubelet stand-in to have pulled everything it must run."""
-    try:
-        os.remove(P(READY))
-    except OSError:
-        pass
+    remove(READY)
     print("[kubelet-start] Starting the kubelet")
     out = subprocess.run([SYSTEMCTL, "restart", "kubelet"], capture_output=True, text=True)
     if out.returncode != 0:
@@ -1098,7 +986,7 @@ def cmd_version(pos, flags):
     elif output == "json":
         print(json.dumps({"clientVersion": info}, indent=2))
     elif output == "yaml":
-        print(yaml_module().safe_dump({"clientVersion": info}, sort_keys=False), end="")
+        print(yaml_module("kubeadm").safe_dump({"clientVersion": info}, sort_keys=False), end="")
     elif output == "":
         # The stand-in's own line (the lab's end-to-end test reads it); `-o` gives the real shapes.
         print(f"kubeadm version {VERSION} (stand-in)")
@@ -1486,7 +1374,7 @@ def cmd_token(pos, flags):
         check_duration(ttl, "ttl")
         store_tokens([(token, ttl)])
         if flags.get("print-join-command"):
-            doc = yaml_module().safe_load(read(config))
+            doc = yaml_module("kubeadm").safe_load(read(config))
             server = get(doc, "clusters", default=[{}])[0].get("cluster", {}).get("server", "")
             ca = base64.b64decode(get(doc, "clusters", default=[{}])[0].get("cluster", {})
                                   .get("certificate-authority-data", ""))
@@ -1545,7 +1433,7 @@ def cmd_reset(pos, flags, order):
     if os.path.isfile(etcd_manifest):
         etcd_dir = "/var/lib/etcd"
         try:
-            pod = yaml_module().safe_load(read(f"{MANIFESTS}/etcd.yaml"))
+            pod = yaml_module("kubeadm").safe_load(read(f"{MANIFESTS}/etcd.yaml"))
             for vol in get(pod, "spec", "volumes", default=[]):
                 if vol.get("name") == "etcd-data" and get(vol, "hostPath", "path"):
                     etcd_dir = vol["hostPath"]["path"]
@@ -1565,10 +1453,7 @@ def cmd_reset(pos, flags, order):
                                                     "controller-manager", "scheduler")]
     print(f"[reset] Deleting files: [{' '.join(files)}]")
     for f in files:
-        try:
-            os.remove(P(f))
-        except OSError:
-            pass
+        remove(f)
     shutil.rmtree(P(STANDIN_DIR), ignore_errors=True)
     print("""
 The reset process does not perform cleanup of CNI plugin configuration,
@@ -1589,41 +1474,31 @@ The reset process does not clean your kubeconfig files and you must remove them 
 Please, check the contents of the $HOME/.kube/config file.""")
 
 
-def main():
-    log_call()
-    argv = sys.argv[1:]
-    try:
-        positional, flags, order = parse_args(argv)
-        if not positional:
-            if flags.get("version"):
-                cmd_version([], flags)
-                return 0
-            raise Fail("kk stand-in kubeadm: a command is required (version, config, init, join, token, reset)")
-        command, rest = positional[0], positional[1:]
-        if command == "version":
-            cmd_version(rest, flags)
-        elif command == "config":
-            cmd_config(rest, flags, order)
-        elif command == "init":
-            if rest[:1] == ["phase"]:
-                raise Fail('unknown command "phase" for "kubeadm init" (not in the kk stand-in)')
-            cmd_init(rest, flags, order)
-        elif command == "join":
-            cmd_join(rest, flags, order)
-        elif command == "token":
-            cmd_token(rest, flags)
-        elif command == "reset":
-            cmd_reset(rest, flags, order)
-        else:
-            raise Fail(f'unknown command "{command}" for "kubeadm"')
-    except Fail as e:
-        print(str(e), file=sys.stderr)
-        print(STACK_HINT, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0
+def main(argv):
+    positional, flags, order = parse(argv)
+    if not positional:
+        if flags.get("version"):
+            cmd_version([], flags)
+            return 0
+        raise Fail("kk stand-in kubeadm: a command is required (version, config, init, join, token, reset)")
+    command, rest = positional[0], positional[1:]
+    if command == "version":
+        cmd_version(rest, flags)
+    elif command == "config":
+        cmd_config(rest, flags, order)
+    elif command == "init":
+        if rest[:1] == ["phase"]:
+            raise Fail('unknown command "phase" for "kubeadm init" (not in the kk stand-in)')
+        cmd_init(rest, flags, order)
+    elif command == "join":
+        cmd_join(rest, flags, order)
+    elif command == "token":
+        cmd_token(rest, flags)
+    elif command == "reset":
+        cmd_reset(rest, flags, order)
+    else:
+        raise Fail(f'unknown command "{command}" for "kubeadm"')
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("kubeadm", main, STACK_HINT))

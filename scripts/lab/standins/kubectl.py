@@ -7,7 +7,8 @@ exec python3 "$0" "$@"
 # real one does, validates what it is asked to apply the way client-side validation would, and
 # keeps every applied file and object under /var/lib/kk-standin/kubectl so tests can see them;
 # `get` and `wait` answer from that record. The lines above let `sh kubectl ...` run it too.
-# scripts/lab/catalog.py replaces VERSION when it writes the stand-in for a catalog.
+# scripts/lab/catalog.py replaces VERSION when it writes the stand-in for a catalog, and the
+# `from common import *` line with common.py (what the stand-ins share).
 
 import json
 import os
@@ -16,10 +17,10 @@ import sys
 
 VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
 
-NAME = "kubectl"
-ROOT = os.environ.get("KK_STANDIN_ROOT", "")
+sys.dont_write_bytecode = True  # run from the repo: no __pycache__ beside common.py
+from common import *  # kk-standin: common
+
 RECORD = "/var/lib/kk-standin/kubectl"
-READY = "/var/lib/kubelet/kk-standin-ready"
 BUILTIN = ["Namespace/default", "Namespace/kube-system", "Namespace/kube-public", "Namespace/kube-node-lease"]
 VALUE_FLAGS = {"kubeconfig", "n", "namespace", "o", "output", "field-manager", "f", "filename", "for", "timeout",
                "context", "l", "selector", "dry-run", "validate", "server", "s", "token", "user", "cluster",
@@ -30,47 +31,13 @@ ALIASES = {"ns": "namespace", "cm": "configmap", "svc": "service", "sa": "servic
            "pvc": "persistentvolumeclaim", "ing": "ingress", "netpol": "networkpolicy", "ep": "endpoints"}
 
 
-def P(path):
-    return ROOT + path
-
-
-def log_call():
-    try:
-        with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
-            f.write(" ".join([NAME] + sys.argv[1:]) + "\n")
-    except OSError:
-        pass
-
-
-class Fail(Exception):
-    pass
-
-
-def parse_args(argv):
-    flags, positional = {}, []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg == "--":
-            positional += argv[i:]
-            break
-        if not arg.startswith("-") or arg == "-":
-            positional.append(arg)
-            continue
-        name, eq, value = arg.lstrip("-").partition("=")
-        if not eq:
-            if name in VALUE_FLAGS:
-                if i >= len(argv):
-                    raise Fail(f"error: flag needs an argument: {arg}")
-                value = argv[i]
-                i += 1
-            else:
-                value = True
-        if name in ("f", "filename"):
-            flags.setdefault("f", []).append(value)
-        else:
-            flags[name] = value
+def parse(argv):
+    """(flags, positional); every -f/--filename is in flags["f"], a list."""
+    flags, positional, given = parse_args(argv, VALUE_FLAGS, strict=True, prefix="error: ")
+    files = [value for name, value in given if name in ("f", "filename")]
+    flags.pop("filename", None)
+    if files:
+        flags["f"] = files
     return flags, positional
 
 
@@ -366,25 +333,19 @@ def cmd_version(flags, positional):
         print(f"Server Version: {VERSION} (kk lab stand-in: no API server runs)")
 
 
-def main():
-    log_call()
-    try:
-        flags, positional = parse_args(sys.argv[1:])
-        if not positional:
-            raise Fail("error: the kk lab stand-in kubectl needs a command (version, apply, get, wait, create "
-                       "namespace)")
-        verb, rest = positional[0], positional[1:]
-        handlers = {"version": cmd_version, "apply": cmd_apply, "get": cmd_get, "wait": cmd_wait,
-                    "create": cmd_create}
-        if verb not in handlers:
-            raise Fail(f'error: unknown command "{verb}" for "kubectl" (the kk lab stand-in implements version, '
-                       "apply, get, wait and create namespace)")
-        handlers[verb](flags, rest)
-    except Fail as e:
-        print(str(e), file=sys.stderr)
-        return 1
-    return 0
+def main(argv):
+    flags, positional = parse(argv)
+    if not positional:
+        raise Fail("error: the kk lab stand-in kubectl needs a command (version, apply, get, wait, create "
+                   "namespace)")
+    verb, rest = positional[0], positional[1:]
+    handlers = {"version": cmd_version, "apply": cmd_apply, "get": cmd_get, "wait": cmd_wait,
+                "create": cmd_create}
+    if verb not in handlers:
+        raise Fail(f'error: unknown command "{verb}" for "kubectl" (the kk lab stand-in implements version, '
+                   "apply, get, wait and create namespace)")
+    handlers[verb](flags, rest)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("kubectl", main))

@@ -8,52 +8,26 @@ exec python3 "$0" "$@"
 # that differs from the runtime's, no runtime socket), then pulls through containerd every image
 # the static pods of its manifest directory need and reports that in a ready file. It runs no
 # container. The lines above let `sh kubelet ...` run it too. scripts/lab/catalog.py replaces
-# VERSION when it writes the stand-in for a catalog.
+# VERSION when it writes the stand-in for a catalog, and the `from common import *` line with
+# common.py (what the stand-ins share).
 
 import os
 import re
 import signal
-import stat
-import subprocess
 import sys
 import time
 
 VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
 
-NAME = "kubelet"
-ROOT = os.environ.get("KK_STANDIN_ROOT", "")
-CTR = os.environ.get("KK_STANDIN_CTR", "/usr/local/bin/ctr")
-CONTAINERD = os.environ.get("KK_STANDIN_CONTAINERD", "/usr/local/bin/containerd")
-INTERVAL = float(os.environ.get("KK_STANDIN_KUBELET_INTERVAL", "3"))
-ONCE = os.environ.get("KK_STANDIN_KUBELET_ONCE") == "1"
-READY = "/var/lib/kubelet/kk-standin-ready"
-HOSTS_DIR = "/etc/containerd/certs.d"
+sys.dont_write_bytecode = True  # run from the repo: no __pycache__ beside common.py
+from common import *  # kk-standin: common
+
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 DOCKER_CONFIG = "/etc/docker/daemon.json"
-DEFAULT_CRI = "unix:///run/containerd/containerd.sock"
 VALUE_FLAGS = {"config", "kubeconfig", "bootstrap-kubeconfig", "container-runtime-endpoint",
                "pod-infra-container-image", "node-ip", "hostname-override", "v", "cgroup-driver",
                "fail-swap-on", "root-dir", "cert-dir", "runtime-request-timeout", "node-labels",
                "register-with-taints", "max-pods", "pod-manifest-path", "resolv-conf"}
-
-
-def P(path):
-    return ROOT + path
-
-
-def log_call():
-    try:
-        with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
-            f.write(" ".join([NAME] + sys.argv[1:]) + "\n")
-    except OSError:
-        pass
-
-
-def klog(level, message):
-    """A log line in klog's shape (systemd's journal gets stderr)."""
-    now = time.time()
-    print(f"{level}{time.strftime('%m%d %H:%M:%S', time.localtime(now))}.{int(now % 1 * 1e6):06d} "
-          f"{os.getpid():7d} kubelet.go] {message}", file=sys.stderr, flush=True)
 
 
 def fail(message):
@@ -61,36 +35,11 @@ def fail(message):
     sys.exit(1)
 
 
-def parse_args(argv):
-    flags, positional = {}, []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if not arg.startswith("-"):
-            positional.append(arg)
-            continue
-        name, eq, value = arg.lstrip("-").partition("=")
-        if not eq:
-            if name in VALUE_FLAGS and i < len(argv):
-                value = argv[i]
-                i += 1
-            else:
-                value = "true"
-        flags[name] = value
-    return flags, positional
-
-
-def read(path):
-    with open(P(path)) as f:
-        return f.read()
-
-
 def load_yaml(path, what):
     try:
-        import yaml
-    except ImportError:
-        fail("kk stand-in kubelet: python3-yaml (PyYAML) is not installed")
+        yaml = yaml_module("kubelet")
+    except Fail as e:
+        fail(str(e))
     try:
         text = read(path)
     except OSError as e:
@@ -103,13 +52,6 @@ def load_yaml(path, what):
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
         fail(f"failed to load kubelet config file, path: {path}, error: failed to decode: yaml: {e}")
-
-
-def swap_on():
-    try:
-        return len(read("/proc/swaps").splitlines()) > 1
-    except OSError:
-        return False
 
 
 def runtime_cgroup_driver(endpoint):
@@ -143,42 +85,10 @@ def sandbox_image():
     m = re.search(r'^\s*sandbox(?:_image)?\s*=\s*"([^"]+)"', text, re.M)
     if m:
         return m.group(1)
-    try:
-        out = subprocess.run([CONTAINERD, "--version"], capture_output=True, text=True).stdout
-    except OSError:
-        out = ""
-    m = re.search(r"\s v?(\d+)\.(\d+)", out)
+    m = re.search(r"\s v?(\d+)\.(\d+)", containerd_version())
     version = (int(m.group(1)), int(m.group(2))) if m else (1, 7)
     tag = "3.6" if version < (1, 7) else "3.8" if version < (2, 0) else "3.10"
     return f"registry.k8s.io/pause:{tag}"
-
-
-def normalize(ref):
-    first, _, rest = ref.partition("/")
-    if not rest or not ("." in first or ":" in first or first == "localhost"):
-        first, rest = "docker.io", ref
-        if "/" not in rest:
-            rest = "library/" + rest
-    if ":" not in rest.rsplit("/", 1)[-1] and "@" not in rest:
-        rest += ":latest"
-    return f"{first}/{rest}"
-
-
-def present_images():
-    try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "ls", "-q"], capture_output=True, text=True)
-    except OSError:
-        return set()
-    return set(out.stdout.split()) if out.returncode == 0 else set()
-
-
-def pull(image):
-    try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR), image],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    except OSError as e:
-        return False, f"{CTR}: {e.strerror}"
-    return out.returncode == 0, (out.stdout.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
 
 
 def static_pods(directory):
@@ -210,17 +120,8 @@ def static_pods(directory):
     return pods
 
 
-def write_ready(images):
-    path = P(READY)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write("".join(f"{i}\n" for i in images))
-    os.replace(path + ".tmp", path)
-
-
-def main():
-    log_call()
-    flags, positional = parse_args(sys.argv[1:])
+def main(argv):
+    flags, positional, _ = parse_args(argv, VALUE_FLAGS, true="true")
     if positional[:1] == ["version"] or flags.get("version") in ("true", "raw"):
         print(f"Kubernetes {VERSION}")
         return 0
@@ -269,23 +170,13 @@ def main():
         fail(f'failed to run Kubelet: misconfiguration: kubelet cgroup driver: "{driver}" (cgroupDriver in '
              f'{config_path or "its flags"}) is different from container runtime cgroup driver: '
              f'"{runtime_driver}" ({where})')
-    sock = endpoint.removeprefix("unix://")
-    try:
-        is_socket = stat.S_ISSOCK(os.stat(P(sock)).st_mode)
-    except OSError:
-        is_socket = False
-    if not is_socket:
-        fail(f'failed to run Kubelet: validate service connection: validate CRI v1 runtime API for endpoint '
-             f'"{endpoint}": rpc error: code = Unavailable desc = connection error: desc = "transport: Error while '
-             f'dialing: dial unix {sock}: connect: no such file or directory"')
+    if not is_socket(endpoint.removeprefix("unix://")):
+        fail(f"failed to run Kubelet: {cri_dial_error(endpoint)}")
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    try:
-        os.remove(P(READY))
-    except OSError:
-        pass
+    remove(READY)
     manifests = flags.get("pod-manifest-path") or config.get("staticPodPath")
     infra = flags.get("pod-infra-container-image")
     pulled, written = set(), None
@@ -322,17 +213,17 @@ def main():
         if complete:
             names = sorted({image for image, _ in wanted})
             if names != written:
-                write_ready(names)
+                write(READY, "".join(f"{i}\n" for i in names))
                 written = names
                 klog("I", f'"kk stand-in: every image pulled" images="{",".join(names)}" readyFile="{READY}"')
-        if ONCE:
+        if KUBELET_ONCE:
             break
-        deadline = time.monotonic() + INTERVAL
+        deadline = time.monotonic() + KUBELET_INTERVAL
         while not stop and time.monotonic() < deadline:
-            time.sleep(min(0.2, INTERVAL))
+            time.sleep(min(0.2, KUBELET_INTERVAL))
     klog("I", '"Shutting down"')
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("kubelet", main))

@@ -59,12 +59,16 @@ done
 chmod +x "$W"/bin/*
 export PATH=$W/bin:$PATH
 
-# kubeadm stand-ins of two versions, the way catalog.py makes them
-# (and a kubelet of the same version first on PATH: kubeadm's KubeletVersion check runs it)
+# kubeadm stand-ins of two versions, the way catalog.py makes them: self-contained (its
+# standin_source puts common.py in), VERSION and IMAGES set (and a kubelet of the same version
+# first on PATH: kubeadm's KubeletVersion check runs it). The other runs use the files here.
+standin() { python3 -B -c 'import sys; sys.path.insert(0, sys.argv[1]); import catalog
+sys.stdout.write(catalog.standin_source(sys.argv[2]))' "$HERE/.." "$1"; }
 for v in v1.30.0 v1.33.0; do
-  sed -e "s|^VERSION = .*|VERSION = \"$v\"|" -e "s|:v1.33.0\"|:$v\"|g" "$HERE/kubeadm.py" > "$W/kubeadm-$v.py"
   mkdir -p "$W/bin-$v"
-  sed -e "s|^VERSION = .*|VERSION = \"$v\"|" "$HERE/kubelet.py" > "$W/bin-$v/kubelet"
+  standin kubeadm | sed -e "s|^VERSION = .*|VERSION = \"$v\"|" -e "s|:v1.33.0\"|:$v\"|g" > "$W/kubeadm-$v.py" &&
+    standin kubelet | sed -e "s|^VERSION = .*|VERSION = \"$v\"|" > "$W/bin-$v/kubelet" ||
+    { echo "selftest: making the $v stand-ins with catalog.py failed" >&2; exit 1; }
   chmod +x "$W/bin-$v/kubelet"
 done
 kubeadm130() { PATH=$W/bin-v1.30.0:$PATH python3 "$W/kubeadm-v1.30.0.py" "$@"; }

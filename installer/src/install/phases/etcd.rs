@@ -6,7 +6,7 @@
 //! member reports ready only once the cluster has quorum, so a blocking start of the first
 //! member would wait for members that are started after it.
 
-use super::{Cx, Outcome, StepResult, ensure_service, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::render::{self, paths};
 use crate::ssh::Node;
 
@@ -36,7 +36,7 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
     )
     .await?;
     outcome.merge(unit);
-    let started = ensure_service(node, "etcd.service", outcome.changed, false).await?;
+    let started = ensure_unit(node, "etcd.service", outcome.changed, Start::NoWait).await?;
     outcome.merge(started);
     outcome.changed |= !said.trim().is_empty();
     Ok(outcome)

@@ -8,9 +8,13 @@
 
 use std::net::IpAddr;
 
-use super::{Cx, Outcome, StepResult, ensure_unit_enabled, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::bootstrap::{self, BootstrapToken};
 use crate::install::plan::KubernetesPlan;
+use crate::install::render::kubernetes::paths::{
+    ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KUBE_VIP_MANIFEST, KUBEADM_DROPIN, KUBELET_UNIT,
+    SUPER_ADMIN_CONF,
+};
 use crate::install::render::kubernetes::{
     self as k8s, ClusterInput, EtcdMode, JoinInput, KubeVipInput, VipMode,
 };
@@ -22,12 +26,8 @@ use crate::ssh::{Node, quote};
 pub(crate) const KUBEADM_DIR: &str = "/etc/kubernetes/kk";
 /// The file whose presence means the node has been initialised or joined.
 const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
-/// The cluster-admin kubeconfig kubeadm writes on control planes.
-pub(crate) const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
 /// containerd's CRI socket, as kubeadm and the kubelet take it.
 const CRI_SOCKET: &str = "unix:///run/containerd/containerd.sock";
-/// kube-vip's static pod.
-const KUBE_VIP_MANIFEST: &str = "/etc/kubernetes/manifests/kube-vip.yaml";
 
 /// The token and the CA hash, once `kubernetes.token` ran.
 #[derive(Debug, Clone)]
@@ -60,7 +60,7 @@ pub(super) async fn kubelet(cx: &Cx<'_>, node: &Node) -> StepResult {
         cx,
         node,
         k8s::kubelet_unit().as_bytes(),
-        "/etc/systemd/system/kubelet.service",
+        KUBELET_UNIT,
         0o644,
     )
     .await?;
@@ -69,12 +69,12 @@ pub(super) async fn kubelet(cx: &Cx<'_>, node: &Node) -> StepResult {
             cx,
             node,
             k8s::kubeadm_dropin().as_bytes(),
-            "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
+            KUBEADM_DROPIN,
             0o644,
         )
         .await?,
     );
-    outcome.merge(ensure_unit_enabled(node, "kubelet.service", outcome.changed).await?);
+    outcome.merge(ensure_unit(node, "kubelet.service", outcome.changed, Start::Never).await?);
     Ok(outcome)
 }
 
@@ -181,7 +181,7 @@ pub(super) async fn vip_bootstrap(cx: &Cx<'_>, node: &Node) -> StepResult {
     }
     let plan = kubernetes(cx)?;
     let kubeconfig = if k8s::kube_vip_needs_super_admin(&plan.version) {
-        "/etc/kubernetes/super-admin.conf"
+        SUPER_ADMIN_CONF
     } else {
         ADMIN_CONF
     };
@@ -331,24 +331,8 @@ pub(super) async fn haproxy(cx: &Cx<'_>, node: &Node) -> StepResult {
         .ok_or("the plan has no haproxy image")?;
     let cfg = k8s::haproxy_cfg(plan.endpoint_port, &plan.control_planes);
     let sha = bundle_spec::Sha256Digest::of(cfg.as_bytes()).hex();
-    let mut outcome = put(
-        cx,
-        node,
-        cfg.as_bytes(),
-        "/etc/kubekey/haproxy/haproxy.cfg",
-        0o644,
-    )
-    .await?;
+    let mut outcome = put(cx, node, cfg.as_bytes(), HAPROXY_CFG, 0o644).await?;
     let manifest = k8s::haproxy_manifest(image, &sha);
-    outcome.merge(
-        put(
-            cx,
-            node,
-            manifest.as_bytes(),
-            "/etc/kubernetes/manifests/haproxy.yaml",
-            0o600,
-        )
-        .await?,
-    );
+    outcome.merge(put(cx, node, manifest.as_bytes(), HAPROXY_MANIFEST, 0o600).await?);
     Ok(outcome)
 }

@@ -102,7 +102,7 @@ pub(crate) fn issue_certificates(cx: &Cx<'_>) -> Result<(), String> {
 }
 
 /// Runs `command` on `node`; a failure is the step's error, with the command's output.
-async fn sh(node: &Node, command: &str) -> Result<String, String> {
+pub(crate) async fn sh(node: &Node, command: &str) -> Result<String, String> {
     node.run_checked(command)
         .await
         .map(|output| output.stdout_text())
@@ -156,33 +156,41 @@ fn stage(work_dir: &Path, content: &[u8]) -> Result<tempfile::NamedTempFile, Str
     Ok(file)
 }
 
-/// Reloads systemd when a unit changed, enables `unit`, and (re)starts it: restarted when
-/// `changed` and running, started when not running, left alone otherwise.
-async fn ensure_service(node: &Node, unit: &str, changed: bool, block: bool) -> StepResult {
-    let no_block = if block { "" } else { " --no-block" };
+/// Whether [`ensure_unit`] (re)starts the unit, and whether it waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// Enabled only: another program starts it (kubeadm starts the kubelet).
+    Never,
+    /// Started, waiting until systemd reports it up.
+    Wait,
+    /// Started without waiting (etcd members report ready only once they have quorum).
+    NoWait,
+}
+
+/// Reloads systemd when a unit changed and enables `unit`; unless `start` is
+/// [`Start::Never`], also (re)starts it: restarted when `changed` and running, started when
+/// not running, left alone otherwise.
+async fn ensure_unit(node: &Node, unit: &str, changed: bool, start: Start) -> StepResult {
+    let no_block = if start == Start::NoWait {
+        " --no-block"
+    } else {
+        ""
+    };
+    let run = if start == Start::Never {
+        String::new()
+    } else {
+        format!(
+            "if systemctl is-active --quiet $u; then \
+               if [ {changed} = 1 ]; then systemctl restart{no_block} $u || fail; echo restarted; fi; \
+             else systemctl start{no_block} $u || fail; echo started; fi",
+            changed = u8::from(changed),
+        )
+    };
     // A unit that does not come up is reported with systemd's own account of why.
     let command = format!(
         "u={unit}; fail() {{ systemctl status --no-pager $u; journalctl -u $u -n 30 --no-pager; exit 1; }}; \
          if [ {changed} = 1 ]; then systemctl daemon-reload || exit 1; fi; \
-         if ! systemctl is-enabled --quiet $u 2>/dev/null; then systemctl enable --quiet $u || fail; echo enabled; fi; \
-         if systemctl is-active --quiet $u; then \
-           if [ {changed} = 1 ]; then systemctl restart{no_block} $u || fail; echo restarted; fi; \
-         else systemctl start{no_block} $u || fail; echo started; fi",
-        unit = quote(unit),
-        changed = u8::from(changed),
-    );
-    let said = sh(node, &command).await?;
-    Ok(Outcome {
-        changed: !said.trim().is_empty(),
-        ..Outcome::default()
-    })
-}
-
-/// Reloads systemd when a unit changed and enables `unit` without starting it.
-async fn ensure_unit_enabled(node: &Node, unit: &str, changed: bool) -> StepResult {
-    let command = format!(
-        "u={unit}; if [ {changed} = 1 ]; then systemctl daemon-reload || exit 1; fi; \
-         if ! systemctl is-enabled --quiet $u 2>/dev/null; then systemctl enable --quiet $u && echo enabled; fi",
+         if ! systemctl is-enabled --quiet $u 2>/dev/null; then systemctl enable --quiet $u || fail; echo enabled; fi; {run}",
         unit = quote(unit),
         changed = u8::from(changed),
     );

@@ -11,8 +11,9 @@
 use std::fmt::Write as _;
 
 use super::{Cx, StepResult, put, runtime, sh};
-use crate::install::phases::kubernetes::{ADMIN_CONF, KUBEADM_DIR};
+use crate::install::phases::kubernetes::KUBEADM_DIR;
 use crate::install::plan::{ChartInstall, ChartValues};
+use crate::install::render::kubernetes::paths::ADMIN_CONF;
 use crate::install::render::kubernetes::{self as k8s, Cni};
 use crate::inventory::NetworkPlugin;
 use crate::ssh::{Node, quote};

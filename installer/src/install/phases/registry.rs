@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Cx, Outcome, StepResult, ensure_service, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -116,7 +116,7 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
         0o644,
     )
     .await?;
-    let started = ensure_service(node, "kk-registry.service", outcome.changed, true).await?;
+    let started = ensure_unit(node, "kk-registry.service", outcome.changed, Start::Wait).await?;
     outcome.merge(started);
     Ok(outcome)
 }

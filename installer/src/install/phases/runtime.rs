@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use std::fmt::Write as _;
 
-use super::{Cx, Outcome, StepResult, ensure_service, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::plan::BinaryFetch;
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
@@ -84,7 +84,7 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     )
     .await?;
     outcome.merge(unit);
-    let started = ensure_service(node, "containerd.service", outcome.changed, true).await?;
+    let started = ensure_unit(node, "containerd.service", outcome.changed, Start::Wait).await?;
     outcome.merge(started);
     Ok(outcome)
 }

@@ -1,3 +1,4 @@
+use bundle_spec::ArtifactKind;
 use bundle_spec::description::Artifact;
 
 use super::*;

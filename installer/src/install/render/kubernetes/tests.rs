@@ -2,6 +2,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
+use super::cni::calico_block_size;
 use super::*;
 
 fn ip(text: &str) -> IpAddr {

@@ -1,0 +1,223 @@
+# What the kk lab stand-ins for kubeadm, kubelet, kubectl and crictl share (README.md beside this
+# file): the call log, the node's paths below KK_STANDIN_ROOT, the KK_STANDIN_* overrides, the
+# command line, errors and log lines, and images through containerd's ctr.
+#
+# Each stand-in imports this with the line `from common import *  # kk-standin: common`: run from
+# this directory (the self-test), Python finds common.py beside the script. A node has no
+# common.py: scripts/lab/catalog.py puts this file's text in place of that line when it writes a
+# stand-in, so what the lab serves is one self-contained file. Both ways must behave the same,
+# hence: nothing here reads a name of the importing script (pass it in), no stand-in defines a
+# name defined here, and this file has no shebang, `from __future__` or `__all__`.
+
+import os
+import stat
+import subprocess
+import sys
+import time
+
+# ---- the environment (for the self-test; the defaults are the node's) ----
+
+ROOT = os.environ.get("KK_STANDIN_ROOT", "")
+CTR = os.environ.get("KK_STANDIN_CTR", "/usr/local/bin/ctr")
+CONTAINERD = os.environ.get("KK_STANDIN_CONTAINERD", "/usr/local/bin/containerd")
+SYSTEMCTL = os.environ.get("KK_STANDIN_SYSTEMCTL", "systemctl")
+JOURNALCTL = os.environ.get("KK_STANDIN_JOURNALCTL", "journalctl")
+KUBELET_TIMEOUT = float(os.environ.get("KK_STANDIN_KUBELET_TIMEOUT", "60"))
+KUBELET_INTERVAL = float(os.environ.get("KK_STANDIN_KUBELET_INTERVAL", "3"))
+KUBELET_ONCE = os.environ.get("KK_STANDIN_KUBELET_ONCE") == "1"
+
+# ---- node paths the stand-ins share ----
+
+READY = "/var/lib/kubelet/kk-standin-ready"  # the kubelet writes it, kubeadm waits for it, kubectl reads it
+HOSTS_DIR = "/etc/containerd/certs.d"
+DEFAULT_CRI = "unix:///run/containerd/containerd.sock"
+
+
+def P(path):
+    """path on the node (below KK_STANDIN_ROOT for the self-test)."""
+    return ROOT + path
+
+
+def read(path):
+    with open(P(path)) as f:
+        return f.read()
+
+
+def write(path, text, mode=0o644):
+    """Writes a node file atomically (its directory made)."""
+    os.makedirs(os.path.dirname(P(path)), exist_ok=True)
+    tmp = P(path) + ".kk-standin.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, P(path))
+
+
+def remove(path):
+    """Removes a node file; one that is not there is fine."""
+    try:
+        os.remove(P(path))
+    except OSError:
+        pass
+
+
+def is_socket(path):
+    try:
+        return stat.S_ISSOCK(os.stat(P(path)).st_mode)
+    except OSError:
+        return False
+
+
+def swap_on():
+    """A swap device or file in /proc/swaps (a line after the header)."""
+    try:
+        return len(read("/proc/swaps").splitlines()) > 1
+    except OSError:
+        return False
+
+
+# ---- the process: call log, errors, log lines ----
+
+class Fail(Exception):
+    """An error the stand-in reports on stderr, in the real tool's words (then exit 1)."""
+
+
+def log_call(name):
+    """One line `<name> <args>` in the call log, first thing in every stand-in."""
+    try:
+        with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
+            f.write(" ".join([name] + sys.argv[1:]) + "\n")
+    except OSError:
+        pass
+
+
+def run(name, main, hint=None):
+    """The exit status of the stand-in `name`: logs the call, then main(argv); a Fail goes to
+    stderr (then hint) and is status 1."""
+    log_call(name)
+    try:
+        return main(sys.argv[1:]) or 0
+    except Fail as e:
+        print(str(e), file=sys.stderr)
+        if hint:
+            print(hint, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def klog(level, message, where="kubelet.go"):
+    """A log line in klog's shape on stderr (systemd's journal gets it); where: its source."""
+    now = time.time()
+    print(f"{level}{time.strftime('%m%d %H:%M:%S', time.localtime(now))}.{int(now % 1 * 1e6):06d} "
+          f"{os.getpid():7d} {where}] {message}", file=sys.stderr, flush=True)
+
+
+def logrus(level, message):
+    """A log line in logrus's shape (crictl's), as text."""
+    return f'time="{time.strftime("%Y-%m-%dT%H:%M:%S")}Z" level={level} msg="{message}"'
+
+
+def cri_dial_error(endpoint, quote='"'):
+    """What a CRI client says when endpoint's socket is not there (quote: `\\"` inside a logrus msg)."""
+    sock = endpoint.removeprefix("unix://")
+    q = quote
+    return (f"validate service connection: validate CRI v1 runtime API for endpoint {q}{endpoint}{q}: rpc error: "
+            f"code = Unavailable desc = connection error: desc = {q}transport: Error while dialing: dial unix "
+            f"{sock}: connect: no such file or directory{q}")
+
+
+# ---- command line ----
+
+def parse_args(argv, value_flags, bool_flags=None, strict=False, true=True, prefix=""):
+    """(flags, positional, given) of a Go-style command line: `--name=value`, `--name value` for the
+    names in value_flags, `--name` alone (value `true`) for the others; given: every (name, value)
+    in order, for flags that may be repeated.
+
+    strict: `--` ends the flags, a lone `-` is an argument, and a value flag without its value is a
+    Fail (prefix + "flag needs an argument: ..."). bool_flags: the other flags the command knows
+    (`=false` and `=0` give False); with it, any other flag is a Fail (`unknown flag: ...`)."""
+    flags, positional, given = {}, [], []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if strict and arg == "--":
+            positional += argv[i:]
+            break
+        if not arg.startswith("-") or (strict and arg == "-"):
+            positional.append(arg)
+            continue
+        name, eq, value = arg.lstrip("-").partition("=")
+        if bool_flags is not None and name in bool_flags:
+            value = value.lower() not in ("false", "0") if eq else true
+        elif name in value_flags:
+            if not eq:
+                if i < len(argv):
+                    value = argv[i]
+                    i += 1
+                elif strict:
+                    raise Fail(f"{prefix}flag needs an argument: {arg}")
+                else:
+                    value = true
+        elif bool_flags is not None:
+            raise Fail(f"unknown flag: {arg}")
+        elif not eq:
+            value = true
+        flags[name] = value
+        given.append((name, value))
+    return flags, positional, given
+
+
+def yaml_module(name):
+    try:
+        import yaml
+    except ImportError:
+        raise Fail(f"kk stand-in {name}: python3-yaml (PyYAML) is not installed")
+    return yaml
+
+
+# ---- images through containerd ----
+
+def normalize(ref):
+    """containerd's name of an image reference."""
+    first, _, rest = ref.partition("/")
+    if not rest or not ("." in first or ":" in first or first == "localhost"):
+        first, rest = "docker.io", ref
+        if "/" not in rest:
+            rest = "library/" + rest
+    if ":" not in rest.rsplit("/", 1)[-1] and "@" not in rest:
+        rest += ":latest"
+    return f"{first}/{rest}"
+
+
+def ctr_images():
+    """The names of containerd's images (`ctr -n k8s.io images ls -q`); none when ctr fails."""
+    try:
+        out = subprocess.run([CTR, "-n", "k8s.io", "images", "ls", "-q"], capture_output=True, text=True)
+    except OSError:
+        return []
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def present_images():
+    return set(ctr_images())
+
+
+def pull(image):
+    """(ok, last line of ctr's output): pulls image the way the CRI plugin would, through
+    containerd's hosts directory."""
+    try:
+        out = subprocess.run([CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR), image],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        return False, f"{CTR}: {e.strerror}"
+    return out.returncode == 0, (out.stdout.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+
+
+def containerd_version():
+    """What `containerd --version` prints ("" when it does not run)."""
+    try:
+        return subprocess.run([CONTAINERD, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return ""
