@@ -136,7 +136,7 @@ step "kubeadm (a lab stand-in: scripts/lab/standins/README.md) as kk ran it: ini
 for n in node1 node2 node3; do
   echo "$n: $(node "$n" "grep -E '^kubeadm (init|join)' /tmp/kk-standin.log")"
 done
-node node2 'grep -A3 bootstrapToken: /etc/kubernetes/kk/kubeadm-join.yaml'
+node node2 'grep -A4 bootstrapToken: /etc/kubernetes/kk/kubeadm-join.yaml'
 step "on node1: kube-vip and the CNI chart (rendered by the bundle's helm, applied with kubectl)"
 node node1 'grep -E "image:|value: \"?[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+" /etc/kubernetes/manifests/kube-vip.yaml; grep "image:" /etc/kubernetes/kk/charts/tigera-operator.yaml | sort -u'
 

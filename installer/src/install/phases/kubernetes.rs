@@ -196,6 +196,24 @@ pub(super) async fn vip(cx: &Cx<'_>, node: &Node) -> StepResult {
     put(cx, node, manifest.as_bytes(), KUBE_VIP_MANIFEST, 0o600).await
 }
 
+/// The kubelet's `--node-ip` for `node`: its plan address, and in a dual-stack cluster its
+/// address of the other family too.
+fn node_ips(cx: &Cx<'_>, name: &str) -> Result<Vec<IpAddr>, String> {
+    let mut ips = vec![node_ip(kubernetes(cx)?, name)?];
+    let dual = cx.config.cni.pod_cidr.is_dual_stack();
+    if let Some(host) = cx.inventory.host(name)
+        && dual
+    {
+        let other = if ips[0].is_ipv4() {
+            host.internal_ipv6.map(IpAddr::V6)
+        } else {
+            host.internal_ipv4.map(IpAddr::V4)
+        };
+        ips.extend(other);
+    }
+    Ok(ips)
+}
+
 fn node_ip(plan: &KubernetesPlan, name: &str) -> Result<IpAddr, String> {
     plan.control_planes
         .iter()
@@ -231,6 +249,7 @@ fn cluster_input(cx: &Cx<'_>, node: &Node) -> Result<ClusterInput, String> {
         version: plan.version.clone(),
         node_name: node.name().to_owned(),
         advertise_address: node_ip(plan, node.name())?,
+        node_ips: node_ips(cx, node.name())?,
         bind_port: plan.endpoint_port,
         endpoint: plan.endpoint(),
         cert_sans,
@@ -299,7 +318,7 @@ pub(super) async fn join(cx: &Cx<'_>, node: &Node, control_plane: bool) -> StepR
     let config = k8s::join_config(&JoinInput {
         version: plan.version.clone(),
         node_name: node.name().to_owned(),
-        node_ip: ip,
+        node_ips: node_ips(cx, node.name())?,
         endpoint: plan.endpoint(),
         token: bootstrap.token.token.clone(),
         ca_cert_hash: bootstrap.ca_cert_hash.clone(),

@@ -42,8 +42,11 @@ pub struct ClusterInput {
     /// The first control plane's node name (`nodeRegistration.name`).
     pub node_name: String,
     /// The API server's advertised address (`localAPIEndpoint.advertiseAddress`; one address
-    /// even in a dual-stack cluster) and the kubelet's `--node-ip`.
+    /// even in a dual-stack cluster).
     pub advertise_address: IpAddr,
+    /// The kubelet's `--node-ip`: the advertise address, and in a dual-stack cluster the
+    /// node's address of the other family after it (the kubelet then reports both).
+    pub node_ips: Vec<IpAddr>,
     /// The API server's own port (`localAPIEndpoint.bindPort`), the endpoint's port.
     pub bind_port: u16,
     /// `controlPlaneEndpoint`, `host:port`.
@@ -124,7 +127,7 @@ fn families(cidrs: &str) -> (bool, bool) {
 ///   kube-proxy's `clusterCIDR` is the pod subnet (comma-separated when dual stack).
 pub fn init_config(input: &ClusterInput) -> Result<String, String> {
     let api = api_for(&input.version)?;
-    let node_ip = input.advertise_address.to_string();
+    let node_ip = node_ip_arg(&input.node_ips);
 
     let init = map([
         ("apiVersion", api.into()),
@@ -226,6 +229,14 @@ pub fn init_config(input: &ClusterInput) -> Result<String, String> {
     ))
 }
 
+/// `--node-ip`'s value: the addresses, comma-separated.
+fn node_ip_arg(ips: &[IpAddr]) -> String {
+    ips.iter()
+        .map(IpAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// What `kubeadm join` needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinInput {
@@ -233,8 +244,8 @@ pub struct JoinInput {
     pub version: String,
     /// The joining node's name (`nodeRegistration.name`).
     pub node_name: String,
-    /// The node's address: the kubelet's `--node-ip`.
-    pub node_ip: IpAddr,
+    /// The kubelet's `--node-ip`: the node's address, both families' in a dual-stack cluster.
+    pub node_ips: Vec<IpAddr>,
     /// The API server to discover the cluster through (`host:port`).
     pub endpoint: String,
     /// The bootstrap token.
@@ -260,7 +271,7 @@ pub fn join_config(input: &JoinInput) -> Result<String, String> {
         ("criSocket", input.cri_socket.as_str().into()),
         (
             "kubeletExtraArgs",
-            extra_args(api, &[("node-ip", input.node_ip.to_string())]),
+            extra_args(api, &[("node-ip", node_ip_arg(&input.node_ips))]),
         ),
     ];
     if !input.ignore_preflight_errors.is_empty() {

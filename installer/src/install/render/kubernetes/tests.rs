@@ -79,6 +79,7 @@ fn cluster(version: &str, etcd: EtcdMode) -> ClusterInput {
         version: version.to_owned(),
         node_name: "node1".to_owned(),
         advertise_address: ip("192.168.0.11"),
+        node_ips: vec![ip("192.168.0.11")],
         bind_port: 6443,
         endpoint: "lb.kubesphere.local:6443".to_owned(),
         cert_sans: vec!["lb.kubesphere.local".to_owned(), "192.168.0.100".to_owned()],
@@ -269,6 +270,19 @@ fn init_config_sets_the_node_masks_of_the_families_present() {
                 args(at(init, "/nodeRegistration/kubeletExtraArgs"), api),
                 pairs(&[("node-ip", "192.168.0.11")])
             );
+            // The kubelet reports both families when given both.
+            input.node_ips.push(ip("fd85::11"));
+            let docs = yaml_docs(&init_config(&input).expect("config"));
+            assert_eq!(
+                args(
+                    at(
+                        kind(&docs, "InitConfiguration"),
+                        "/nodeRegistration/kubeletExtraArgs"
+                    ),
+                    api
+                ),
+                pairs(&[("node-ip", "192.168.0.11,fd85::11")])
+            );
             assert_eq!(
                 kind(&docs, "KubeProxyConfiguration")["clusterCIDR"],
                 pod_subnet
@@ -281,7 +295,7 @@ fn join_input(version: &str, control_plane: Option<(IpAddr, u16)>) -> JoinInput 
     JoinInput {
         version: version.to_owned(),
         node_name: "node2".to_owned(),
-        node_ip: ip("192.168.0.12"),
+        node_ips: vec![ip("192.168.0.12")],
         endpoint: "lb.kubesphere.local:6443".to_owned(),
         token: "abcdef.0123456789abcdef".to_owned(),
         ca_cert_hash: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
