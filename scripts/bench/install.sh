@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # What the installer machine sends to each node, and how long it takes, side by side in one run:
 #   (a) kk: the full `kk-install --bundle B -i INV -c CFG` install (pre_hook, precheck, os, pki,
-#       registry, runtime, etcd, post_hook) on 3 fresh systemd-nspawn nodes, with the STATIC
+#       registry, runtime, etcd, kubernetes, network, post_hook) on 3 fresh systemd-nspawn nodes,
+#       with the STATIC
 #       kk-install of `scripts/dist.sh` (what operators copy): wall time, the bytes its summary
 #       (`--output json` -> `sent`) says it sent to each node, and the bytes on the wire;
-#   (b) the KubeKey way, on 3 other fresh nspawn nodes: every release file the runtime and etcd
-#       need (containerd, runc, cni-plugins, crictl, etcd: the bundle's own bytes, taken from the
-#       unpacked bundle store) copied to each node with `scp` (SFTP, one connection per node, one
+#   (b) the KubeKey way, on 3 other fresh nspawn nodes: every release file the install needs
+#       (containerd, runc, cni-plugins, crictl, etcd, kubeadm, kubelet, kubectl; helm on the
+#       first control plane: the bundle's own bytes, taken from the unpacked bundle store) copied
+#       to each node with `scp` (SFTP, one connection per node, one
 #       transfer per file, the nodes in parallel, as KubeKey's SFTP copy does), plus the same small
 #       files kk wrote on the node of the same role (certificates, containerd/etcd/crictl configs,
 #       units, sysctl and module files: fetched from the kk node after (a)); copy only, nothing
@@ -79,16 +81,16 @@ python3 scripts/lab/catalog-manifest.py "$bench/catalog.json" k8s "$KK_LAB_HTTP"
 bundle=$bench/cluster.tar.zst
 "$kk_bundle" build "$bench/k8s.yaml" -o "$bundle" --cache "$bench/cache" >/dev/null 2>&1
 
-# The release files the runtime and etcd need, from the unpacked bundle store (by their upstream
-# file names, as the OCI title annotation records them).
+# The release files the install needs, from the unpacked bundle store (by their upstream file
+# names, as the OCI title annotation records them).
 rm -rf "$bench/store" "$bench/files"
 "$kk_install" unpack --bundle "$bundle" --store "$bench/store" >/dev/null 2>&1
 python3 - "$bench/store" "$bench/files" > "$bench/binaries.tsv" <<'PY'
 import json, os, shutil, sys
 store, out = sys.argv[1:3]
 blob = lambda d: os.path.join(store, "blobs", "sha256", d.split(":")[1])
-os.makedirs(os.path.join(out, "runtime"), exist_ok=True)
-os.makedirs(os.path.join(out, "etcd"), exist_ok=True)
+for group in ("runtime", "etcd", "kubernetes", "helm"):
+    os.makedirs(os.path.join(out, group), exist_ok=True)
 for entry in json.load(open(os.path.join(store, "index.json")))["manifests"]:
     ref = entry.get("annotations", {}).get("org.opencontainers.image.ref.name", "")
     if not ref.startswith("kk.internal/binaries/"):
@@ -102,7 +104,8 @@ for entry in json.load(open(os.path.join(store, "index.json")))["manifests"]:
         for layer in manifest["layers"]:
             title = layer["annotations"]["org.opencontainers.image.title"]
             group = {"etcd": "etcd", "containerd": "runtime", "runc": "runtime",
-                     "cni-plugins": "runtime", "crictl": "runtime"}.get(name, "")
+                     "cni-plugins": "runtime", "crictl": "runtime", "kubeadm": "kubernetes",
+                     "kubelet": "kubernetes", "kubectl": "kubernetes", "helm": "helm"}.get(name, "")
             if group:
                 shutil.copyfile(blob(layer["digest"]), os.path.join(out, group, title))
             print(f"{name}\t{title}\t{layer['size']}\t{group or '-'}")
@@ -178,8 +181,10 @@ copy_node() {  # copy_node I
   local ssh_opts=(-F "$key_ssh_config" -o ControlMaster=auto -o "ControlPath=$m" -o ControlPersist=300)
   dirs=$(sed 's|/[^/]*$||' "$bench/configs/list-$i.txt" | sort -u | tr '\n' ' ')
   # shellcheck disable=SC2029  # the node's directories, known here
-  ssh "${ssh_opts[@]}" "$ip" "mkdir -p /tmp/kubekey/runtime /tmp/kubekey/etcd $dirs"
-  for f in "$bench"/files/runtime/* "$bench"/files/etcd/*; do
+  ssh "${ssh_opts[@]}" "$ip" "mkdir -p /tmp/kubekey/runtime /tmp/kubekey/etcd /tmp/kubekey/kubernetes /tmp/kubekey/helm $dirs"
+  local files=("$bench"/files/runtime/* "$bench"/files/etcd/* "$bench"/files/kubernetes/*)
+  if [ "$i" = 1 ]; then files+=("$bench"/files/helm/*); fi
+  for f in "${files[@]}"; do
     scp -q "${ssh_opts[@]}" "$f" "$ip:/tmp/kubekey/$(basename "$(dirname "$f")")/"
   done
   while read -r f; do
@@ -199,7 +204,10 @@ for i in 1 2 3; do
   ssh -F "$key_ssh_config" "node$i" 'cd /tmp/kubekey && sha256sum */*' > "$bench/key-sums-$i.txt"
 done
 (cd "$bench/files" && sha256sum -- */*) > "$bench/files.sha256"
-for i in 1 2 3; do cmp -s <(sort "$bench/files.sha256") <(sort "$bench/key-sums-$i.txt") || die "node$i's copies differ"; done
+for i in 1 2 3; do
+  expected=$(if [ "$i" = 1 ]; then cat "$bench/files.sha256"; else grep -v ' helm/' "$bench/files.sha256"; fi | sort)
+  [ "$expected" = "$(sort "$bench/key-sums-$i.txt")" ] || die "node$i's copies differ"
+done
 
 python3 - "$bench" "$kk_seconds" "$key_seconds" "$kk_install" "$bundle" <<'PY'
 import json, os, sys
@@ -213,20 +221,23 @@ rows = [line.rstrip("\n").split("\t") for line in open(f"{bench}/binaries.tsv")]
 all_bins = sum(int(r[2]) for r in rows)
 runtime = sum(int(r[2]) for r in rows if r[3] == "runtime")
 etcd = sum(int(r[2]) for r in rows if r[3] == "etcd")
+kube = sum(int(r[2]) for r in rows if r[3] == "kubernetes")
+helm = sum(int(r[2]) for r in rows if r[3] == "helm")
 configs = []
 for i in (1, 2, 3):
     paths = [l.strip() for l in open(f"{bench}/configs/list-{i}.txt") if l.strip()]
     configs.append((len(paths), sum(os.path.getsize(f"{bench}/configs/node{i}{p}") for p in paths)))
 print(f"bundle {mib(bundle_size)}; its binaries {mib(all_bins)} ({len(rows)} files), of which runtime "
-      f"(containerd, runc, cni-plugins, crictl) {mib(runtime)} and etcd {mib(etcd)}; static kk-install {mib(installer_size)}")
+      f"(containerd, runc, cni-plugins, crictl) {mib(runtime)}, etcd {mib(etcd)}, kubeadm+kubelet+kubectl "
+      f"{mib(kube)} (the lab's stand-ins), helm {mib(helm)}; static kk-install {mib(installer_size)}")
 print()
 print(f"{'node':<6} {'kk sent':>10} {'kk wire':>10} {'KubeKey-way files':>18} {'KubeKey-way wire':>17} {'kk/KubeKey (wire)':>18}")
 for i in (1, 2, 3):
     sent = summary["sent"].get(f"node{i}", 0)
-    payload = runtime + etcd + configs[i - 1][1]
+    payload = runtime + etcd + kube + (helm if i == 1 else 0) + configs[i - 1][1]
     print(f"node{i:<2} {mib(sent):>10} {mib(kk_wire[i-1]):>10} {mib(payload):>18} {mib(key_wire[i-1]):>17} {kk_wire[i-1] / key_wire[i-1]:>18.2f}")
 print(f"{'all':<6} {mib(sum(summary['sent'].values())):>10} {mib(sum(kk_wire)):>10} "
-      f"{mib(3 * (runtime + etcd) + sum(c[1] for c in configs)):>18} {mib(sum(key_wire)):>17} {sum(kk_wire) / sum(key_wire):>18.2f}")
+      f"{mib(3 * (runtime + etcd + kube) + helm + sum(c[1] for c in configs)):>18} {mib(sum(key_wire)):>17} {sum(kk_wire) / sum(key_wire):>18.2f}")
 print()
 print("kk's sent, by what: ")
 for i in (1, 2, 3):
