@@ -304,5 +304,16 @@ mod lab {
             );
         }
         assert_chart_images_pull(&cluster, 3, "tigera-operator");
+
+        // `--purge` also empties the data directories: stacked etcd's, the store, containerd's.
+        run_ok(&mut cluster.kk_install(&["reset", "--yes", "--purge"]));
+        let left = cluster.on(
+            0,
+            "for d in /var/lib/etcd /var/lib/kk/store /var/lib/containerd; do echo \"$d $(find $d -mindepth 1 | wc -l)\"; done",
+        );
+        assert_eq!(
+            left,
+            "/var/lib/etcd 0\n/var/lib/kk/store 0\n/var/lib/containerd 0\n"
+        );
     }
 }

@@ -507,3 +507,38 @@ fn a_missing_file_is_a_read_error() {
     let error = Config::from_path(path).expect_err("no such file");
     assert!(matches!(error, InventoryError::Read { .. }));
 }
+
+#[test]
+fn addons_read_in_order_with_values_relative_to_the_config() {
+    let text = "apiVersion: kubekey.kubesphere.io/v1
+kind: Config
+spec:
+  addons:
+    - name: metrics-server
+      sources:
+        chart: {name: metrics-server, values: [\"args={--kubelet-insecure-tls}\"], valuesFile: values/metrics.yaml}
+    - name: ingress
+      namespace: ingress-nginx
+      sources:
+        chart: {name: ingress-nginx, valuesFile: /srv/ingress.yaml}
+";
+    let config = Config::from_str_named(text, "/etc/kk/config.yaml").expect("config");
+    let addons = &config.addons;
+    assert_eq!(addons.len(), 2);
+    assert_eq!(
+        (addons[0].name.as_str(), addons[0].namespace.as_str()),
+        ("metrics-server", "kube-system")
+    );
+    assert_eq!(addons[0].chart, "metrics-server");
+    assert_eq!(addons[0].set, ["args={--kubelet-insecure-tls}"]);
+    assert_eq!(
+        addons[0].values_file.as_deref(),
+        Some(Path::new("/etc/kk/values/metrics.yaml"))
+    );
+    assert_eq!(addons[1].namespace, "ingress-nginx");
+    assert_eq!(
+        addons[1].values_file.as_deref(),
+        Some(Path::new("/srv/ingress.yaml"))
+    );
+    assert!(Config::default().addons.is_empty());
+}
