@@ -608,15 +608,7 @@ mod tests {
                 fixture.bundle.kubernetes_version = Some((*version).to_owned());
             }
             fixture.node("node2").kernel = (*kernel).to_owned();
-            let result = fixture.on("node2", "os.kernel");
-            assert_eq!(result.status, *status, "{version:?} {kernel}: {result:?}");
-            for word in *words {
-                assert!(
-                    result.message.contains(word),
-                    "{kernel}: `{}` lacks `{word}`",
-                    result.message
-                );
-            }
+            expect(&fixture.on("node2", "os.kernel"), *status, words);
         }
         // The version to install unknown: the strictest verdict of the versions kk installs.
         let mut fixture = Fixture::three_nodes();

@@ -455,15 +455,7 @@ fn cgroups_by_version() {
         let mut fixture = Fixture::three_nodes();
         fixture.bundle.kubernetes_version = version.map(str::to_owned);
         fixture.node("node2").cgroup_fs = (*fs).to_owned();
-        let result = fixture.on("node2", "kubeadm.cgroups");
-        assert_eq!(result.status, *status, "{version:?} {fs}: {result:?}");
-        for word in *words {
-            assert!(
-                result.message.contains(word),
-                "`{}` lacks `{word}`",
-                result.message
-            );
-        }
+        expect(&fixture.on("node2", "kubeadm.cgroups"), *status, words);
     }
 }
 
