@@ -178,6 +178,23 @@ mod lab {
             log.contains("kubectl apply --server-side") && log.contains("operator-copy.yaml"),
             "{log}"
         );
+        // The record names the new phases where they ran.
+        let record: Value =
+            serde_json::from_str(&cluster.on(0, "cat /etc/kubekey/installed.json")).expect("json");
+        for phase in ["kubernetes", "network", "addons"] {
+            assert!(
+                record["phases"]
+                    .as_array()
+                    .is_some_and(|p| p.iter().any(|x| x == phase)),
+                "{record}"
+            );
+        }
+        assert!(
+            record["files"].as_array().is_some_and(|f| f
+                .iter()
+                .any(|x| x == "/etc/kubernetes/kk/kubeadm-init.yaml")),
+            "{record}"
+        );
     }
 
     /// node5 added to the inventory, with the token expired meanwhile: the same command
