@@ -359,17 +359,19 @@ impl Plan {
             "bundle {}\nregistry {} on {} ({})\n",
             self.bundle, self.registry.address, self.registry.node, self.registry.ip
         );
+        // Step ids in one column, as wide as the longest.
+        let width = self.steps.iter().map(|s| s.id.len()).max().unwrap_or(0);
         for host in inventory.hosts() {
             let _ = writeln!(text, "\n{}:", host.name);
             for step in self.steps.iter().filter(|s| s.nodes.contains(&host.name)) {
-                let _ = writeln!(text, "  {:<20} {}", step.id, describe(&step.action));
+                let _ = writeln!(text, "  {:<width$} {}", step.id, describe(&step.action));
             }
         }
         let once: Vec<&Step> = self.steps.iter().filter(|s| s.nodes.is_empty()).collect();
         if !once.is_empty() {
             text.push_str("\non the installer machine:\n");
             for step in once {
-                let _ = writeln!(text, "  {:<20} {}", step.id, describe(&step.action));
+                let _ = writeln!(text, "  {:<width$} {}", step.id, describe(&step.action));
             }
         }
         text
