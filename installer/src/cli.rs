@@ -165,7 +165,8 @@ pub(crate) struct FetchArgs {
     /// The directory the files go to.
     #[arg(long)]
     pub(crate) into: PathBuf,
-    /// A program to take from a release archive (all when none), or the name of a plain file.
+    /// A program to take from a release archive (all when none), or the name of a plain file
+    /// (a chart's layer, which has no file name of its own, is kept whole under this name).
     #[arg(long = "file", value_name = "NAME")]
     pub(crate) files: Vec<String>,
     /// How to print what was installed.
