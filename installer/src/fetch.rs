@@ -551,6 +551,21 @@ mod tests {
     }
 
     #[test]
+    fn a_layer_without_a_file_name_is_kept_whole_under_the_asked_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let chart = tar_gz(&[("tigera-operator/Chart.yaml", b"name: tigera-operator")]);
+        let mut staged = tempfile::NamedTempFile::new_in(dir.path()).expect("temp");
+        staged.write_all(&chart).expect("write");
+        let req = request(dir.path(), &["tigera-operator-v3.30.5.tgz"]);
+        let installed = install(&staged, "", &req).expect("install");
+        let target = dir.path().join("tigera-operator-v3.30.5.tgz");
+        assert_eq!(installed.keys().collect::<Vec<_>>(), [&target]);
+        assert_eq!(fs::read(&target).expect("read"), chart, "not unpacked");
+        let error = install(&staged, "", &request(dir.path(), &[])).expect_err("no name");
+        assert!(error.to_string().contains("no file name"), "{error}");
+    }
+
+    #[test]
     fn a_program_missing_from_the_archive_is_named() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut staged = tempfile::NamedTempFile::new_in(dir.path()).expect("temp");
