@@ -218,10 +218,12 @@ impl StoreVisitor<'_> {
     /// directory first (refusing a link there before anything is written), `index.json` last,
     /// so that the index names the bundle only once all of it is in place.
     fn publish(&self, identity: &Sha256Digest) -> Result<(), BundleError> {
-        // The blobs' renames reach the disk before any index that names them. One sync of the
-        // directory for all of them, rather than one per blob: a bundle has thousands.
+        // The blobs' data and renames reach the disk before any index that names them: one
+        // sync of the file system for all of them, rather than an fsync per blob (a bundle has
+        // thousands). A crash before it can leave a blob renamed but short; no index names it,
+        // and the next unpack re-hashes it and writes it again.
         let blobs = self.root.join(BLOBS);
-        durable::sync_dir(&blobs).map_err(|source| BundleError::Write {
+        durable::sync_file_system(&blobs).map_err(|source| BundleError::Write {
             path: blobs,
             source,
         })?;
@@ -279,8 +281,8 @@ impl MemberVisitor for StoreVisitor<'_> {
                 temp.as_file()
                     .set_permissions(fs::Permissions::from_mode(FILE_MODE))
                     .map_err(write_error)?;
-                // Synced and renamed now; the directory is synced once, before publishing.
-                durable::persist_unsynced_dir(temp, &target).map_err(write_error)?;
+                // Renamed now; the file system is synced once, before publishing.
+                durable::rename_unsynced(temp, &target).map_err(write_error)?;
                 self.written += 1;
             }
             Pending::Present => self.skipped += 1,

@@ -128,10 +128,11 @@ fn unpacks_a_store_the_reader_serves_and_adds_to_it() {
     );
 }
 
-/// Every file of the store is synced before its rename, and its directory after: the
-/// index never names a blob a power cut could take back.
+/// Every blob is renamed into place and the file system synced before the index that names
+/// them is published; every other file of the store is synced before its rename, and its
+/// directory after: the index never names a blob a power cut could take back.
 #[test]
-fn every_write_is_synced_then_renamed_then_its_directory_synced() {
+fn blobs_are_synced_with_their_file_system_before_the_index_and_files_one_by_one() {
     let tmp = tempfile::tempdir().expect("tmp");
     let store = tmp.path().join("store");
     let (path, digests) = bundle(tmp.path(), "docker.io/library/app:1", b"layer");
@@ -139,8 +140,17 @@ fn every_write_is_synced_then_renamed_then_its_directory_synced() {
     journal::take();
     unpack_into(&path, &store).expect("unpacks");
     let steps = journal::take();
+    let synced = steps
+        .iter()
+        .position(|s| *s == journal::Step::SyncFs(store.join("blobs/sha256")))
+        .expect("blobs' file system synced");
     for digest in &digests {
-        journal::assert_durable(&steps, &blob(&store, *digest));
+        let target = blob(&store, *digest);
+        let renamed = steps
+            .iter()
+            .position(|s| matches!(s, journal::Step::Rename { to, .. } if *to == target))
+            .expect("blob renamed into place");
+        assert!(renamed < synced, "{steps:#?}");
     }
     let headers = store.join("kk-bundle").join(identity.hex());
     for file in [
@@ -150,17 +160,26 @@ fn every_write_is_synced_then_renamed_then_its_directory_synced() {
     ] {
         journal::assert_durable(&steps, &file);
     }
-    // The blobs' directory is synced before the index is renamed into place.
     let index = store.join("index.json");
-    let synced = steps
-        .iter()
-        .position(|s| *s == journal::Step::SyncDir(store.join("blobs/sha256")))
-        .expect("blobs synced");
     let published = steps
         .iter()
         .position(|s| matches!(s, journal::Step::Rename { to, .. } if *to == index))
         .expect("index renamed");
     assert!(synced < published, "{steps:#?}");
+}
+
+/// A blob a crash left short (renamed, never synced) is found by its hash and written again.
+#[test]
+fn a_short_blob_left_by_a_crash_is_written_again() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let (path, digests) = bundle(tmp.path(), "docker.io/library/app:1", b"layer");
+    unpack_into(&path, &store).expect("unpacks");
+    let damaged = blob(&store, digests[0]);
+    let whole = fs::read(&damaged).expect("blob");
+    fs::write(&damaged, &whole[..whole.len() / 2]).expect("truncate");
+    unpack_into(&path, &store).expect("unpacks again");
+    assert_eq!(fs::read(&damaged).expect("blob"), whole);
 }
 
 #[test]
