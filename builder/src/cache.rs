@@ -34,6 +34,27 @@ const BUFFER: usize = 256 * 1024;
 /// Numbers the private partial files of this process.
 static PRIVATE_PARTIALS: AtomicU64 = AtomicU64::new(0);
 
+#[cfg(test)]
+thread_local! {
+    /// The blocking file operations of the cache run on this thread so far.
+    static FILE_CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Notes a blocking file operation, so tests can check that async code leaves them to the
+/// blocking pool; does nothing outside tests.
+#[inline]
+fn file_call() {
+    #[cfg(test)]
+    FILE_CALLS.with(|calls| calls.set(calls.get() + 1));
+}
+
+/// How many blocking file operations of the cache ran on the calling thread so far: a test on a
+/// current-thread runtime expects none on its own thread from async code.
+#[cfg(test)]
+pub(crate) fn file_calls_on_this_thread() -> u64 {
+    FILE_CALLS.with(std::cell::Cell::get)
+}
+
 /// A content-addressed store of verified blobs on disk; cheap to clone and share.
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -82,6 +103,7 @@ impl Cache {
     /// A verified blob: re-hashes the file on every hit; a corrupt entry is removed (logged
     /// with `tracing::warn` naming it) and `None` returned, so it is refetched.
     pub fn get(&self, digest: &Sha256Digest) -> Result<Option<CachedBlob>, BuildError> {
+        file_call();
         let path = self.blob_path(digest);
         let file = match File::open(&path) {
             Ok(file) => file,
@@ -110,12 +132,19 @@ impl Cache {
         Ok(None)
     }
 
-    /// Starts (or resumes, if a partial download for `key` exists) writing a blob; `expected`
-    /// is the digest it must have, if known.
+    /// Starts (or resumes, if a partial download for `key` exists) writing a blob; `what` names
+    /// it in errors (the URL in backticks, or a description), `expected` is the digest it must
+    /// have, if known.
     ///
     /// Resuming re-hashes the bytes already present. If another download holds the partial
     /// file of `key`, this one writes a private partial file from scratch instead.
-    pub fn begin(&self, key: &str, expected: Option<Sha256Digest>) -> Result<Download, BuildError> {
+    pub fn begin(
+        &self,
+        key: &str,
+        what: &str,
+        expected: Option<Sha256Digest>,
+    ) -> Result<Download, BuildError> {
+        file_call();
         let shared = self
             .partial_dir()
             .join(Sha256Digest::of(key.as_bytes()).hex());
@@ -130,6 +159,7 @@ impl Cache {
             path,
             blobs: self.blobs_dir(),
             key: key.to_owned(),
+            what: what.to_owned(),
             expected,
             expected_size: None,
             hasher: Sha256::new(),
@@ -148,6 +178,7 @@ impl Cache {
         bytes: &[u8],
         expected: Option<Sha256Digest>,
     ) -> Result<CachedBlob, BuildError> {
+        file_call();
         let digest = Sha256Digest::of(bytes);
         if let Some(expected) = expected
             && expected != digest
@@ -205,6 +236,7 @@ pub struct Download {
     path: PathBuf,
     blobs: PathBuf,
     key: String,
+    what: String,
     expected: Option<Sha256Digest>,
     expected_size: Option<u64>,
     hasher: Sha256,
@@ -237,13 +269,16 @@ impl Download {
         !self.private
     }
 
-    /// Sets the size the blob must have, once the server announced it.
+    /// Sets the size the blob must have, once known (announced by the server, or by the
+    /// descriptor of an image blob): from then on a [`Download::write`] past it is refused and
+    /// [`Download::finish`] refuses fewer bytes.
     pub fn expect_size(&mut self, size: u64) {
         self.expected_size = Some(size);
     }
 
     /// Discards the bytes written so far, e.g. when the server ignored `Range`.
     pub fn restart(&mut self) -> Result<(), BuildError> {
+        file_call();
         let io_error = |source| BuildError::File {
             path: self.path.clone(),
             source,
@@ -259,8 +294,21 @@ impl Download {
         Ok(())
     }
 
-    /// Appends `chunk`.
+    /// Appends `chunk`, unless it would take the blob past its expected size: then nothing
+    /// of it is written and the error names the blob, the size it must have and the bytes
+    /// received so far, so a source sending too much is cut off as soon as it does.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), BuildError> {
+        file_call();
+        let received = self.offset + chunk.len() as u64;
+        if let Some(expected) = self.expected_size
+            && received > expected
+        {
+            return Err(BuildError::SizeMismatch {
+                what: self.what.clone(),
+                expected,
+                actual: received,
+            });
+        }
         self.writer
             .write_all(chunk)
             .map_err(|source| BuildError::File {
@@ -274,8 +322,10 @@ impl Download {
 
     /// Fsyncs, verifies (sha256 over all bytes, resumed ones included, and the size if known)
     /// and renames the blob into `blobs/`. On a mismatch the partial file is deleted and the
-    /// error names `what` (the URL), the expected and the actual digest or size.
-    pub fn finish(mut self, what: &str) -> Result<CachedBlob, BuildError> {
+    /// error names the blob (`what` of [`Cache::begin`]), the expected and the actual digest
+    /// or size.
+    pub fn finish(mut self) -> Result<CachedBlob, BuildError> {
+        file_call();
         self.done = true;
         self.sync()?;
         let digest = digest_of(std::mem::take(&mut self.hasher));
@@ -284,7 +334,7 @@ impl Download {
         {
             remove_if_present(&self.path)?;
             return Err(BuildError::SizeMismatch {
-                what: what.to_owned(),
+                what: std::mem::take(&mut self.what),
                 expected,
                 actual: self.offset,
             });
@@ -294,7 +344,7 @@ impl Download {
         {
             remove_if_present(&self.path)?;
             return Err(BuildError::DigestMismatch {
-                what: what.to_owned(),
+                what: std::mem::take(&mut self.what),
                 expected,
                 actual: digest,
             });
@@ -505,16 +555,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let digest = Sha256Digest::of(b"hello world");
-        let mut first = cache.begin("https://example.org/f", Some(digest)).unwrap();
+        let mut first = cache
+            .begin(
+                "https://example.org/f",
+                "`https://example.org/f`",
+                Some(digest),
+            )
+            .unwrap();
         assert_eq!(first.offset(), 0);
         first.write(b"hello ").unwrap();
         drop(first);
 
-        let mut second = cache.begin("https://example.org/f", Some(digest)).unwrap();
+        let mut second = cache
+            .begin(
+                "https://example.org/f",
+                "`https://example.org/f`",
+                Some(digest),
+            )
+            .unwrap();
         assert_eq!(second.offset(), 6);
         second.write(b"world").unwrap();
         second.expect_size(11);
-        let blob = second.finish("`https://example.org/f`").unwrap();
+        let blob = second.finish().unwrap();
         assert_eq!((blob.digest, blob.size), (digest, 11));
         assert_eq!(fs::read(&blob.path).unwrap(), b"hello world");
         assert_eq!(partials_in(&cache), 0);
@@ -524,12 +586,12 @@ mod tests {
     fn restart_discards_the_partial_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let mut download = cache.begin("k", None).unwrap();
+        let mut download = cache.begin("k", "`k`", None).unwrap();
         download.write(b"stale").unwrap();
         download.restart().unwrap();
         assert_eq!(download.offset(), 0);
         download.write(b"fresh").unwrap();
-        let blob = download.finish("k").unwrap();
+        let blob = download.finish().unwrap();
         assert_eq!(blob.digest, Sha256Digest::of(b"fresh"));
         assert_eq!(fs::read(&blob.path).unwrap(), b"fresh");
     }
@@ -539,12 +601,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let expected = Sha256Digest::of(b"right");
-        let mut download = cache.begin("k", Some(expected)).unwrap();
+        let mut download = cache
+            .begin("k", "`https://example.org/k`", Some(expected))
+            .unwrap();
         download.write(b"wrong").unwrap();
-        let message = download
-            .finish("`https://example.org/k`")
-            .unwrap_err()
-            .to_string();
+        let message = download.finish().unwrap_err().to_string();
         for part in [
             "`https://example.org/k`".to_owned(),
             expected.to_string(),
@@ -560,10 +621,10 @@ mod tests {
     fn a_size_mismatch_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let mut download = cache.begin("k", None).unwrap();
+        let mut download = cache.begin("k", "`k`", None).unwrap();
         download.write(b"abc").unwrap();
         download.expect_size(4);
-        let error = download.finish("`k`").unwrap_err();
+        let error = download.finish().unwrap_err();
         assert!(
             matches!(
                 error,
@@ -579,18 +640,42 @@ mod tests {
     }
 
     #[test]
+    fn a_write_past_the_expected_size_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let mut download = cache.begin("k", "blob `b`", None).unwrap();
+        download.expect_size(4);
+        download.write(b"abc").unwrap();
+        let error = download.write(b"de").unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                BuildError::SizeMismatch {
+                    expected: 4,
+                    actual: 5,
+                    what,
+                } if what == "blob `b`"
+            ),
+            "{error:?}"
+        );
+        assert_eq!(download.offset(), 3, "nothing of the refused chunk is kept");
+        download.write(b"d").unwrap();
+        assert_eq!(download.finish().unwrap().size, 4);
+    }
+
+    #[test]
     fn concurrent_downloads_of_one_key_do_not_share_a_partial() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let mut first = cache.begin("k", None).unwrap();
-        let mut second = cache.begin("k", None).unwrap();
+        let mut first = cache.begin("k", "`k`", None).unwrap();
+        let mut second = cache.begin("k", "`k`", None).unwrap();
         assert!(first.is_resumable());
         assert!(!second.is_resumable());
         first.write(b"same").unwrap();
         second.write(b"sa").unwrap();
         second.write(b"me").unwrap();
-        let a = first.finish("k").unwrap();
-        let b = second.finish("k").unwrap();
+        let a = first.finish().unwrap();
+        let b = second.finish().unwrap();
         assert_eq!(a, b);
         assert_eq!(fs::read(&a.path).unwrap(), b"same");
         assert_eq!(partials_in(&cache), 0);
@@ -600,12 +685,12 @@ mod tests {
     fn a_dropped_private_partial_is_deleted() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let held = cache.begin("k", None).unwrap();
-        let mut private = cache.begin("k", None).unwrap();
+        let held = cache.begin("k", "`k`", None).unwrap();
+        let mut private = cache.begin("k", "`k`", None).unwrap();
         private.write(b"x").unwrap();
         drop(private);
         assert_eq!(partials_in(&cache), 1);
         drop(held);
-        assert_eq!(cache.begin("k", None).unwrap().offset(), 0);
+        assert_eq!(cache.begin("k", "`k`", None).unwrap().offset(), 0);
     }
 }

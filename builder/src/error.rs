@@ -47,16 +47,17 @@ pub enum BuildError {
         /// The digest it has.
         actual: bundle_spec::Sha256Digest,
     },
-    /// A download ended with another size than the server announced.
+    /// A download is not of the size announced for it (by the server, or by an image blob's
+    /// descriptor): it ended short, or went past the size and was cut off there.
     #[error(
-        "{what} has {actual} bytes but the server announced {expected}; hint: the transfer was cut or the server is inconsistent, retry"
+        "{what} should have {expected} bytes, but {actual} arrived; hint: the transfer was cut, or the server or the image manifest is inconsistent; retry"
     )]
     SizeMismatch {
-        /// What was downloaded: the URL, in backticks.
+        /// What was downloaded: the URL in backticks, or a description.
         what: String,
         /// The announced size.
         expected: u64,
-        /// The size received.
+        /// The bytes received: all of them, or up to the cut-off.
         actual: u64,
     },
     /// The HTTP client could not be set up.

@@ -75,15 +75,18 @@ impl HttpFetcher {
         progress: Progress<'_>,
         resumed: &mut bool,
     ) -> Result<CachedBlob, BuildError> {
-        let (starter, key) = (cache.clone(), target.url.to_string());
+        let (starter, key, what) = (
+            cache.clone(),
+            target.url.to_string(),
+            target.shown.to_string(),
+        );
         let mut download = blocking("resuming a partial download", move || {
-            starter.begin(&key, expected)
+            starter.begin(&key, &what, expected)
         })
         .await?;
         *resumed = download.offset() > 0;
         self.transfer(target, &mut download, progress).await?;
-        let what = target.shown.to_string();
-        blocking("storing a download", move || download.finish(&what)).await
+        blocking("storing a download", move || download.finish()).await
     }
 
     /// Requests until the download holds the whole file, or the retries are used up.

@@ -46,6 +46,7 @@ pub(crate) struct Reply {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     cut_after: Option<usize>,
+    stall: bool,
 }
 
 impl Reply {
@@ -55,6 +56,7 @@ impl Reply {
             headers: Vec::new(),
             body: Vec::new(),
             cut_after: None,
+            stall: false,
         }
     }
 
@@ -91,6 +93,14 @@ impl Reply {
     /// Announces the whole body but sends only its first `bytes`, then closes.
     pub(crate) fn cut_after(mut self, bytes: usize) -> Self {
         self.cut_after = Some(bytes);
+        self
+    }
+
+    /// Announces the whole body but sends only its first `bytes`, then neither sends more nor
+    /// closes: a client waiting for the rest waits until its timeout.
+    pub(crate) fn stall_after(mut self, bytes: usize) -> Self {
+        self.cut_after = Some(bytes);
+        self.stall = true;
         self
     }
 }
@@ -170,6 +180,10 @@ async fn serve(mut stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<
     let body = &reply.body[..reply.cut_after.unwrap_or(reply.body.len())];
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(body).await;
+    if reply.stall {
+        let _ = stream.flush().await;
+        std::future::pending::<()>().await;
+    }
     let _ = stream.shutdown().await;
 }
 

@@ -192,7 +192,7 @@ async fn a_stale_partial_is_fetched_again_from_scratch() {
     let (_dir, cache) = cache();
     let url = server.url("/f");
     // A previous run got 5 bytes of an older version of the file.
-    let mut stale = cache.begin(&url, None).unwrap();
+    let mut stale = cache.begin(&url, "`stale`", None).unwrap();
     stale.write(b"XXXXX").unwrap();
     drop(stale);
     let blob = retrying(0)

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use base64::Engine as _;
 use bundle_spec::manifest::RegistryConfig;
@@ -16,6 +16,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
 use crate::error::BuildError;
+use crate::fetch::blocking;
 
 /// Clients and credentials for every registry a build talks to.
 #[derive(Clone)]
@@ -74,19 +75,36 @@ impl RegistryAccess {
         }
     }
 
-    /// The client for the registry `reference` lives on.
-    pub fn client(&self, reference: &Reference) -> Result<Client, BuildError> {
+    /// Access to `host` over plain HTTP, anonymously: for tests against a local server.
+    #[cfg(test)]
+    pub(crate) fn plain_http(host: &str) -> Self {
+        Self {
+            settings: tests::settings(&format!(r#"{{"{host}": {{plainHTTP: true}}}}"#)),
+            docker_auths: BTreeMap::new(),
+            clients: Arc::default(),
+        }
+    }
+
+    /// The client for the registry `reference` lives on. The first request for a host sets
+    /// its client up off the async workers, since that reads the host's CA file.
+    pub async fn client(&self, reference: &Reference) -> Result<Client, BuildError> {
         let host = reference.registry().to_owned();
-        let mut clients = self
-            .clients
-            .lock()
-            .map_err(|_| BuildError::Internal("registry client table poisoned".into()))?;
-        if let Some(client) = clients.get(&host) {
+        if let Some(client) = self.clients()?.get(&host) {
             return Ok(client.clone());
         }
-        let client = Client::new(self.client_config(&host)?);
-        clients.insert(host, client.clone());
-        Ok(client)
+        let (access, configured) = (self.clone(), host.clone());
+        let client = blocking("setting up a registry client", move || {
+            access.client_config(&configured).map(Client::new)
+        })
+        .await?;
+        // Another task may have set one up meanwhile: all use the first.
+        Ok(self.clients()?.entry(host).or_insert(client).clone())
+    }
+
+    fn clients(&self) -> Result<MutexGuard<'_, BTreeMap<String, Client>>, BuildError> {
+        self.clients
+            .lock()
+            .map_err(|_| BuildError::Internal("registry client table poisoned".into()))
     }
 
     fn client_config(&self, host: &str) -> Result<ClientConfig, BuildError> {
@@ -220,7 +238,7 @@ mod tests {
     }
 
     /// Registry settings as a manifest gives them.
-    fn settings(registries: &str) -> BTreeMap<String, RegistryConfig> {
+    pub(super) fn settings(registries: &str) -> BTreeMap<String, RegistryConfig> {
         let text = format!(
             "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: t}}\nspec:\n  images: [docker.io/library/busybox:1.36]\n  registries: {registries}\n"
         );

@@ -1,12 +1,8 @@
 //! Reading just enough of a manifest or index to know what it references.
 
-use std::path::Path;
-
 use bundle_spec::Sha256Digest;
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
-
-use crate::error::BuildError;
 
 /// A blob a document references.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,30 +124,25 @@ impl Document {
     }
 }
 
-/// The platform an image config declares (`os`, `architecture`, `variant`), if it declares one.
-pub(super) fn config_platform(path: &Path) -> Result<Option<Platform>, BuildError> {
+/// The platform an image config (its bytes) declares (`os`, `architecture`, `variant`), if it
+/// declares one.
+pub(super) fn config_platform(bytes: &[u8]) -> Option<Platform> {
     #[derive(Deserialize)]
     struct Config {
         os: Option<String>,
         architecture: Option<String>,
         variant: Option<String>,
     }
-    let bytes = std::fs::read(path).map_err(|source| BuildError::File {
-        path: path.to_owned(),
-        source,
-    })?;
     // Helm configs and artifact configs are not image configs: no platform to check.
-    let Ok(config) = serde_json::from_slice::<Config>(&bytes) else {
-        return Ok(None);
-    };
+    let config = serde_json::from_slice::<Config>(bytes).ok()?;
     let (Some(os), Some(arch)) = (config.os, config.architecture) else {
-        return Ok(None);
+        return None;
     };
     let text = match config.variant {
         Some(variant) => format!("{os}/{arch}/{variant}"),
         None => format!("{os}/{arch}"),
     };
-    Ok(text.parse().ok())
+    text.parse().ok()
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 
 mod access;
 mod document;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeSet;
 
@@ -22,8 +24,9 @@ use oci_client::client::BlobResponse;
 pub use access::RegistryAccess;
 pub use document::{BlobRef, Document};
 
-use crate::cache::{Cache, CachedBlob};
+use crate::cache::{Cache, CachedBlob, Download};
 use crate::error::BuildError;
+use crate::fetch::blocking;
 
 /// The media types a build accepts for manifests and indexes.
 pub const MANIFEST_MEDIA_TYPES: &[&str] = &[
@@ -248,7 +251,13 @@ async fn check_single_platform(
         return Ok(None);
     };
     let blob = fetch_blob(access, cache, source, fetch, config, &|_, _| {}).await?;
-    let Some(platform) = document::config_platform(&blob.path)? else {
+    let bytes = tokio::fs::read(&blob.path)
+        .await
+        .map_err(|source| BuildError::File {
+            path: blob.path.clone(),
+            source,
+        })?;
+    let Some(platform) = document::config_platform(&bytes) else {
         return Ok(None);
     };
     for wanted in options.platforms {
@@ -266,7 +275,7 @@ async fn pull_document(
     source: &ImageSource,
     fetch: &Reference,
 ) -> Result<(Document, CachedBlob), BuildError> {
-    let client = access.client(fetch)?;
+    let client = access.client(fetch).await?;
     let auth = access.auth(fetch)?;
     let (bytes, _header_digest) = client
         .pull_manifest_raw(fetch, &auth, MANIFEST_MEDIA_TYPES)
@@ -282,11 +291,21 @@ async fn pull_document(
             reference: source.name(),
             reason,
         })?;
-    let blob = cache.put_bytes(&bytes, Some(digest))?;
+    let store = cache.clone();
+    let blob = blocking("storing a manifest", move || {
+        store.put_bytes(&bytes, Some(digest))
+    })
+    .await?;
     Ok((document, blob))
 }
 
-/// Fetches one config or layer into the cache, resuming a partial download, verified by digest.
+/// How many chunks of a blob that already arrived are written to the cache at once.
+const CHUNKS_PER_WRITE: usize = 16;
+
+/// Fetches one config or layer into the cache, resuming a partial download, verified by digest
+/// and by the size its descriptor gives: a registry sending more is cut off as soon as it does,
+/// one sending less fails; either error names the blob. The cache's file work runs off the async
+/// workers.
 pub async fn fetch_blob(
     access: &RegistryAccess,
     cache: &Cache,
@@ -295,11 +314,12 @@ pub async fn fetch_blob(
     blob: &BlobRef,
     progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
 ) -> Result<CachedBlob, BuildError> {
-    if let Some(hit) = cache.get(&blob.digest)? {
+    let (lookup, digest, size) = (cache.clone(), blob.digest, blob.size);
+    if let Some(hit) = blocking("checking the cache", move || lookup.get(&digest)).await? {
         progress(hit.size, Some(hit.size));
         return Ok(hit);
     }
-    let client = access.client(fetch)?;
+    let client = access.client(fetch).await?;
     let auth = access.auth(fetch)?;
     let registry_error = |e: oci_client::errors::OciDistributionError| BuildError::Registry {
         reference: source.name(),
@@ -309,27 +329,88 @@ pub async fn fetch_blob(
     client
         .store_auth_if_needed(fetch.resolve_registry(), &auth)
         .await;
-    let key = format!("oci/{}", blob.digest.hex());
-    let mut download = cache.begin(&key, Some(blob.digest))?;
-    let digest = blob.digest.to_string();
-    let response = client
-        .pull_blob_stream_partial(fetch, digest.as_str(), download.offset(), None)
-        .await
-        .map_err(registry_error)?;
-    let mut stream = match response {
-        BlobResponse::Full(stream) => {
+    let (starter, key) = (cache.clone(), format!("oci/{}", blob.digest.hex()));
+    let what = format!("blob `{}` of `{}`", blob.digest, source.name());
+    let mut download = blocking("resuming a partial download", move || {
+        let mut download = starter.begin(&key, &what, Some(digest))?;
+        if download.offset() > size {
             download.restart()?;
-            stream.stream
         }
-        BlobResponse::Partial(stream) => stream.stream,
-    };
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BuildError::Transfer {
-            what: format!("{} blob {}", source.name(), blob.digest),
-            source: e,
-        })?;
-        download.write(&chunk)?;
-        progress(download.offset(), Some(blob.size));
+        download.expect_size(size);
+        Ok(download)
+    })
+    .await?;
+    progress(download.offset(), Some(size));
+    // A partial file holding every byte (a run stopped just before storing it) needs no request:
+    // the registry could not serve a range starting at its end.
+    if download.offset() < size {
+        let digest = blob.digest.to_string();
+        let response = client
+            .pull_blob_stream_partial(fetch, digest.as_str(), download.offset(), None)
+            .await
+            .map_err(registry_error)?;
+        let stream = match response {
+            BlobResponse::Full(stream) => {
+                download = blocking("restarting a download", move || {
+                    download.restart()?;
+                    download.expect_size(size);
+                    Ok(download)
+                })
+                .await?;
+                stream.stream
+            }
+            BlobResponse::Partial(stream) => stream.stream,
+        };
+        let mut batches = stream.ready_chunks(CHUNKS_PER_WRITE);
+        while let Some(batch) = batches.next().await {
+            let mut chunks = Vec::with_capacity(batch.len());
+            let mut failure = None;
+            for item in batch {
+                match item {
+                    Ok(chunk) => chunks.push(chunk),
+                    Err(error) => {
+                        failure = Some(error);
+                        break;
+                    }
+                }
+            }
+            download = write_chunks(download, chunks).await?;
+            progress(download.offset(), Some(size));
+            if let Some(error) = failure {
+                // oci-client checks the digest once a whole blob arrived; a short one is left
+                // to `finish`, which names the sizes.
+                if download.offset() < size && is_digest_check(&error) {
+                    break;
+                }
+                return Err(BuildError::Transfer {
+                    what: format!("{} blob {}", source.name(), blob.digest),
+                    source: error,
+                });
+            }
+        }
     }
-    download.finish(&format!("blob `{}` of `{}`", blob.digest, source.name()))
+    blocking("storing a blob", move || download.finish()).await
+}
+
+/// Appends `chunks` to `download` on the blocking pool; the download moves there and back, so a
+/// cancelled fetch leaves it whole.
+async fn write_chunks(
+    mut download: Download,
+    chunks: Vec<bytes::Bytes>,
+) -> Result<Download, BuildError> {
+    if chunks.is_empty() {
+        return Ok(download);
+    }
+    blocking("writing a download", move || {
+        for chunk in &chunks {
+            download.write(chunk)?;
+        }
+        Ok(download)
+    })
+    .await
+}
+
+/// Whether a stream error is oci-client's digest check at the end of a blob.
+fn is_digest_check(error: &std::io::Error) -> bool {
+    matches!(error.get_ref(), Some(inner) if inner.is::<oci_client::errors::DigestError>())
 }
