@@ -23,9 +23,9 @@ const UNITS: [&str; 4] = ["kubelet", "etcd", "containerd", "kk-registry"];
 
 /// Directories kk keeps its own working files in (stamps, charts, kubeadm configs).
 const KK_DIRS: [&str; 3] = [
-    "/var/lib/kk/fetched",
-    "/var/lib/kk/charts",
-    "/etc/kubernetes/kk",
+    crate::fetch::STAMP_DIR,
+    super::plan::CHARTS_DIR,
+    render::kubernetes::paths::KK_CONFIGS,
 ];
 
 /// Data removed only with `purge` (their contents: they may be mount points).

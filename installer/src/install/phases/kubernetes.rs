@@ -12,8 +12,8 @@ use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::bootstrap::{self, BootstrapToken};
 use crate::install::plan::KubernetesPlan;
 use crate::install::render::kubernetes::paths::{
-    ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KUBE_VIP_MANIFEST, KUBEADM_DROPIN, KUBELET_UNIT,
-    SUPER_ADMIN_CONF,
+    ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST, KUBEADM_DROPIN,
+    KUBELET_UNIT, SUPER_ADMIN_CONF,
 };
 use crate::install::render::kubernetes::{
     self as k8s, ClusterInput, EtcdMode, JoinInput, KubeVipInput, VipMode,
@@ -22,8 +22,6 @@ use crate::install::render::{self, paths};
 use crate::inventory::{EndpointKind, KubeVipMode};
 use crate::ssh::{Node, quote};
 
-/// Where kk keeps the kubeadm configs it writes on a node (mode 0600: they hold the token).
-pub(crate) const KUBEADM_DIR: &str = "/etc/kubernetes/kk";
 /// The file whose presence means the node has been initialised or joined.
 const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
 /// containerd's CRI socket, as kubeadm and the kubelet take it.
@@ -269,7 +267,7 @@ fn cluster_input(cx: &Cx<'_>, node: &Node) -> Result<ClusterInput, String> {
 
 /// `kubernetes.init`: kk's kubeadm config, and `kubeadm init` unless the node was initialised.
 pub(super) async fn init(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let path = format!("{KUBEADM_DIR}/kubeadm-init.yaml");
+    let path = format!("{KK_CONFIGS}/kubeadm-init.yaml");
     if is_joined(node).await? {
         return Ok(Outcome {
             files: vec![path],
@@ -298,7 +296,7 @@ fn admin_kubeconfig() -> String {
 /// `kubernetes.join-control-plane` and `kubernetes.join-worker`: kk's join config, and
 /// `kubeadm join` unless the node has joined.
 pub(super) async fn join(cx: &Cx<'_>, node: &Node, control_plane: bool) -> StepResult {
-    let path = format!("{KUBEADM_DIR}/kubeadm-join.yaml");
+    let path = format!("{KK_CONFIGS}/kubeadm-join.yaml");
     if is_joined(node).await? {
         return Ok(Outcome {
             files: vec![path],

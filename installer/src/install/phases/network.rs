@@ -11,9 +11,8 @@
 use std::fmt::Write as _;
 
 use super::{Cx, StepResult, put, runtime, sh};
-use crate::install::phases::kubernetes::KUBEADM_DIR;
 use crate::install::plan::{ChartInstall, ChartValues};
-use crate::install::render::kubernetes::paths::ADMIN_CONF;
+use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
 use crate::install::render::kubernetes::{self as k8s, Cni};
 use crate::inventory::NetworkPlugin;
 use crate::ssh::{Node, quote};
@@ -30,7 +29,7 @@ pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> Ste
             .first()
             .ok_or("the chart has no file name")?
     );
-    let dir = format!("{KUBEADM_DIR}/charts");
+    let dir = format!("{KK_CONFIGS}/charts");
     let values_path = format!("{dir}/{}.values.yaml", chart.release);
     let values = values(cx, chart)?;
     outcome.merge(put(cx, node, values.as_bytes(), &values_path, 0o600).await?);

@@ -46,6 +46,8 @@ pub mod paths {
     pub const SUPER_ADMIN_CONF: &str = "/etc/kubernetes/super-admin.conf";
     /// The certificates kubeadm uses (pre-filled by kk).
     pub const PKI: &str = "/etc/kubernetes/pki";
+    /// kk's kubeadm configs and rendered charts (mode 0600: the configs hold the token).
+    pub const KK_CONFIGS: &str = "/etc/kubernetes/kk";
 }
 
 /// kubeadm's newest config API: from kubeadm v1.31.
