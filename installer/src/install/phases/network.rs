@@ -17,22 +17,43 @@ use crate::install::render::kubernetes::{self as k8s, Cni};
 use crate::inventory::NetworkPlugin;
 use crate::ssh::{Node, quote};
 
+/// Where a chart's values and rendered manifest are kept on the node.
+fn charts_dir() -> String {
+    format!("{KK_CONFIGS}/charts")
+}
+
 /// `network.cni`, `addons.<name>`: fetch, values, render, check, apply.
 pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> StepResult {
     let mut outcome = runtime::fetch(cx, node, std::slice::from_ref(&chart.fetch)).await?;
-    let tgz = format!(
-        "{}/{}",
-        chart.fetch.into,
-        chart
-            .fetch
-            .files
-            .first()
-            .ok_or("the chart has no file name")?
-    );
-    let dir = format!("{KK_CONFIGS}/charts");
-    let values_path = format!("{dir}/{}.values.yaml", chart.release);
+    let values_path = format!("{}/{}.values.yaml", charts_dir(), chart.release);
     let values = values(cx, chart)?;
     outcome.merge(put(cx, node, values.as_bytes(), &values_path, 0o600).await?);
+    let rendered = render(cx, node, chart, &values_path).await?;
+    let missing = missing_images(&rendered, &cx.plan.images)
+        .map_err(|e| format!("the rendered chart `{}` is not YAML: {e}", chart.fetch.name))?;
+    if !missing.is_empty() {
+        return Err(format!(
+            "chart `{}` names images the bundle lacks: {}; hint: add them to the bundle manifest's `spec.images` and build again",
+            chart.fetch.name,
+            missing.join(", ")
+        ));
+    }
+    outcome.merge(apply(cx, node, chart, &rendered).await?);
+    Ok(outcome)
+}
+
+/// `helm template` of the fetched `.tgz` with the values (and an addon's `--set` pairs).
+async fn render(
+    cx: &Cx<'_>,
+    node: &Node,
+    chart: &ChartInstall,
+    values_path: &str,
+) -> Result<String, String> {
+    let file = chart
+        .fetch
+        .files
+        .first()
+        .ok_or("the chart has no file name")?;
     let version = cx
         .plan
         .kubernetes
@@ -43,7 +64,7 @@ pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> Ste
         "/usr/local/bin/helm template {release} {tgz} --namespace {namespace} --include-crds \
          --kube-version {version} --values {values_path}",
         release = quote(&chart.release),
-        tgz = quote(&tgz),
+        tgz = quote(&format!("{}/{file}", chart.fetch.into)),
         namespace = quote(&chart.namespace),
         version = quote(&version),
     );
@@ -52,32 +73,27 @@ pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> Ste
             let _ = write!(template, " --set {}", quote(pair));
         }
     }
-    let rendered = sh(node, &template).await.map_err(|e| {
+    sh(node, &template).await.map_err(|e| {
         format!(
             "`helm template` of chart `{}` failed: {e}",
             chart.fetch.name
         )
-    })?;
-    let missing = missing_images(&rendered, &cx.plan.images)
-        .map_err(|e| format!("the rendered chart `{}` is not YAML: {e}", chart.fetch.name))?;
-    if !missing.is_empty() {
-        return Err(format!(
-            "chart `{}` names images the bundle lacks: {}; hint: add them to the bundle manifest's `spec.images` and build again",
-            chart.fetch.name,
-            missing.join(", ")
-        ));
-    }
+    })
+}
+
+/// The rendered manifest, its namespace first, kept on the node and applied server-side.
+async fn apply(cx: &Cx<'_>, node: &Node, chart: &ChartInstall, rendered: &str) -> StepResult {
     let manifest = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n---\n{rendered}",
         chart.namespace
     );
-    let manifest_path = format!("{dir}/{}.yaml", chart.release);
-    outcome.merge(put(cx, node, manifest.as_bytes(), &manifest_path, 0o600).await?);
+    let path = format!("{}/{}.yaml", charts_dir(), chart.release);
+    let outcome = put(cx, node, manifest.as_bytes(), &path, 0o600).await?;
     sh(
         node,
         &format!(
             "/usr/local/bin/kubectl apply --server-side --force-conflicts --field-manager kk-install \
-             --kubeconfig {ADMIN_CONF} -f {manifest_path} 2>&1"
+             --kubeconfig {ADMIN_CONF} -f {path} 2>&1"
         ),
     )
     .await
