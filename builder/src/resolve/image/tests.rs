@@ -119,6 +119,14 @@ async fn a_blob_shorter_than_its_descriptor_is_an_error_naming_it() {
     assert_eq!(cache.get(&blob.digest).unwrap(), None);
 }
 
+/// What an earlier, interrupted run left of `blob` in the cache: its first `bytes`.
+fn leave_partial(cache: &Cache, blob: &BlobRef, bytes: &[u8]) {
+    let mut earlier = cache
+        .begin(&format!("oci/{}", blob.digest.hex()), "earlier", None)
+        .unwrap();
+    earlier.write(bytes).unwrap();
+}
+
 #[tokio::test]
 async fn a_partial_blob_is_resumed_with_range() {
     let blob = layer();
@@ -127,11 +135,7 @@ async fn a_partial_blob_is_resumed_with_range() {
     })
     .await;
     let (_dir, cache) = cache();
-    let mut earlier = cache
-        .begin(&format!("oci/{}", blob.digest.hex()), "earlier", None)
-        .unwrap();
-    earlier.write(&LAYER[..10]).unwrap();
-    drop(earlier);
+    leave_partial(&cache, &blob, &LAYER[..10]);
     let stored = fetch_layer(&server, &cache, &blob).await.unwrap();
     assert_eq!(std::fs::read(&stored.path).unwrap(), LAYER);
     let requests = blob_requests(&server, &blob.digest);
@@ -149,11 +153,7 @@ async fn a_partial_blob_holding_every_byte_needs_no_request() {
     })
     .await;
     let (_dir, cache) = cache();
-    let mut earlier = cache
-        .begin(&format!("oci/{}", blob.digest.hex()), "earlier", None)
-        .unwrap();
-    earlier.write(LAYER).unwrap();
-    drop(earlier);
+    leave_partial(&cache, &blob, LAYER);
     let stored = fetch_layer(&server, &cache, &blob).await.unwrap();
     assert_eq!(std::fs::read(&stored.path).unwrap(), LAYER);
     assert!(blob_requests(&server, &blob.digest).is_empty());
