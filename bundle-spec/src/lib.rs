@@ -50,6 +50,8 @@ pub mod member;
 pub mod parts;
 pub mod platform;
 pub mod read;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod write;
 
 pub use checksums::ChecksumList;

@@ -13,6 +13,3 @@ pub mod precheck;
 pub mod push;
 pub mod registry;
 pub mod ssh;
-
-#[cfg(test)]
-mod test_support;

@@ -6,12 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use bundle_spec::description::{BuilderInfo, SourceManifest};
 use bundle_spec::write::WriteOptions;
-use bundle_spec::{
-    Artifact, ArtifactKind, BlobFile, BundleContents, Description, FORMAT_VERSION, Lock,
-    Sha256Digest,
-};
+use bundle_spec::{Artifact, ArtifactKind, BlobFile, BundleContents, Sha256Digest};
 
 use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
 
@@ -81,20 +77,7 @@ pub(crate) fn write_images(
     }))
     .expect("index");
     let created = "2026-11-22T00:00:00Z".parse().expect("time");
-    let description = Description {
-        format_version: FORMAT_VERSION,
-        builder: BuilderInfo {
-            name: "test".into(),
-            version: "0".into(),
-        },
-        created,
-        manifest: SourceManifest {
-            name: "m.yaml".into(),
-            text: String::new(),
-        },
-        lock: Lock::new(created),
-        artifacts,
-    };
+    let description = bundle_spec::test_support::description(created, artifacts);
     let target = dir.join(format!("{name}.tar.zst"));
     let options = WriteOptions {
         split_size: split,

@@ -8,10 +8,8 @@ use std::path::PathBuf;
 use tempfile::TempDir;
 
 use super::Bundle;
-use crate::description::{BuilderInfo, Description, FORMAT_VERSION, SourceManifest};
 use crate::digest::Sha256Digest;
 use crate::error::BundleError;
-use crate::lock::Lock;
 use crate::member::{BLOCK, MemberPath, canonical_header, padding};
 use crate::write::frames::FrameEncoder;
 
@@ -45,20 +43,7 @@ fn named(path: &str, data: &[u8], entry: tar::EntryType) -> Raw {
 fn description(version: &str) -> Vec<u8> {
     let created =
         jiff::Timestamp::from_second(i64::try_from(MTIME).expect("small")).expect("valid time");
-    let description = Description {
-        format_version: FORMAT_VERSION,
-        builder: BuilderInfo {
-            name: "test".into(),
-            version: "0".into(),
-        },
-        created,
-        manifest: SourceManifest {
-            name: "m.yaml".into(),
-            text: String::new(),
-        },
-        lock: Lock::new(created),
-        artifacts: vec![],
-    };
+    let description = crate::test_support::description(created, vec![]);
     let mut json = serde_json::to_value(description).expect("serialisable");
     json["formatVersion"] = version.into();
     serde_json::to_vec(&json).expect("serialisable")

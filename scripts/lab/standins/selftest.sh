@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Self-test of the kubeadm, kubelet, kubectl and crictl stand-ins, without a node: each runs with
 # python3 against a temporary directory that stands for the node's root (KK_STANDIN_ROOT), with
-# fakes for ctr (KK_STANDIN_CTR: pulls succeed unless the image is listed in $ROOT/ctr-fail),
+# test doubles (this self-test only, no node) for ctr (KK_STANDIN_CTR: pulls succeed unless the image is listed in $ROOT/ctr-fail),
 # systemctl (KK_STANDIN_SYSTEMCTL: `restart kubelet` runs the kubelet stand-in once with the flags
 # kubeadm wrote, as systemd's unit would) and journalctl (KK_STANDIN_JOURNALCTL).
 #
@@ -22,10 +22,10 @@ mkdir -p "$W/bin" "$W/pki-template"
 failures=0
 cases=0
 
-# ---- fakes and helpers ----
+# ---- test doubles and helpers ----
 cat > "$W/bin/ctr" <<'EOF'
 #!/bin/sh
-# fake ctr: `images ls -q` lists $ROOT/ctr-images; `images pull ... REF` adds REF unless in $ROOT/ctr-fail
+# test double for ctr: `images ls -q` lists $ROOT/ctr-images; `images pull ... REF` adds REF unless in $ROOT/ctr-fail
 store=$KK_STANDIN_ROOT/ctr-images
 case "$*" in
   *"images ls -q"*) cat "$store" 2>/dev/null; exit 0 ;;
@@ -40,7 +40,7 @@ exit 1
 EOF
 cat > "$W/bin/systemctl" <<EOF
 #!/bin/sh
-# fake systemctl: \`restart kubelet\` runs the kubelet stand-in once, as kubelet.service would
+# test double for systemctl: \`restart kubelet\` runs the kubelet stand-in once, as kubelet.service would
 [ "\$1 \$2" = "restart kubelet" ] || exit 0
 KUBELET_KUBEADM_ARGS=
 [ -f "\$KK_STANDIN_ROOT/var/lib/kubelet/kubeadm-flags.env" ] && . "\$KK_STANDIN_ROOT/var/lib/kubelet/kubeadm-flags.env"

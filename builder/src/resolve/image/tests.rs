@@ -1,4 +1,4 @@
-//! Images against a fake registry on the in-process test server: blob sizes held to their
+//! Images against a scripted registry on the in-process test server: blob sizes held to their
 //! descriptors, and the cache's file work kept off the async thread.
 
 use std::time::Duration;

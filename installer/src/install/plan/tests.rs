@@ -63,7 +63,7 @@ fn description(skip: &[&str]) -> Description {
         chart("metrics-server", "3.12.2"),
     ];
     artifacts.retain(|a| !skip.contains(&a.name.rsplit('/').next().unwrap_or_default()));
-    crate::test_support::description(created, artifacts)
+    bundle_spec::test_support::description(created, artifacts)
 }
 
 const INVENTORY: &str = "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hosts:\n    cp1: {internal_ipv4: 10.0.0.1}\n    w1: {internal_ipv4: 10.0.0.2}\n    w2: {internal_ipv4: 10.0.0.3}\n  groups:\n    kube_control_plane: {hosts: [cp1]}\n    kube_worker: {hosts: [w1, w2]}\n    etcd: {hosts: [cp1, w1, w2]}\n";

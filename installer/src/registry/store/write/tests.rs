@@ -50,7 +50,7 @@ fn bundle(dir: &Path, reference: &str, layer: &[u8]) -> (PathBuf, Vec<Sha256Dige
     .expect("index");
     let (repository, tag) = reference.rsplit_once(':').expect("tag");
     let created = "2026-11-22T00:00:00Z".parse().expect("time");
-    let description = crate::test_support::description(
+    let description = bundle_spec::test_support::description(
         created,
         vec![Artifact {
             kind: ArtifactKind::Image,
