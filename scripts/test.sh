@@ -10,6 +10,15 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 step "setup (scripts/setup.sh)"
 bash scripts/setup.sh
 
+# The SPDX project's validator: bundle-spec's tests check every bundle's SBOM with it, and fail without it.
+if command -v pyspdxtools >/dev/null 2>&1; then
+  printf 'setup: pyspdxtools present\n' >&2
+else
+  step "python3 -m pip install spdx-tools (pyspdxtools, the SBOM validator)"
+  python3 -m pip install --quiet spdx-tools
+  command -v pyspdxtools >/dev/null 2>&1 || { printf 'error: pyspdxtools is still not on PATH after installing spdx-tools\n' >&2; exit 1; }
+fi
+
 # Under `sudo`, root's PATH usually lacks the invoking user's rustup toolchain (setup.sh found it the same way).
 if ! command -v cargo >/dev/null 2>&1; then
   for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do

@@ -55,9 +55,17 @@ pub(crate) struct BuildArgs {
     /// Warn instead of failing when an image lacks a requested platform.
     #[arg(long)]
     pub(crate) allow_missing_platforms: bool,
+    /// Warn instead of failing when a bundled chart, rendered with `helm template` as the install
+    /// renders it, names an image the bundle lacks.
+    #[arg(long)]
+    pub(crate) allow_missing_chart_images: bool,
     /// zstd level for data that compresses (already-compressed data is stored at level 1).
     #[arg(long, default_value_t = bundle_spec::write::DEFAULT_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
     pub(crate) level: i32,
+    /// Write a delta bundle on this previous bundle: only the blobs it (and the bundles it
+    /// builds on) lacks; `kk-install` unpacks it onto a store that holds the previous bundle.
+    #[arg(long, value_name = "PREVIOUS")]
+    pub(crate) since: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -67,6 +75,9 @@ pub(crate) struct InspectArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub(crate) output: Output,
+    /// Print the bundle's SBOM (SPDX 2.3 JSON) instead, verified, without unpacking the bundle.
+    #[arg(long, conflicts_with = "output")]
+    pub(crate) sbom: bool,
 }
 
 #[derive(Debug, Args)]
@@ -102,11 +113,24 @@ fn parse_size(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::Cli;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser as _};
 
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn inspect_sbom_is_a_flag_that_excludes_an_output_format() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["kk-bundle", "inspect"], args].concat());
+        let Ok(Cli {
+            command: super::Command::Inspect(args),
+        }) = parse(&["b.tar.zst", "--sbom"])
+        else {
+            panic!("`inspect --sbom` does not parse");
+        };
+        assert!(args.sbom);
+        assert!(parse(&["b.tar.zst", "--sbom", "--output", "json"]).is_err());
     }
 
     #[test]

@@ -271,6 +271,46 @@ pub enum BuildError {
         latest: String,
     },
 
+    // ---- chart image check (owned by check/) ----
+    /// Bundled charts, rendered as the install renders them, name images the bundle lacks.
+    #[error(
+        "{}; hint: add them to the manifest's `images:` list and build again, or pass `--allow-missing-chart-images` to build anyway",
+        crate::check::charts::describe(.misses)
+    )]
+    ChartImagesMissing {
+        /// Each chart with the images it lacks.
+        misses: Vec<crate::check::charts::ChartMiss>,
+    },
+    /// The network plugin's chart does not render with the values the install gives it.
+    #[error(
+        "`helm template` of chart `{chart}` `{version}` with the install's values failed: {problem}; hint: the install would fail the same way; check the chart's version in the manifest"
+    )]
+    ChartRender {
+        /// The chart.
+        chart: String,
+        /// Its version.
+        version: String,
+        /// What helm said.
+        problem: String,
+    },
+    /// helm cannot be started.
+    #[error("cannot run helm `{}` to check the charts' images; hint: check that it runs on this machine, or remove it from PATH to skip the check", helm.display())]
+    HelmRun {
+        /// The helm executable.
+        helm: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bundle's helm file holds no `helm` executable.
+    #[error(
+        "the bundle's helm `{file}` holds no `helm` executable; hint: check the `helm` entry of the manifest's binaries"
+    )]
+    HelmArchive {
+        /// The file's name.
+        file: String,
+    },
+
     // ---- image and assembly errors ----
     /// A bug: an internal invariant broke.
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
@@ -371,6 +411,15 @@ pub enum BuildError {
     NotLocked {
         /// The artifact.
         what: String,
+    },
+    /// The bundle a delta builds on cannot be read.
+    #[error("cannot read the previous bundle `{}` given with `--since`; hint: pass the bundle file (or its `.split.json`) the delta builds on", path.display())]
+    Since {
+        /// The bundle.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<bundle_spec::BundleError>,
     },
     /// A transfer broke off.
     #[error("transfer of {what} failed")]

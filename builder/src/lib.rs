@@ -8,6 +8,8 @@
 //!   URLs with sha256s) — the content of the lock;
 //! - [`fetch`] downloads them through the content-addressed [`cache`], in parallel, with
 //!   retries and resumption;
+//! - [`check`] renders the fetched charts and fails the build if they name images the bundle
+//!   lacks;
 //! - [`assemble`] lays the fetched blobs out as one OCI layout and hands it to
 //!   `bundle_spec::write_bundle`.
 
@@ -15,6 +17,8 @@ pub mod assemble;
 pub mod build;
 pub mod cache;
 pub mod catalog;
+pub mod check;
+pub mod delta;
 pub mod error;
 pub mod fetch;
 pub mod lockfile;

@@ -46,7 +46,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 split_size: args.split_size,
                 platforms: args.platforms,
                 allow_missing_platforms: args.allow_missing_platforms,
+                allow_missing_chart_images: args.allow_missing_chart_images,
                 level: args.level,
+                since: args.since,
             };
             let runtime =
                 tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -67,6 +69,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
     let context = || format!("cannot inspect `{}`", args.bundle.display());
+    if args.sbom {
+        let sbom = bundle_spec::inspect::inspect_sbom(&args.bundle).with_context(context)?;
+        return print_bytes(&[sbom.as_slice(), b"\n"].concat());
+    }
     match args.output {
         Output::Text => {
             print(&bundle_spec::inspect::inspect_text(&args.bundle).with_context(context)?)
@@ -149,8 +155,13 @@ fn summary(report: &BuildReport) -> String {
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
+    print_bytes(text.as_bytes())
+}
+
+/// Writes `bytes` to stdout as they are (an SBOM is printed as stored).
+fn print_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     std::io::stdout()
         .lock()
-        .write_all(text.as_bytes())
+        .write_all(bytes)
         .context("cannot write to stdout")
 }

@@ -10,8 +10,16 @@ use crate::digest::Sha256Digest;
 use crate::error::BundleError;
 use crate::lock::Lock;
 
-/// The format version this crate writes, and the major version it reads.
-pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 0 };
+/// The format version this crate writes for a full bundle, and the first major version it reads.
+///
+/// 1.1 added the SBOM member `kk-bundle/sbom.spdx.json` (see [`crate::sbom`]); a 1.0 reader
+/// verifies it like any member and otherwise ignores it.
+pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 1 };
+
+/// The format version of a delta bundle (SPEC.md §7): a bundle that leaves out the blobs of the
+/// bundle it builds on. It is a major version of its own so that a reader of format 1, which
+/// would take the missing blobs for a damaged bundle, refuses it by its version instead.
+pub const DELTA_FORMAT_VERSION: FormatVersion = FormatVersion { major: 2, minor: 0 };
 
 /// A bundle format version, `MAJOR.MINOR`.
 ///
@@ -85,6 +93,31 @@ pub struct Description {
     pub lock: Lock,
     /// One entry per artifact (per platform, where an artifact has several).
     pub artifacts: Vec<Artifact>,
+    /// For a delta bundle (format 2), the bundle it builds on and the blobs taken from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<DeltaBase>,
+}
+
+/// What a delta bundle needs from the bundle it builds on.
+///
+/// The delta's `index.json` and artifacts describe the whole content; its checksum list names
+/// only the blobs it carries. The rest are listed here, so a reader checks a store for them
+/// without walking any manifest, and names the base in the error when one is missing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaBase {
+    /// The identity (sha256 of the checksum list) of the bundle the delta builds on.
+    pub identity: Sha256Digest,
+    /// The blobs the delta needs and does not carry, sorted by digest.
+    pub blobs: Vec<BaseBlob>,
+}
+
+/// A blob a delta bundle takes from its base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseBlob {
+    /// Its digest.
+    pub digest: Sha256Digest,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// The name and version of the builder.

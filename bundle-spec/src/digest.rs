@@ -115,6 +115,11 @@ impl<T> Hashing<T> {
         self.count
     }
 
+    /// The sha256 of the bytes that passed so far (the hash goes on).
+    pub(crate) fn digest_so_far(&self) -> Sha256Digest {
+        Sha256Digest(self.hasher.clone().finalize().into())
+    }
+
     pub(crate) fn finish(self) -> (T, Sha256Digest, u64) {
         (
             self.inner,

@@ -733,13 +733,33 @@ pub enum BundleError {
     Description(#[source] serde_json::Error),
     /// The format's major version is not one this reader knows.
     #[error(
-        "the bundle has format version `{found}`; this reader reads format {supported}.x; hint: use a kk-install at least as new as the kk-bundle that built it"
+        "the bundle has format version `{found}`; this reader reads formats {supported}; hint: use a kk-install at least as new as the kk-bundle that built it"
     )]
     UnsupportedVersion {
         /// The bundle's version.
         found: FormatVersion,
-        /// The major version this reader reads.
-        supported: u32,
+        /// The major versions this reader reads, for the message (`1.x and 2.x`).
+        supported: &'static str,
+    },
+    /// A delta bundle's `base` (or its absence) does not fit the format version or the
+    /// checksum list.
+    #[error("the description's `base` is invalid: {reason}")]
+    DeltaBase {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A blob a delta bundle takes from its base is not in the store it is unpacked into.
+    #[error(
+        "blob `{digest}` is not in the store `{}`: this delta bundle builds on bundle `{base}`, which carries it; hint: unpack that bundle into the store first (and the bundles it builds on, if it is a delta itself)",
+        store.display()
+    )]
+    BaseBlobMissing {
+        /// The missing blob.
+        digest: Sha256Digest,
+        /// The identity of the bundle the delta builds on.
+        base: Sha256Digest,
+        /// The store.
+        store: PathBuf,
     },
     /// The description's creation time is not the members' mtime.
     #[error(
@@ -757,9 +777,36 @@ pub enum BundleError {
         /// The path in the way.
         path: PathBuf,
     },
+    /// A frame-cache entry did not decode to what its table says; it was removed.
+    #[error(
+        "the frame cache entry `{}` for blob `{digest}` is damaged and was removed; hint: run the build again, which compresses the blob anew",
+        path.display()
+    )]
+    FrameCacheDamaged {
+        /// The blob.
+        digest: Sha256Digest,
+        /// The entry.
+        path: PathBuf,
+    },
+    /// The caller could not provide a blob the writer was about to read.
+    #[error("blob `{digest}` could not be provided: {reason}")]
+    BlobNotReady {
+        /// The blob.
+        digest: Sha256Digest,
+        /// Why.
+        reason: String,
+    },
     /// A member the caller asked for is not in the bundle.
     #[error("the bundle has no member `{0}`")]
     NoSuchMember(String),
+    /// The bundle carries no SBOM: it predates format 1.1.
+    #[error(
+        "the bundle has format version `{version}` and no SBOM `kk-bundle/sbom.spdx.json`; hint: bundles of format 1.1 and later carry one, rebuild it with a current kk-bundle"
+    )]
+    NoSbom {
+        /// The bundle's format version.
+        version: FormatVersion,
+    },
 }
 
 impl BundleError {

@@ -1,5 +1,5 @@
 //! What a bundle holds, read from its header through the seek table — without decompressing
-//! the blobs. `kk-bundle inspect` and `kk-install inspect` print this.
+//! the blobs. `kk-bundle inspect` and `kk-install inspect` print this (with `--sbom`, the SBOM).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -27,6 +27,15 @@ pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BundleError> {
         "artifacts": d.artifacts,
         "lock": d.lock,
     }))
+}
+
+/// The bundle's SBOM (SPDX 2.3 JSON) as stored, read through the seek table and verified
+/// against the checksum list; an error naming the format version for a bundle without one.
+pub fn inspect_sbom(path: &Path) -> Result<Vec<u8>, BundleError> {
+    let mut bundle = Bundle::open(path)?;
+    bundle.sbom()?.ok_or(BundleError::NoSbom {
+        version: bundle.description().format_version,
+    })
 }
 
 /// The bundle's header as a table for people.

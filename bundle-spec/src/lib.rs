@@ -14,12 +14,15 @@
 //!
 //! The writer produces one tar, inside one seekable zstd stream: first the checksum list
 //! ([`ChecksumList`], `kk-bundle/SHA256SUMS`), then the description, then an OCI image layout
-//! (`oci-layout`, `index.json`, `blobs/sha256/…`). [`member`] holds the member grammar and the
-//! canonical tar header; [`parts`] the splitting into FAT32-sized parts.
+//! (`oci-layout`, `index.json`, `blobs/sha256/…`), with the SBOM (`kk-bundle/sbom.spdx.json`,
+//! SPDX 2.3, derived from the description by [`sbom`]) between `index.json` and the blobs.
+//! [`member`] holds the member grammar and the canonical tar header; [`parts`] the splitting
+//! into FAT32-sized parts.
 //!
 //! A reader starts with [`Bundle::open`], which reads only the seek table and the two header
 //! members. [`Bundle::verify`], [`Bundle::unpack`] and [`Bundle::copy_member`] then stream
-//! frames and check every member against the checksum list as it passes.
+//! frames and check every member against the checksum list as it passes; [`Bundle::sbom`] reads
+//! just the SBOM.
 //!
 //! # Why it is built this way
 //!
@@ -38,6 +41,7 @@
 //!   frame are skippable frames) holding a plain ustar archive holding a plain OCI layout:
 //!   `zstd -d | tar -x` and then skopeo, oras or helm need nothing from kk.
 
+pub mod charts;
 pub mod checksums;
 pub mod description;
 pub mod digest;
@@ -50,14 +54,20 @@ pub mod member;
 pub mod parts;
 pub mod platform;
 pub mod read;
+pub mod sbom;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod write;
 
 pub use checksums::ChecksumList;
-pub use description::{Artifact, ArtifactKind, Description, FORMAT_VERSION, FormatVersion};
+pub use description::{
+    Artifact, ArtifactKind, BaseBlob, DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION,
+    FormatVersion,
+};
 pub use digest::Sha256Digest;
 pub use error::{BundleError, ManifestError};
 pub use lock::Lock;
 pub use read::{Bundle, MemberHeader, Verified};
-pub use write::{BlobFile, BundleContents, WriteOptions, WrittenBundle, write_bundle};
+pub use write::{
+    BlobFile, BundleContents, WriteOptions, WrittenBundle, write_bundle, write_bundle_as_ready,
+};

@@ -2,7 +2,10 @@
 //! `test-support`, enabled only as a dev-dependency): one owner for the minimal bundle
 //! description tests build bundles around.
 
-use crate::description::{Artifact, BuilderInfo, Description, FORMAT_VERSION, SourceManifest};
+use crate::description::{
+    Artifact, ArtifactKind, BuilderInfo, Description, FORMAT_VERSION, SourceManifest,
+};
+use crate::digest::Sha256Digest;
 use crate::lock::Lock;
 
 /// A bundle description of `artifacts`, made at `created` by a builder named `test`.
@@ -20,5 +23,27 @@ pub fn description(created: jiff::Timestamp, artifacts: Vec<Artifact>) -> Descri
         },
         lock: Lock::new(created),
         artifacts,
+        base: None,
+    }
+}
+
+/// An artifact of `kind` named by `reference`, with a digest made from the reference and the
+/// platform (distinct per entry) and a size of 1: enough for what only reads the description.
+pub fn artifact(
+    kind: ArtifactKind,
+    name: &str,
+    version: &str,
+    platform: Option<&str>,
+    reference: String,
+) -> Artifact {
+    Artifact {
+        kind,
+        name: name.into(),
+        version: version.into(),
+        platform: platform.map(Into::into),
+        digest: Sha256Digest::of(format!("{reference} {platform:?}").as_bytes()),
+        reference,
+        size: 1,
+        omitted_platforms: vec![],
     }
 }

@@ -10,8 +10,12 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use bundle_spec::write::WriteOptions;
-use bundle_spec::{Bundle, BundleError, Sha256Digest, write_bundle};
+use bundle_spec::member::MemberPath;
+use bundle_spec::write::{FrameCache, WriteOptions};
+use bundle_spec::{
+    BaseBlob, Bundle, BundleContents, BundleError, DELTA_FORMAT_VERSION, DeltaBase, FORMAT_VERSION,
+    Sha256Digest, write_bundle,
+};
 use fixture::Fixture;
 use proptest::prelude::*;
 
@@ -21,6 +25,7 @@ fn options() -> WriteOptions {
         workers: 2,
         split_size: None,
         verify_blobs: true,
+        frame_cache: None,
     }
 }
 
@@ -86,6 +91,7 @@ fn members_are_listed_through_the_seek_table_and_read_singly() {
         "kk-bundle/bundle.json",
         "oci-layout",
         "index.json",
+        "kk-bundle/sbom.spdx.json",
     ]
     .into_iter()
     .map(String::from)
@@ -122,15 +128,16 @@ fn real_zstd_and_tar_read_the_bundle() {
     );
     let members: Vec<_> = listing.lines().collect();
     assert_eq!(
-        &members[..4],
+        &members[..5],
         [
             "kk-bundle/SHA256SUMS",
             "kk-bundle/bundle.json",
             "oci-layout",
-            "index.json"
+            "index.json",
+            "kk-bundle/sbom.spdx.json"
         ]
     );
-    assert_eq!(members.len(), 4 + fx.contents.blobs.len());
+    assert_eq!(members.len(), 5 + fx.contents.blobs.len());
     let verbose = shell(
         &format!("zstd -dc {} | tar -tv", target.display()),
         fx.dir.path(),
@@ -250,7 +257,7 @@ fn real_cat_zstd_and_tar_read_split_parts() {
     let fx = Fixture::new();
     let files = split_bundle(&fx);
     let listing = shell("cat split.tar.zst.part* | zstd -dc | tar -t", fx.dir.path());
-    assert_eq!(listing.lines().count(), 4 + fx.contents.blobs.len());
+    assert_eq!(listing.lines().count(), 5 + fx.contents.blobs.len());
     assert!(files.len() > 2);
 }
 
@@ -349,4 +356,293 @@ fn identity_is_the_digest_of_the_checksum_list() {
         .unwrap();
     assert_eq!(Sha256Digest::of(&list), bundle.identity());
     assert_eq!(list, bundle.checksums().to_bytes());
+}
+
+/// The fixture as a delta on a base that carries its layer (the largest blob).
+fn delta_of(fx: &Fixture, base: Sha256Digest) -> (BundleContents, BaseBlob) {
+    let mut contents = fx.contents.clone();
+    let layer = contents
+        .blobs
+        .iter()
+        .max_by_key(|b| b.size)
+        .unwrap()
+        .clone();
+    contents.blobs.retain(|b| b.digest != layer.digest);
+    let taken = BaseBlob {
+        digest: layer.digest,
+        size: layer.size,
+    };
+    contents.description.format_version = DELTA_FORMAT_VERSION;
+    contents.description.base = Some(DeltaBase {
+        identity: base,
+        blobs: vec![taken],
+    });
+    (contents, taken)
+}
+
+#[test]
+fn a_delta_carries_only_what_its_base_lacks_and_names_the_base() {
+    let fx = Fixture::new();
+    let full = write_bundle(&fx.contents, &fx.dir.path().join("a.tar.zst"), &options()).unwrap();
+    let (delta, taken) = delta_of(&fx, full.identity);
+    let path = fx.dir.path().join("b.tar.zst");
+    let written = write_bundle(&delta, &path, &options()).unwrap();
+    assert_eq!(written.members, full.members - 1);
+    let mut bundle = Bundle::open(&path).unwrap();
+    let base = bundle.base().expect("a delta names its base").clone();
+    assert_eq!(base.identity, full.identity);
+    assert_eq!(base.blobs, [taken]);
+    assert!(
+        bundle
+            .checksums()
+            .get(&MemberPath::blob(&taken.digest))
+            .is_none()
+    );
+    // The delta verifies on its own: what it carries is complete and checked.
+    bundle.verify().unwrap();
+    assert!(written.output.size < full.output.size / 2);
+}
+
+#[test]
+fn a_delta_must_say_format_2_and_a_full_bundle_format_1() {
+    let fx = Fixture::small();
+    let (mut delta, taken) = delta_of(&fx, Sha256Digest::of(b"base"));
+    let path = fx.dir.path().join("d.tar.zst");
+    delta.description.format_version = FORMAT_VERSION;
+    let err = write_bundle(&delta, &path, &options()).unwrap_err();
+    assert!(matches!(err, BundleError::DeltaBase { .. }), "{err}");
+    let mut full = fx.contents.clone();
+    full.description.format_version = DELTA_FORMAT_VERSION;
+    let err = write_bundle(&full, &path, &options()).unwrap_err();
+    assert!(err.to_string().contains("must name the bundle"), "{err}");
+    // A blob cannot be both carried and taken from the base.
+    let (mut both, _) = delta_of(&fx, Sha256Digest::of(b"base"));
+    both.blobs = fx.contents.blobs.clone();
+    let err = write_bundle(&both, &path, &options()).unwrap_err();
+    assert!(err.to_string().contains(&taken.digest.to_string()), "{err}");
+    assert!(!path.exists());
+}
+
+/// Adds to the fixture's description an artifact of every other kind and origin, with the lock
+/// entries of those that were downloaded; the SBOM is made from the description alone, so they
+/// need no blobs.
+fn with_every_kind(fx: &mut Fixture) {
+    use bundle_spec::ArtifactKind;
+    use bundle_spec::lock::{LockedFile, LockedImage};
+    let d = &mut fx.contents.description;
+    let mut add = |kind, name: &str, version: &str, platform: Option<&str>, reference: String| {
+        d.artifacts.push(bundle_spec::test_support::artifact(
+            kind, name, version, platform, reference,
+        ));
+    };
+    let index = Sha256Digest::of(b"index");
+    let app = format!("quay.io/example/app@{index}");
+    add(
+        ArtifactKind::Image,
+        "quay.io/example/app",
+        &index.to_string(),
+        Some("linux/arm/v7"),
+        app,
+    );
+    let etcd = "kk.internal/binaries/etcd:v3.5.16".to_owned();
+    add(
+        ArtifactKind::Binary,
+        "etcd",
+        "v3.5.16",
+        Some("linux/amd64"),
+        etcd.clone(),
+    );
+    add(
+        ArtifactKind::Binary,
+        "etcd",
+        "v3.5.16",
+        Some("linux/arm64"),
+        etcd,
+    );
+    let chart = "kk.internal/charts/podinfo:6.7.0_1".to_owned();
+    add(ArtifactKind::Chart, "podinfo", "6.7.0+1", None, chart);
+    let oci_chart = "ghcr.io/stefanprodan/charts/podinfo";
+    add(
+        ArtifactKind::Chart,
+        oci_chart,
+        "6.7.0",
+        None,
+        format!("{oci_chart}:6.7.0"),
+    );
+    let file = |name: &str, version: &str, platform: Option<&str>, url: &str| LockedFile {
+        name: name.into(),
+        version: version.into(),
+        platform: platform.map(Into::into),
+        url: url.into(),
+        digest: Sha256Digest::of(url.as_bytes()),
+        size: 1,
+    };
+    d.lock.binaries = vec![
+        file(
+            "etcd",
+            "v3.5.16",
+            Some("linux/amd64"),
+            "https://github.com/etcd-io/etcd/releases/download/v3.5.16/etcd-v3.5.16-linux-amd64.tar.gz",
+        ),
+        // A lab's file server: SPDX tools refuse an IP address as download location.
+        file(
+            "etcd",
+            "v3.5.16",
+            Some("linux/arm64"),
+            "http://127.0.0.1:8080/etcd/v3.5.16/etcd-v3.5.16-linux-arm64.tar.gz",
+        ),
+    ];
+    d.lock.charts = vec![file(
+        "podinfo",
+        "6.7.0+1",
+        None,
+        "https://stefanprodan.github.io/podinfo/podinfo-6.7.0+1.tgz",
+    )];
+    d.lock.images = vec![LockedImage {
+        reference: format!("{oci_chart}:6.7.0"),
+        digest: Sha256Digest::of(b"chart"),
+        media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+    }];
+}
+
+/// Runs the SPDX project's validator on `path`; the test fails when it is not installed.
+fn pyspdxtools(path: &Path) -> std::process::Output {
+    Command::new("pyspdxtools")
+        .arg("-i")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run `pyspdxtools` ({e}); scripts/test.sh installs it \
+                 (`python3 -m pip install spdx-tools`)"
+            )
+        })
+}
+
+#[test]
+fn the_sbom_lists_every_artifact_and_pyspdxtools_validates_it() {
+    let mut fx = Fixture::small();
+    with_every_kind(&mut fx);
+    let target = fx.dir.path().join("b.tar.zst");
+    write_bundle(&fx.contents, &target, &options()).unwrap();
+    let mut bundle = Bundle::open(&target).unwrap();
+    let sbom = bundle
+        .sbom()
+        .unwrap()
+        .expect("a bundle of format 1.1 has an SBOM");
+    let path = fx.dir.path().join("sbom.spdx.json");
+    fs::write(&path, &sbom).unwrap();
+    let out = pyspdxtools(&path);
+    assert!(
+        out.status.success(),
+        "pyspdxtools refuses the SBOM:\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&sbom)
+    );
+
+    let doc: serde_json::Value = serde_json::from_slice(&sbom).unwrap();
+    let packages = doc["packages"].as_array().unwrap();
+    let description = &fx.contents.description;
+    assert_eq!(packages.len(), 1 + description.artifacts.len());
+    let lock = &description.lock;
+    for artifact in &description.artifacts {
+        // A downloaded artifact is listed with its file's sha256 and URL, any other with its
+        // manifest's digest and its reference.
+        let downloaded = lock.binaries.iter().chain(&lock.charts).find(|f| {
+            f.name == artifact.name
+                && f.version == artifact.version
+                && f.platform == artifact.platform
+        });
+        let (digest, origin) = downloaded.map_or((artifact.digest, &artifact.reference), |f| {
+            (f.digest, &f.url)
+        });
+        let listed = packages.iter().any(|p| {
+            let purl = p["externalRefs"][0]["referenceLocator"]
+                .as_str()
+                .unwrap_or_default();
+            p["name"] == artifact.name.as_str()
+                && p["versionInfo"] == artifact.version.as_str()
+                && p["checksums"][0]["checksumValue"] == digest.hex().as_str()
+                && p["sourceInfo"] == origin.as_str()
+                && artifact.platform.as_deref().is_none_or(|platform| {
+                    let arch = platform.split('/').nth(1).unwrap();
+                    purl.contains(&format!("arch={arch}&"))
+                })
+        });
+        assert!(listed, "{artifact:?} is not in the SBOM:\n{doc:#}");
+    }
+}
+
+#[test]
+fn the_sbom_is_read_singly_and_verified() {
+    let fx = Fixture::new();
+    let target = fx.dir.path().join("b.tar.zst");
+    let written = write_bundle(&fx.contents, &target, &options()).unwrap();
+    let mut bundle = Bundle::open(&target).unwrap();
+    let sbom = bundle.sbom().unwrap().unwrap();
+    assert_eq!(
+        sbom,
+        bundle_spec::sbom::spdx_document(&fx.contents.description).unwrap()
+    );
+    let listed = bundle
+        .checksums()
+        .get(&MemberPath::parse(bundle_spec::sbom::SBOM_PATH).unwrap())
+        .copied();
+    assert_eq!(listed, Some(Sha256Digest::of(&sbom)));
+    assert_eq!(written.members, 5 + fx.contents.blobs.len());
+}
+
+#[test]
+fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refused() {
+    // A 3 MiB layer: large enough for the frame cache, in more than one kind of frame.
+    let fx = Fixture::with_layer(&fixture::pseudo_random(3 << 20));
+    let plain = fx.dir.path().join("plain.tar.zst");
+    write_bundle(&fx.contents, &plain, &options()).unwrap();
+    let cache_dir = fx.dir.path().join("frames");
+    let cached = WriteOptions {
+        frame_cache: Some(FrameCache::new(&cache_dir)),
+        ..options()
+    };
+    let layer = fx
+        .contents
+        .blobs
+        .iter()
+        .max_by_key(|b| b.size)
+        .unwrap()
+        .clone();
+    let entry = cache_dir.join("zstd-3").join(layer.digest.hex());
+    let (first, second) = (
+        fx.dir.path().join("1.tar.zst"),
+        fx.dir.path().join("2.tar.zst"),
+    );
+    write_bundle(&fx.contents, &first, &cached).unwrap();
+    assert!(entry.is_file(), "the first write stores the layer's frames");
+    // The second write copies them: the blob file is not read at all.
+    let mut no_file = fx.contents.clone();
+    no_file
+        .blobs
+        .iter_mut()
+        .find(|b| b.digest == layer.digest)
+        .unwrap()
+        .path = fx.dir.path().join("gone");
+    write_bundle(&no_file, &second, &cached).unwrap();
+    let bytes = fs::read(&plain).unwrap();
+    assert_eq!(fs::read(&first).unwrap(), bytes);
+    assert_eq!(fs::read(&second).unwrap(), bytes);
+    Bundle::open(&second).unwrap().verify().unwrap();
+
+    // A flipped bit inside a cached frame: the write fails naming the blob, the entry goes,
+    // and the next write compresses the blob again, to the same bytes.
+    let mut damaged = fs::read(&entry).unwrap();
+    damaged[1000] ^= 0x10;
+    fs::write(&entry, damaged).unwrap();
+    let third = fx.dir.path().join("3.tar.zst");
+    let err = write_bundle(&fx.contents, &third, &cached).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::FrameCacheDamaged { digest, .. } if *digest == layer.digest),
+        "{err}"
+    );
+    assert!(!third.exists() && !entry.exists());
+    write_bundle(&fx.contents, &third, &cached).unwrap();
+    assert_eq!(fs::read(&third).unwrap(), bytes);
 }

@@ -191,7 +191,7 @@ pub(crate) enum Command {
     /// On a node: fetches a binary from kk's registry, verifies and installs it.
     Fetch(FetchArgs),
     /// Checks everything in a bundle: header, checksum list, every member, every part.
-    Verify(BundleArg),
+    Verify(VerifyArgs),
     /// Shows what a bundle holds, from its header (no full decompression).
     Inspect(InspectArgs),
     /// Verifies a bundle while unpacking it into a content store (the registry's data).
@@ -287,12 +287,25 @@ pub(crate) struct BundleArg {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
+    /// For a delta bundle: the store it is to be unpacked into, checked for every blob the
+    /// delta takes from its base.
+    #[arg(long)]
+    pub(crate) store: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct InspectArgs {
     #[command(flatten)]
     pub(crate) bundle: BundleArg,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub(crate) output: Output,
+    /// Print the bundle's SBOM (SPDX 2.3 JSON) instead, verified, without unpacking the bundle.
+    #[arg(long, conflicts_with = "output")]
+    pub(crate) sbom: bool,
 }
 
 #[derive(Debug, Args)]
@@ -333,11 +346,29 @@ pub(crate) enum Output {
 #[cfg(test)]
 mod tests {
     use super::Cli;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser as _};
 
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn inspect_sbom_is_a_flag_that_excludes_an_output_format() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(
+                [&["kk-install", "inspect", "--bundle", "b.tar.zst"], args].concat(),
+            )
+        };
+        let Ok(Cli {
+            command: Some(super::Command::Inspect(args)),
+            ..
+        }) = parse(&["--sbom"])
+        else {
+            panic!("`inspect --sbom` does not parse");
+        };
+        assert!(args.sbom);
+        assert!(parse(&["--sbom", "--output", "json"]).is_err());
     }
 
     #[test]

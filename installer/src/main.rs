@@ -39,33 +39,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Fetch(args) => fetch(&args),
         Command::Verify(args) => {
             let started = Instant::now();
-            let mut bundle = open(&args.bundle)?;
+            let path = &args.bundle.bundle;
+            let mut bundle = open(path)?;
+            if let Some(store) = &args.store {
+                kk_install::registry::check_base(&bundle, store).with_context(|| {
+                    format!("bundle `{}` cannot go into this store", path.display())
+                })?;
+            }
             let bar = progress(bundle.content_size());
             let verified = bundle
                 .walk(&mut Counting(bar.clone()))
-                .with_context(|| format!("bundle `{}` is not intact", args.bundle.display()))?;
+                .with_context(|| format!("bundle `{}` is not intact", path.display()))?;
             bar.finish_and_clear();
             print(&format!(
-                "ok: {} members, {} verified in {:.1}s; identity {}\n",
+                "ok: {} members, {} verified in {:.1}s; identity {}\n{}",
                 verified.members,
                 bytesize::ByteSize(verified.bytes),
                 started.elapsed().as_secs_f64(),
-                bundle.identity()
+                bundle.identity(),
+                delta_note(&bundle, args.store.is_some())
             ))
         }
-        Command::Inspect(args) => {
-            let path = &args.bundle.bundle;
-            let context = || format!("cannot inspect `{}`", path.display());
-            match args.output {
-                Output::Text => {
-                    print(&bundle_spec::inspect::inspect_text(path).with_context(context)?)
-                }
-                Output::Json => print(&format!(
-                    "{:#}\n",
-                    bundle_spec::inspect::inspect_json(path).with_context(context)?
-                )),
-            }
-        }
+        Command::Inspect(args) => inspect(&args),
         Command::Registry(RegistryCommand::Serve(args)) => serve(&args),
         Command::Registry(RegistryCommand::Push(args)) => push(&args),
         Command::Registry(RegistryCommand::Ping(args)) => {
@@ -86,6 +81,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ))
         }
         Command::Unpack(args) => unpack_into(&args.bundle.bundle, &args.store),
+    }
+}
+
+/// `kk-install inspect`: the bundle's header, or with `--sbom` its SBOM, without unpacking it.
+fn inspect(args: &cli::InspectArgs) -> anyhow::Result<()> {
+    let path = &args.bundle.bundle;
+    let context = || format!("cannot inspect `{}`", path.display());
+    if args.sbom {
+        let sbom = bundle_spec::inspect::inspect_sbom(path).with_context(context)?;
+        return print_bytes(&[sbom.as_slice(), b"\n"].concat());
+    }
+    match args.output {
+        Output::Text => print(&bundle_spec::inspect::inspect_text(path).with_context(context)?),
+        Output::Json => print(&format!(
+            "{:#}\n",
+            bundle_spec::inspect::inspect_json(path).with_context(context)?
+        )),
     }
 }
 
@@ -290,8 +302,30 @@ impl bundle_spec::read::MemberVisitor for Counting {
 }
 
 pub(crate) fn print(text: &str) -> anyhow::Result<()> {
+    print_bytes(text.as_bytes())
+}
+
+/// Writes `bytes` to stdout as they are (an SBOM is printed as stored).
+fn print_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     std::io::stdout()
         .lock()
-        .write_all(text.as_bytes())
+        .write_all(bytes)
         .context("cannot write to stdout")
+}
+
+/// What `verify` adds for a delta bundle: the base it needs, and whether the store was checked.
+fn delta_note(bundle: &Bundle, store_checked: bool) -> String {
+    let Some(base) = bundle.base() else {
+        return String::new();
+    };
+    let checked = if store_checked {
+        "all of them are in the store"
+    } else {
+        "pass --store to check a store for them"
+    };
+    format!(
+        "delta: builds on bundle {}, takes {} blobs from it; {checked}\n",
+        base.identity,
+        base.blobs.len()
+    )
 }

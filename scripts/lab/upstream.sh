@@ -217,6 +217,18 @@ seed_charts() {
     rm -rf "$work" "$charts"; mkdir -p "$work" "$charts"
     # Real `helm create` charts: kk-demo at helm's default version 0.1.0, kk-web packaged as 1.2.0.
     (cd "$work" && "$HELM" create kk-demo >/dev/null && "$HELM" create kk-web >/dev/null) || lab_die "helm create failed"
+    # Their images are the lab manifest's (manifests/lab.yaml), not helm's nginx and busybox:latest,
+    # so kk-bundle's check that a chart names only bundled images passes on the lab manifest.
+    local chart
+    for chart in kk-demo kk-web; do
+      sed -i -e 's|^  repository: nginx$|  repository: lab.local/lab/app-a|' -e 's|^  tag: ""$|  tag: "1.0"|' \
+        "$work/$chart/values.yaml"
+      sed -i 's|^\( *image: \)busybox$|\1docker.io/library/busybox:1.36|' "$work/$chart/templates/tests/test-connection.yaml"
+      grep -q '^  repository: lab.local/lab/app-a$' "$work/$chart/values.yaml" \
+        && grep -q '^  tag: "1.0"$' "$work/$chart/values.yaml" \
+        && grep -q 'image: docker.io/library/busybox:1.36$' "$work/$chart/templates/tests/test-connection.yaml" \
+        || lab_die "helm create's $chart no longer names nginx and busybox where this script expects"
+    done
     "$HELM" package "$work/kk-demo" --destination "$charts" >/dev/null || lab_die "helm package kk-demo failed"
     "$HELM" package "$work/kk-web" --version 1.2.0 --app-version 1.2.0 --destination "$charts" >/dev/null \
       || lab_die "helm package kk-web failed"

@@ -12,14 +12,14 @@ use crate::labkit::Lab;
 use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
 
 /// A lab, a scratch directory, and the lab manifest rendered for this lab.
-struct Bench {
-    lab: Lab,
-    tmp: tempfile::TempDir,
-    manifest: PathBuf,
+pub(crate) struct Bench {
+    pub(crate) lab: Lab,
+    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) manifest: PathBuf,
 }
 
 impl Bench {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let lab = Lab::up(&Lab::default_dir());
         let tmp = tempfile::tempdir().expect("tempdir");
         let manifest = tmp.path().join("lab.yaml");
@@ -27,12 +27,12 @@ impl Bench {
         Self { lab, tmp, manifest }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
     }
 
     /// `kk-bundle build` of `manifest` into `out` with its own cache, plus `args`.
-    fn build(&self, manifest: &Path, out: &str, cache: &str, args: &[&str]) -> Command {
+    pub(crate) fn build(&self, manifest: &Path, out: &str, cache: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(binary("kk-bundle"));
         cmd.arg("build")
             .arg(manifest)

@@ -1,8 +1,10 @@
 //! Both binaries answer `--version` and `--help` like any operator tool, and say what is wrong when used
 //! wrongly.
 
+use std::fs;
 use std::process::Command;
 
+use crate::install_bundle::{TestImage, kk_install, layer, write_images};
 use crate::support::{BINARIES, VERSION, binary, describe, run, run_ok};
 
 /// Words each binary's about text must contain, so `--help` says what the tool is.
@@ -78,4 +80,45 @@ fn unknown_option_is_rejected_by_name() {
             "the error must name the option:\n{context}"
         );
     }
+}
+
+/// `inspect --sbom` of both binaries prints the bundle's SBOM as stored, read without unpacking:
+/// an SPDX 2.3 document naming the bundle's image, which the SPDX project's validator accepts.
+#[test]
+fn inspect_sbom_prints_the_bundles_spdx_document() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let image = TestImage {
+        reference: "docker.io/library/app:1",
+        layers: &[&layer(1000, 3)],
+    };
+    let bundle = write_images(tmp.path(), "a", &[image], None);
+    let (printed, _) = run_ok(
+        Command::new(binary("kk-bundle"))
+            .args(["inspect", "--sbom"])
+            .arg(&bundle),
+    );
+    let (installer_printed, _) = run_ok(&mut kk_install(&["inspect", "--sbom"], &bundle));
+    assert_eq!(
+        installer_printed, printed,
+        "both binaries print the same SBOM"
+    );
+    let sbom = printed.strip_suffix('\n').expect("a final newline");
+    let doc: serde_json::Value = serde_json::from_str(sbom).expect("JSON");
+    assert_eq!(doc["spdxVersion"], "SPDX-2.3");
+    let image = doc["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["sourceInfo"] == "docker.io/library/app:1")
+        .unwrap_or_else(|| panic!("the image is not listed:\n{doc:#}"));
+    assert_eq!(image["name"], "docker.io/library/app");
+
+    let path = tmp.path().join("sbom.spdx.json");
+    fs::write(&path, sbom).expect("write");
+    let mut validate = Command::new("pyspdxtools");
+    validate.arg("-i").arg(&path);
+    let out = validate.output().unwrap_or_else(|e| {
+        panic!("cannot run `pyspdxtools` ({e}); scripts/test.sh installs it (`python3 -m pip install spdx-tools`)")
+    });
+    assert!(out.status.success(), "{}", describe(&validate, &out));
 }

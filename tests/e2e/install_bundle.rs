@@ -205,7 +205,7 @@ fn verify_accepts_a_good_bundle_and_names_the_damaged_member_of_a_bad_one() {
     );
     let (out, _) = run_ok(&mut kk_install(&["verify"], &good));
     assert!(
-        out.starts_with("ok: 7 members") && out.contains("identity sha256:"),
+        out.starts_with("ok: 8 members") && out.contains("identity sha256:"),
         "{out}"
     );
     let bad = tmp.path().join("bad.tar.zst");
@@ -224,7 +224,7 @@ fn inspect_reads_the_header() {
     let (out, _) = run_ok(&mut kk_install(&["inspect", "--output", "json"], &bundle));
     let json: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(json["artifacts"][0]["reference"], "docker.io/library/app:1");
-    assert_eq!(json["members"], 7);
+    assert_eq!(json["members"], 8);
 }
 
 #[test]
@@ -491,8 +491,8 @@ fn tampered_bundles_are_refused_naming_the_member_and_leave_the_store_clean() {
     );
     let bytes = fs::read(&good).expect("bundle");
     let frames = frames(&bytes);
-    // Members in order: SHA256SUMS, bundle.json, oci-layout, index.json, then blobs; each small
-    // member is one frame.
+    // Members in order: SHA256SUMS, bundle.json, oci-layout, index.json, sbom.spdx.json, then
+    // blobs; each small member is one frame.
     let flip_in_frame = |frame: usize| {
         let (offset, size) = frames[frame];
         let mut tampered = bytes.clone();
@@ -503,6 +503,7 @@ fn tampered_bundles_are_refused_naming_the_member_and_leave_the_store_clean() {
         ("checksum list", flip_in_frame(0), "kk-bundle/SHA256SUMS"),
         ("description", flip_in_frame(1), "kk-bundle/bundle.json"),
         ("index.json", flip_in_frame(3), "index.json"),
+        ("SBOM", flip_in_frame(4), "kk-bundle/sbom.spdx.json"),
         (
             "truncated",
             bytes[..bytes.len() - 100].to_vec(),

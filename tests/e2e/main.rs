@@ -5,7 +5,9 @@
 //! resources (lab nodes, ports, most of the CPU) and run one at a time in the `serial-lab` group.
 
 mod bundle_lab;
+mod chart_images_lab;
 mod cli;
+mod delta_lab;
 mod dist;
 mod install_bundle;
 mod install_lab;

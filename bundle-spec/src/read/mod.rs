@@ -21,12 +21,15 @@ use serde::Deserialize;
 pub use walk::{MemberHeader, MemberVisitor};
 
 use crate::checksums::ChecksumList;
-use crate::description::{Description, FORMAT_VERSION, FormatVersion};
+use crate::description::{
+    DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
+};
 use crate::digest::Sha256Digest;
 use crate::error::{BundleError, from_io};
 use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding,
 };
+use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
 use source::Source;
 use unpack::Unpacker;
@@ -80,6 +83,7 @@ impl Bundle {
         let mtime = walker.mtime().unwrap_or_default();
         drop(walker);
         let description = parse_description(&collect.bytes, mtime)?;
+        check_base(&description, &checksums)?;
         Ok(Self {
             path: path.to_owned(),
             source,
@@ -129,7 +133,18 @@ impl Bundle {
     /// Whether the bundle was written by a newer minor version of the format, which may hold
     /// information this reader does not show (it is verified all the same).
     pub fn is_newer_minor(&self) -> bool {
-        self.description.format_version.minor > FORMAT_VERSION.minor
+        let version = self.description.format_version;
+        let known = if version.major == DELTA_FORMAT_VERSION.major {
+            DELTA_FORMAT_VERSION
+        } else {
+            FORMAT_VERSION
+        };
+        version.minor > known.minor
+    }
+
+    /// For a delta bundle, the bundle it builds on and the blobs it takes from it.
+    pub fn base(&self) -> Option<&DeltaBase> {
+        self.description.base.as_ref()
     }
 
     /// Reads every member and checks it against the checksum list, every part against the parts
@@ -221,6 +236,15 @@ impl Bundle {
     /// Lists the members by reading only their headers, jumping from frame to frame through
     /// the seek table. Contents are not verified; [`verify`](Self::verify) does that.
     pub fn members(&mut self) -> Result<Vec<MemberHeader>, BundleError> {
+        self.headers_until(|_| false)
+    }
+
+    /// The member headers from the first on, up to and including the first for which `stop`
+    /// holds (or all of them): finding a header member need not visit every blob.
+    fn headers_until(
+        &mut self,
+        stop: impl Fn(&MemberHeader) -> bool,
+    ) -> Result<Vec<MemberHeader>, BundleError> {
         let mut members = Vec::with_capacity(self.checksums.len() + 1);
         let mut offset = 0;
         loop {
@@ -236,7 +260,11 @@ impl Bundle {
             }
             let member = parse_header(&block, offset, self.mtime)?;
             offset += BLOCK + member.size + padding(member.size);
+            let done = stop(&member);
             members.push(member);
+            if done {
+                return Ok(members);
+            }
         }
     }
 
@@ -264,9 +292,9 @@ impl Bundle {
     /// if this returns an error, discard what was written.
     pub fn copy_member(&mut self, path: &str, out: &mut dyn Write) -> Result<u64, BundleError> {
         let member = self
-            .members()?
-            .into_iter()
-            .find(|m| m.path.as_str() == path)
+            .headers_until(|m| m.path.as_str() == path)?
+            .pop()
+            .filter(|m| m.path.as_str() == path)
             .ok_or_else(|| BundleError::NoSuchMember(path.to_owned()))?;
         let index = self.table.frame_starting_at(member.offset).ok_or_else(|| {
             BundleError::NonCanonical {
@@ -286,6 +314,23 @@ impl Bundle {
         walker.step(list, &mut CopyTo(out))?;
         Ok(member.size)
     }
+
+    /// The SBOM `kk-bundle/sbom.spdx.json` (SPDX 2.3 JSON, as stored), verified against the
+    /// checksum list; `None` if the checksum list names none, as in a bundle of format 1.0.
+    /// Only the SBOM's frames and the member headers before it are decoded.
+    pub fn sbom(&mut self) -> Result<Option<Vec<u8>>, BundleError> {
+        let path = MemberPath::fixed(SBOM_PATH);
+        if self.checksums.get(&path).is_none() {
+            return Ok(None);
+        }
+        let mut sbom = Vec::new();
+        self.copy_member(SBOM_PATH, &mut sbom)
+            .map_err(|error| match error {
+                BundleError::NoSuchMember(_) => BundleError::Missing { member: path },
+                other => other,
+            })?;
+        Ok(Some(sbom))
+    }
 }
 
 /// Parses the description, refusing an unknown major version before anything else, since a
@@ -297,14 +342,26 @@ fn parse_description(bytes: &[u8], mtime: u64) -> Result<Description, BundleErro
         format_version: FormatVersion,
     }
     let version: VersionOnly = serde_json::from_slice(bytes).map_err(BundleError::Description)?;
-    if version.format_version.major != FORMAT_VERSION.major {
+    let major = version.format_version.major;
+    if major != FORMAT_VERSION.major && major != DELTA_FORMAT_VERSION.major {
         return Err(BundleError::UnsupportedVersion {
             found: version.format_version,
-            supported: FORMAT_VERSION.major,
+            supported: "1.x and 2.x",
         });
     }
     let description: Description =
         serde_json::from_slice(bytes).map_err(BundleError::Description)?;
+    let delta = major == DELTA_FORMAT_VERSION.major;
+    if delta != description.base.is_some() {
+        let reason = if delta {
+            "format 2 is a delta bundle, and its description must name the bundle it builds on"
+        } else {
+            "only a delta bundle (format 2) builds on another; a reader of format 1 would take this one for a full bundle"
+        };
+        return Err(BundleError::DeltaBase {
+            reason: reason.into(),
+        });
+    }
     if u64::try_from(description.created.as_second()).ok() != Some(mtime) {
         return Err(BundleError::CreatedMismatch {
             created: description.created,
@@ -312,6 +369,32 @@ fn parse_description(bytes: &[u8], mtime: u64) -> Result<Description, BundleErro
         });
     }
     Ok(description)
+}
+
+/// Checks that a delta's base blobs are sorted, each listed once, and none of them also a member:
+/// every blob the index reaches is then in exactly one of the two lists.
+fn check_base(description: &Description, checksums: &ChecksumList) -> Result<(), BundleError> {
+    let Some(base) = &description.base else {
+        return Ok(());
+    };
+    let invalid = |reason: String| Err(BundleError::DeltaBase { reason });
+    if let Some(pair) = base.blobs.windows(2).find(|p| p[0].digest >= p[1].digest) {
+        return invalid(format!(
+            "blob `{}` is listed out of order or twice",
+            pair[1].digest
+        ));
+    }
+    match base
+        .blobs
+        .iter()
+        .find(|b| checksums.get(&MemberPath::blob(&b.digest)).is_some())
+    {
+        Some(blob) => invalid(format!(
+            "blob `{}` is both carried and taken from the base",
+            blob.digest
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Parses a header block for listing; the canonical comparison is the same as in a full walk.

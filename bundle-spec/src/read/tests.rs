@@ -281,13 +281,51 @@ fn refuses_an_unknown_major_version() {
     let mut members = valid_members();
     members[0] = member(
         "kk-bundle/bundle.json",
-        br#"{"formatVersion":"2.0","anything":"else"}"#,
+        br#"{"formatVersion":"3.0","anything":"else"}"#,
     );
     let err = verify(&craft(&list_of(&members), &members)).unwrap_err();
     assert!(
-        matches!(&err, BundleError::UnsupportedVersion { found, .. } if found.major == 2),
+        matches!(&err, BundleError::UnsupportedVersion { found, .. } if found.major == 3),
         "{err}"
     );
+}
+
+#[test]
+fn a_base_goes_with_format_2_and_names_no_member() {
+    let carried = Sha256Digest::of(b"hello").hex();
+    let base = |version: &str, blobs: &[&str]| {
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&description(version)).expect("json");
+        if !blobs.is_empty() {
+            let blobs: Vec<_> = blobs
+                .iter()
+                .map(|hex| serde_json::json!({"digest": format!("sha256:{hex}"), "size": 1}))
+                .collect();
+            json["base"] = serde_json::json!({"identity": format!("sha256:{}", "e".repeat(64)), "blobs": blobs});
+        }
+        serde_json::to_vec(&json).expect("json")
+    };
+    let (a, b) = ("a".repeat(64), "b".repeat(64));
+    let cases: &[(&str, &[&str], Option<&str>)] = &[
+        ("2.0", &[&a, &b], None),
+        ("2.0", &[], Some("must name the bundle it builds on")),
+        ("1.0", &[&a], Some("only a delta bundle")),
+        ("2.0", &[&b, &a], Some("out of order or twice")),
+        ("2.0", &[&a, &a], Some("out of order or twice")),
+        ("2.0", &[&carried], Some("both carried and taken")),
+    ];
+    for (version, blobs, expected) in cases {
+        let mut members = valid_members();
+        members[0] = member("kk-bundle/bundle.json", &base(version, blobs));
+        let result = verify(&craft(&list_of(&members), &members));
+        match expected {
+            None => result.unwrap_or_else(|e| panic!("{version} {blobs:?}: {e}")),
+            Some(text) => {
+                let err = result.expect_err("refused").to_string();
+                assert!(err.contains(text), "{version} {blobs:?}: {err}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -444,5 +482,43 @@ fn unpack_round_trips_members() {
         fs::symlink_metadata(dest.join("kk-bundle/SHA256SUMS"))
             .expect("meta")
             .is_file()
+    );
+}
+
+#[test]
+fn a_bundle_of_format_1_0_has_no_sbom_and_inspecting_it_names_the_version() {
+    let written = write(&valid());
+    let mut bundle = Bundle::open(&written.path).expect("opens");
+    assert_eq!(bundle.sbom().expect("reads"), None);
+    let err = crate::inspect::inspect_sbom(&written.path).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::NoSbom { version } if version.to_string() == "1.0"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("format version `1.0`"), "{err}");
+}
+
+#[test]
+fn the_sbom_is_verified_and_a_listed_but_absent_one_is_named() {
+    let sbom = || member("kk-bundle/sbom.spdx.json", b"{}");
+    let mut members = valid_members();
+    members.insert(3, sbom());
+    let list = list_of(&members);
+    let written = write(&craft(&list, &members));
+    let read = |written: &Written| Bundle::open(&written.path).expect("opens").sbom();
+    assert_eq!(read(&written).expect("reads"), Some(b"{}".to_vec()));
+
+    members[3].data = b"[]".to_vec();
+    let err = read(&write(&craft(&list, &members))).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::DigestMismatch { member, .. } if member.as_str() == "kk-bundle/sbom.spdx.json"),
+        "{err}"
+    );
+
+    members.remove(3);
+    let err = read(&write(&craft(&list, &members))).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::Missing { member } if member.as_str() == "kk-bundle/sbom.spdx.json"),
+        "{err}"
     );
 }

@@ -12,10 +12,11 @@
 
 use std::io::{self, Write};
 
-use sha2::{Digest as _, Sha256};
 use zeekstd::SeekTable;
 use zstd::zstd_safe::CParameter;
 
+use super::frame_cache::EntryWriter;
+use crate::digest::Sha256Digest;
 use crate::error::BundleError;
 
 /// Magic number of the integrity frame, a zstd skippable frame (range `0x184D2A5?`) other than
@@ -37,18 +38,32 @@ const SAMPLE_SIZE: usize = 256 << 10;
 /// zstd job size in multithreaded mode: small enough that both cores work on one frame.
 const JOB_SIZE: i32 = 4 << 20;
 
+/// Where frames go: a writer that hashes what it was given, so the integrity frame takes the
+/// sha256 of the file so far from the hash the output computes anyway (one pass, not two).
+pub(crate) trait HashedWrite: Write {
+    /// The sha256 of every byte written so far.
+    fn sha256_so_far(&self) -> Sha256Digest;
+}
+
+impl HashedWrite for Vec<u8> {
+    fn sha256_so_far(&self) -> Sha256Digest {
+        Sha256Digest::of(self)
+    }
+}
+
 /// Buffers bytes into frames and writes each frame compressed to `out`.
-pub(crate) struct FrameEncoder<W: Write> {
+pub(crate) struct FrameEncoder<W: HashedWrite> {
     out: W,
     frame: Vec<u8>,
     compressed: Vec<u8>,
     table: SeekTable,
     level: i32,
     workers: u32,
-    file_hash: Sha256,
+    /// A frame-cache entry the frames are copied into while they are written, if one is open.
+    recording: Option<EntryWriter>,
 }
 
-impl<W: Write> FrameEncoder<W> {
+impl<W: HashedWrite> FrameEncoder<W> {
     pub(crate) fn new(out: W, level: i32, workers: u32) -> Self {
         Self {
             out,
@@ -57,8 +72,42 @@ impl<W: Write> FrameEncoder<W> {
             table: SeekTable::new(),
             level,
             workers: workers.max(1),
-            file_hash: Sha256::new(),
+            recording: None,
         }
+    }
+
+    /// The configured level for compressible frames.
+    pub(crate) fn level(&self) -> i32 {
+        self.level
+    }
+
+    /// Copies every frame ended from now on into `entry`, until [`Self::stop_recording`].
+    pub(crate) fn record(&mut self, entry: EntryWriter) {
+        self.recording = Some(entry);
+    }
+
+    /// The entry being recorded, if recording did not fail on the way.
+    pub(crate) fn stop_recording(&mut self) -> Option<EntryWriter> {
+        self.recording.take()
+    }
+
+    /// Writes an already compressed frame of `decompressed` bytes, which the caller checked is
+    /// one whole frame. The current frame must be empty.
+    pub(crate) fn copy_frame(
+        &mut self,
+        compressed: &[u8],
+        decompressed: u32,
+    ) -> Result<(), BundleError> {
+        debug_assert!(
+            self.frame.is_empty(),
+            "a copied frame would split a pending one"
+        );
+        self.out
+            .write_all(compressed)
+            .map_err(BundleError::Output)?;
+        self.table
+            .log_frame(compressed.len() as u32, decompressed)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))
     }
 
     /// Ends the current frame, so the next byte starts a new one.
@@ -96,7 +145,12 @@ impl<W: Write> FrameEncoder<W> {
         self.out
             .write_all(&self.compressed)
             .map_err(BundleError::Output)?;
-        self.file_hash.update(&self.compressed);
+        if let Some(entry) = &mut self.recording {
+            // The cache only saves time: an entry that cannot be written is given up.
+            if entry.frame(&self.compressed, self.frame.len()).is_err() {
+                self.recording = None;
+            }
+        }
         self.table
             .log_frame(self.compressed.len() as u32, self.frame.len() as u32)
             .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
@@ -118,7 +172,7 @@ impl<W: Write> FrameEncoder<W> {
     /// Appends the integrity frame and the seek table, and returns the output.
     pub(crate) fn finish(mut self) -> Result<W, BundleError> {
         self.end_frame()?;
-        let frame = integrity_frame(self.file_hash.finalize().as_slice());
+        let frame = integrity_frame(self.out.sha256_so_far().as_bytes());
         self.out.write_all(&frame).map_err(BundleError::Output)?;
         self.table
             .log_frame(INTEGRITY_FRAME_SIZE as u32, 0)
@@ -139,7 +193,7 @@ pub(crate) fn integrity_frame(digest: &[u8]) -> Vec<u8> {
     frame
 }
 
-impl<W: Write> Write for FrameEncoder<W> {
+impl<W: HashedWrite> Write for FrameEncoder<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let room = MAX_FRAME_SIZE - self.frame.len();
         let n = buf.len().min(room);

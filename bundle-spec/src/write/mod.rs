@@ -5,6 +5,7 @@
 //! bundle names every member. Blobs are streamed from disk and hashed on the way; a blob that is
 //! not what it claims aborts the write, and the temporary output is deleted.
 
+mod frame_cache;
 pub(crate) mod frames;
 mod output;
 
@@ -15,12 +16,13 @@ use std::path::{Path, PathBuf};
 use oci_spec::image::ImageIndex;
 use sha2::{Digest as _, Sha256};
 
+pub use frame_cache::{CACHED_BLOB_SIZE, FrameCache};
 pub use frames::MAX_FRAME_SIZE;
 pub(crate) use frames::{INTEGRITY_FRAME_SIZE, integrity_frame};
 pub use output::{MAX_PART_SIZE, OutputFiles};
 
 use crate::checksums::ChecksumList;
-use crate::description::Description;
+use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
 use crate::error::{BundleError, from_io};
 use crate::layout::{OCI_LAYOUT, index_bytes};
@@ -28,6 +30,7 @@ use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, INDEX_PATH, MemberPath, OCI_LAYOUT_PATH,
     canonical_header, padding,
 };
+use crate::sbom::{SBOM_PATH, spdx_document};
 use frames::FrameEncoder;
 use output::Output;
 
@@ -69,6 +72,9 @@ pub struct WriteOptions {
     /// the blob files itself moments before (a cache that re-hashes on every hit) turns this off:
     /// on machines without SHA instructions hashing is the slowest step of a write.
     pub verify_blobs: bool,
+    /// Copy the compressed frames of large blobs from this cache when it has them, and store
+    /// them there when it does not (see [`FrameCache`]).
+    pub frame_cache: Option<FrameCache>,
 }
 
 impl Default for WriteOptions {
@@ -79,6 +85,7 @@ impl Default for WriteOptions {
             workers,
             split_size: None,
             verify_blobs: true,
+            frame_cache: None,
         }
     }
 }
@@ -101,18 +108,36 @@ pub fn write_bundle(
     target: &Path,
     options: &WriteOptions,
 ) -> Result<WrittenBundle, BundleError> {
+    write_bundle_as_ready(contents, target, options, &mut |_| Ok(()))
+}
+
+/// Like [`write_bundle`], but calls `ready` before reading each blob, in the order the blobs are
+/// written (by digest), and reads the blob only once it returned: a caller still downloading
+/// blobs blocks there until that blob's file is complete, so writing overlaps fetching. An
+/// error from `ready` aborts the write.
+pub fn write_bundle_as_ready(
+    contents: &BundleContents,
+    target: &Path,
+    options: &WriteOptions,
+    ready: &mut dyn FnMut(&BlobFile) -> Result<(), BundleError>,
+) -> Result<WrittenBundle, BundleError> {
     let mtime = u64::try_from(contents.description.created.as_second())
         .map_err(|_| BundleError::CreatedBeforeEpoch(contents.description.created))?;
     let description = contents.description.to_bytes().map_err(BundleError::Json)?;
     let index = index_bytes(&contents.index)?;
+    let sbom = spdx_document(&contents.description).map_err(BundleError::Json)?;
     let mut blobs = contents.blobs.clone();
     blobs.sort_by_key(|b| b.digest);
     blobs.dedup_by(|a, b| a.digest == b.digest);
+    check_delta(&contents.description, &blobs)?;
 
-    let small: [(&'static str, &[u8]); 3] = [
+    // The header members in their order (SPEC §3.3): `kk-bundle/` files after `index.json`,
+    // sorted by path.
+    let small: [(&'static str, &[u8]); 4] = [
         (DESCRIPTION_PATH, &description),
         (OCI_LAYOUT_PATH, OCI_LAYOUT),
         (INDEX_PATH, &index),
+        (SBOM_PATH, &sbom),
     ];
     let mut list = ChecksumList::new();
     for (path, bytes) in small {
@@ -128,20 +153,47 @@ pub fn write_bundle(
         frames: FrameEncoder::new(output, options.level, options.workers),
         mtime,
         verify: options.verify_blobs,
+        frame_cache: options.frame_cache.clone(),
     };
     tar.member_bytes(&MemberPath::fixed(CHECKSUMS_PATH), &checksums)?;
     for (path, bytes) in small {
         tar.member_bytes(&MemberPath::fixed(path), bytes)?;
     }
     for blob in &blobs {
+        ready(blob)?;
         tar.member_blob(blob)?;
     }
     let output = tar.finish()?.commit()?;
     Ok(WrittenBundle {
         identity: Sha256Digest::of(&checksums),
         output,
-        members: 4 + blobs.len(),
+        members: 1 + small.len() + blobs.len(),
     })
+}
+
+/// A delta (a description with a `base`) must say format 2, and a full bundle format 1, since
+/// that is what makes a reader of format 1 refuse a delta; no blob is both carried and taken
+/// from the base.
+fn check_delta(description: &Description, blobs: &[BlobFile]) -> Result<(), BundleError> {
+    let delta = description.format_version.major == DELTA_FORMAT_VERSION.major;
+    let reason = match &description.base {
+        Some(_) if !delta => Some(format!(
+            "a delta bundle must be written as format {DELTA_FORMAT_VERSION}"
+        )),
+        None if delta => Some("a bundle of format 2 must name the bundle it builds on".into()),
+        Some(base) => base
+            .blobs
+            .iter()
+            .find(|b| blobs.binary_search_by_key(&b.digest, |f| f.digest).is_ok())
+            .map(|b| {
+                format!(
+                    "blob `{}` is both carried and taken from the base",
+                    b.digest
+                )
+            }),
+        None => None,
+    };
+    reason.map_or(Ok(()), |reason| Err(BundleError::DeltaBase { reason }))
 }
 
 /// The tar stream, each member starting a new frame.
@@ -149,6 +201,7 @@ struct TarFrames {
     frames: FrameEncoder<Output>,
     mtime: u64,
     verify: bool,
+    frame_cache: Option<FrameCache>,
 }
 
 impl TarFrames {
@@ -175,13 +228,66 @@ impl TarFrames {
         self.pad(bytes.len() as u64)
     }
 
+    /// A blob member. From [`CACHED_BLOB_SIZE`] on, the header gets a frame of its own and the
+    /// content frames come from (or go to) the frame cache.
     fn member_blob(&mut self, blob: &BlobFile) -> Result<(), BundleError> {
+        if blob.size < CACHED_BLOB_SIZE {
+            self.start(&MemberPath::blob(&blob.digest), blob.size)?;
+            return self.blob_content(blob);
+        }
+        self.start(&MemberPath::blob(&blob.digest), blob.size)?;
+        self.frames.end_frame()?;
+        let level = self.frames.level();
+        if let Some(cache) = self.frame_cache.clone() {
+            if let Some(entry) = cache.open(&blob.digest, level, blob.size + padding(blob.size)) {
+                return self.copy_cached(&cache, entry, blob.digest);
+            }
+            if let Ok(entry) = cache.create(&blob.digest, level) {
+                self.frames.record(entry);
+            }
+        }
+        self.blob_content(blob)?;
+        self.frames.end_frame()?;
+        if let Some(entry) = self.frames.stop_recording() {
+            // Only a speed-up: a cache that cannot be written is not the bundle's problem.
+            let _ = entry.finish();
+        }
+        Ok(())
+    }
+
+    /// Copies a frame-cache entry's frames, decoding each to check it is one whole frame of
+    /// the listed size with a matching content checksum.
+    fn copy_cached(
+        &mut self,
+        cache: &FrameCache,
+        mut entry: frame_cache::Entry,
+        digest: Sha256Digest,
+    ) -> Result<(), BundleError> {
+        let level = self.frames.level();
+        let mut decoder = zstd::bulk::Decompressor::new().map_err(BundleError::Compress)?;
+        let mut compressed = Vec::new();
+        let mut content_buffer = Vec::with_capacity(MAX_FRAME_SIZE);
+        for (size, content) in entry.sizes.clone() {
+            let whole_frame = entry.read_frame(size, &mut compressed).is_ok()
+                && zstd::zstd_safe::find_frame_compressed_size(&compressed) == Ok(size as usize)
+                && decoder
+                    .decompress_to_buffer(&compressed[..], &mut content_buffer)
+                    .is_ok_and(|n| n == content as usize);
+            if !whole_frame {
+                return Err(frame_cache::damaged(cache, digest, level));
+            }
+            self.frames.copy_frame(&compressed, content)?;
+        }
+        Ok(())
+    }
+
+    /// The content of `blob` and its padding, read from its file.
+    fn blob_content(&mut self, blob: &BlobFile) -> Result<(), BundleError> {
         let read_error = |source| BundleError::BlobRead {
             path: blob.path.clone(),
             source,
         };
         let file = File::open(&blob.path).map_err(read_error)?;
-        self.start(&MemberPath::blob(&blob.digest), blob.size)?;
         let mut reader = BufReader::with_capacity(1 << 20, file).take(blob.size + 1);
         let mut hasher = self.verify.then(Sha256::new);
         let mut chunk = vec![0u8; 1 << 20];

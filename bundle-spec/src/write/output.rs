@@ -18,7 +18,8 @@ const MAX_PARTS: usize = 999;
 
 type PartFile = Hashing<BufWriter<NamedTempFile>>;
 
-/// The bundle file(s) being written; all bytes also go through a hash of the whole bundle.
+/// The bundle file(s) being written. Each part is hashed, and split bundles also hash the
+/// whole; a single file is its own one part, so its hash is the whole's.
 pub(crate) struct Output {
     target: PathBuf,
     split: Option<u64>,
@@ -96,9 +97,8 @@ impl Output {
             move |source| BundleError::Write { path, source }
         };
         self.close_part().map_err(io_error(&self.target))?;
-        let (_, sha256, size) = self.whole.finish();
         if self.split.is_none() {
-            let (temp, _, _) = self.finished.pop().expect("a bundle has at least one file");
+            let (temp, sha256, size) = self.finished.pop().expect("a bundle has at least one file");
             temp.persist(&self.target).map_err(|e| BundleError::Write {
                 path: self.target.clone(),
                 source: e.error,
@@ -109,6 +109,7 @@ impl Output {
                 sha256,
             });
         }
+        let (_, sha256, size) = self.whole.finish();
         let mut paths = vec![parts_index_path(&self.target)];
         let mut index = PartsIndex::new(&self.target, size, sha256);
         for (number, (temp, digest, part_size)) in self.finished.into_iter().enumerate() {
@@ -138,7 +139,9 @@ impl Write for Output {
         });
         let written = part.write(&buf[..buf.len().min(room)])?;
         let full = split.is_some_and(|limit| part.count() == limit);
-        self.whole.write_all(&buf[..written])?;
+        if split.is_some() {
+            self.whole.write_all(&buf[..written])?;
+        }
         if full {
             self.close_part()?;
         }
@@ -147,5 +150,15 @@ impl Write for Output {
 
     fn flush(&mut self) -> io::Result<()> {
         self.current.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+impl crate::write::frames::HashedWrite for Output {
+    fn sha256_so_far(&self) -> Sha256Digest {
+        match (&self.split, &self.current) {
+            (None, Some(part)) => part.digest_so_far(),
+            (None, None) => Sha256Digest::of(b""),
+            (Some(_), _) => self.whole.digest_so_far(),
+        }
     }
 }

@@ -21,10 +21,11 @@ pub struct Cidr {
 }
 
 impl Cidr {
-    /// KubeKey's default pod range, `10.233.64.0/18`.
+    /// KubeKey's default pod range, `10.233.64.0/18` (owned by `bundle_spec::charts`, which
+    /// kk-bundle renders the CNI chart with).
     pub const DEFAULT_POD: Self = Self {
-        address: IpAddr::V4(Ipv4Addr::new(10, 233, 64, 0)),
-        prefix: 18,
+        address: bundle_spec::charts::DEFAULT_POD_SUBNET.0,
+        prefix: bundle_spec::charts::DEFAULT_POD_SUBNET.1,
     };
 
     /// KubeKey's default service range, `10.233.0.0/18`.

@@ -346,8 +346,8 @@ impl Default for CniConfig {
             pod_cidr: ClusterCidr::single(Cidr::DEFAULT_POD),
             service_cidr: ClusterCidr::single(Cidr::DEFAULT_SERVICE),
             max_pods: 110,
-            ipv4_mask_size: 24,
-            ipv6_mask_size: 64,
+            ipv4_mask_size: bundle_spec::charts::DEFAULT_IPV4_MASK_SIZE,
+            ipv6_mask_size: bundle_spec::charts::DEFAULT_IPV6_MASK_SIZE,
         }
     }
 }

@@ -71,7 +71,7 @@ use axum::routing::any;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
-pub use store::{Store, Unpacked, unpack};
+pub use store::{Store, Unpacked, check_base, unpack};
 
 /// The router serving `store` read-only under `/v2/`, with access logging through `tracing`
 /// (target `kk_install::registry::access`, level INFO: method, path, status, bytes,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::names::{parse_ref_name, repository_name};
 use crate::error::RegistryError;
 
-pub use write::{Unpacked, unpack};
+pub use write::{Unpacked, check_base, unpack};
 
 /// The largest manifest the store reads (as the distribution reference implementation).
 const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;

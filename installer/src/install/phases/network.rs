@@ -10,10 +10,11 @@
 
 use std::fmt::Write as _;
 
+use bundle_spec::charts::{CniChart, cni_values, missing_images};
+
 use super::{Cx, StepResult, put, runtime, sh};
 use crate::install::plan::{ChartInstall, ChartValues};
 use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
-use crate::install::render::kubernetes::{self as k8s, Cni};
 use crate::inventory::NetworkPlugin;
 use crate::ssh::{Node, quote};
 
@@ -106,7 +107,7 @@ fn values(cx: &Cx<'_>, chart: &ChartInstall) -> Result<String, String> {
     match &chart.values {
         ChartValues::Cni => {
             let cni = match cx.config.cni.plugin {
-                NetworkPlugin::Calico => Cni::Calico {
+                NetworkPlugin::Calico => CniChart::Calico {
                     registry: cx
                         .plan
                         .kubernetes
@@ -114,8 +115,8 @@ fn values(cx: &Cx<'_>, chart: &ChartInstall) -> Result<String, String> {
                         .and_then(|k| k.calico_registry.clone())
                         .ok_or("the bundle has no calico/node image")?,
                 },
-                NetworkPlugin::Cilium => Cni::Cilium,
-                NetworkPlugin::Flannel => Cni::Flannel,
+                NetworkPlugin::Cilium => CniChart::Cilium,
+                NetworkPlugin::Flannel => CniChart::Flannel,
                 other => return Err(format!("kk installs no chart for `cni.type: {other}`")),
             };
             let subnets: Vec<_> = cx
@@ -125,7 +126,7 @@ fn values(cx: &Cx<'_>, chart: &ChartInstall) -> Result<String, String> {
                 .ranges()
                 .map(|range| (range.address(), range.prefix()))
                 .collect();
-            Ok(k8s::cni_values(
+            Ok(cni_values(
                 &cni,
                 &subnets,
                 cx.config.cni.ipv4_mask_size,
@@ -137,75 +138,5 @@ fn values(cx: &Cx<'_>, chart: &ChartInstall) -> Result<String, String> {
             file: Some(path), ..
         } => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the values file `{}`: {e}", path.display())),
-    }
-}
-
-/// The images `rendered` names (every `image:` string) that are not among `bundled`.
-fn missing_images(rendered: &str, bundled: &[String]) -> Result<Vec<String>, String> {
-    let documents: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(rendered).map_err(|e| e.to_string())?;
-    let mut named = Vec::new();
-    for document in &documents {
-        collect_images(document, &mut named);
-    }
-    named.sort();
-    named.dedup();
-    let bundled: Vec<String> = bundled.iter().map(|b| normalized(b)).collect();
-    Ok(named
-        .into_iter()
-        .filter(|image| !bundled.contains(&normalized(image)))
-        .collect())
-}
-
-/// An image reference as containerd resolves it (`calico/node:v3` is
-/// `docker.io/calico/node:v3`); a reference that does not parse stays as written, and matches
-/// nothing else.
-fn normalized(reference: &str) -> String {
-    reference
-        .parse::<oci_spec::distribution::Reference>()
-        .map_or_else(|_| reference.to_owned(), |r| r.whole())
-}
-
-fn collect_images(value: &serde_json::Value, into: &mut Vec<String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, value) in map {
-                match value {
-                    serde_json::Value::String(image) if key == "image" => {
-                        into.push(image.clone());
-                    }
-                    _ => collect_images(value, into),
-                }
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for item in items {
-                collect_images(item, into);
-            }
-        }
-        _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::missing_images;
-
-    #[test]
-    fn images_the_bundle_lacks_are_listed_once() {
-        let rendered = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers:\n      - {name: a, image: quay.io/tigera/operator:v1.38.7}\n      - {name: b, image: docker.io/library/busybox:1}\n---\n# empty\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  initContainers:\n  - {name: c, image: docker.io/library/busybox:1}\n";
-        let bundled = vec!["quay.io/tigera/operator:v1.38.7".to_owned()];
-        assert_eq!(
-            missing_images(rendered, &bundled).expect("yaml"),
-            ["docker.io/library/busybox:1"]
-        );
-        // Names are compared as containerd resolves them.
-        let bundled = vec![
-            "quay.io/tigera/operator:v1.38.7".to_owned(),
-            "docker.io/library/busybox:1".to_owned(),
-        ];
-        let short = rendered.replace("docker.io/library/busybox:1", "busybox:1");
-        assert!(missing_images(&short, &bundled).expect("yaml").is_empty());
-        assert!(missing_images("a: [", &bundled).is_err());
     }
 }

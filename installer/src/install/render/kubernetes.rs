@@ -1,5 +1,6 @@
-//! Kubernetes' own files: kubeadm's configuration, the kubelet's systemd units, the static Pods
-//! of kube-vip (control planes) and haproxy (workers), and the Helm values of the CNI charts.
+//! Kubernetes' own files: kubeadm's configuration, the kubelet's systemd units, and the static
+//! Pods of kube-vip (control planes) and haproxy (workers). The Helm values of the CNI charts
+//! live in `bundle_spec::charts`, which kk-bundle renders the charts with too.
 //!
 //! Every YAML document is built as a tree whose mappings keep the order they are written in
 //! (so the files read like upstream's examples) and is serialized by serde-saphyr, which quotes
@@ -8,17 +9,15 @@
 //! back as a bool or a number is a broken file. No quoting is written by hand.
 //!
 //! This module holds the paths, the YAML tree, the choice of kubeadm's config API and the
-//! kubelet's units; kubeadm's init and join configurations live in `kubeadm`, the API
-//! endpoint's static Pods (kube-vip, haproxy) in `endpoint`, and the CNI charts' values in
-//! `cni`. Their public items are re-exported here.
+//! kubelet's units; kubeadm's init and join configurations live in `kubeadm`, and the API
+//! endpoint's static Pods (kube-vip, haproxy) in `endpoint`. Their public items are re-exported
+//! here.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-mod cni;
 mod endpoint;
 mod kubeadm;
 
-pub use cni::{Cni, cni_values};
 pub use endpoint::{
     HAPROXY_HEALTH_PORT, KubeVipInput, VipMode, haproxy_cfg, haproxy_manifest, kube_vip_manifest,
 };

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use bundle_spec::member::{MemberKind, MemberPath};
 use bundle_spec::read::{MemberHeader, MemberVisitor};
-use bundle_spec::{Bundle, BundleError, Sha256Digest, Verified};
+use bundle_spec::{BaseBlob, Bundle, BundleError, Sha256Digest, Verified};
 use tempfile::NamedTempFile;
 
 use crate::durable;
@@ -61,6 +61,7 @@ pub fn unpack(
     dir: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Unpacked, BundleError> {
+    check_base(bundle, dir)?;
     // The store's own path is the operator's: links above it (a store on another disk) are
     // theirs to make. Below it, nothing is followed.
     fs::create_dir_all(dir).map_err(|source| BundleError::Write {
@@ -88,6 +89,27 @@ pub fn unpack(
         written: store.written,
         skipped: store.skipped,
     })
+}
+
+/// For a delta bundle, checks that the store holds every blob the delta takes from its base
+/// (a regular file of the listed size: the unpack that put it there verified its digest), so a
+/// delta onto the wrong store is refused before anything is written.
+pub fn check_base(bundle: &Bundle, dir: &Path) -> Result<(), BundleError> {
+    let Some(base) = bundle.base() else {
+        return Ok(());
+    };
+    let present = |blob: &BaseBlob| {
+        fs::symlink_metadata(dir.join(BLOBS).join(blob.digest.hex()))
+            .is_ok_and(|m| m.is_file() && m.len() == blob.size)
+    };
+    match base.blobs.iter().find(|blob| !present(blob)) {
+        Some(missing) => Err(BundleError::BaseBlobMissing {
+            digest: missing.digest,
+            base: base.identity,
+            store: dir.to_owned(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Creates `relative` below `root`, each component a real directory.

@@ -2,7 +2,6 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use super::cni::calico_block_size;
 use super::*;
 
 fn ip(text: &str) -> IpAddr {
@@ -674,91 +673,4 @@ fn haproxy_manifest_restarts_with_its_configuration() {
         haproxy_manifest("docker.io/library/haproxy:2.9.6-alpine", sum),
         haproxy_manifest("docker.io/library/haproxy:2.9.6-alpine", "ff")
     );
-}
-
-#[test]
-fn cni_values_keep_image_names_and_carry_the_pod_ranges() {
-    let v4 = (ip("10.233.64.0"), 18);
-    let v6 = (ip("fd85:ee78:d8a6:8607::1:0"), 112);
-
-    // Calico: one pool a family, blocks from the node masks, the bundle's registry.
-    for (registry, subnets, pools) in [
-        (
-            "quay.io",
-            vec![v4],
-            json!([{"cidr": "10.233.64.0/18", "blockSize": 24}]),
-        ),
-        (
-            "docker.io/",
-            vec![v4, v6],
-            json!([
-                {"cidr": "10.233.64.0/18", "blockSize": 24},
-                {"cidr": "fd85:ee78:d8a6:8607::1:0/112", "blockSize": 120},
-            ]),
-        ),
-    ] {
-        let values = yaml(&cni_values(
-            &Cni::Calico {
-                registry: registry.to_owned(),
-            },
-            &subnets,
-            24,
-            120,
-        ));
-        let expected_registry = format!("{}/", registry.trim_end_matches('/'));
-        assert_eq!(
-            at(&values, "/installation/registry"),
-            &json!(expected_registry)
-        );
-        let got = at(&values, "/installation/calicoNetwork/ipPools")
-            .as_array()
-            .expect("pools");
-        let want = pools.as_array().expect("pools");
-        assert_eq!(got.len(), want.len());
-        for (pool, want) in got.iter().zip(want) {
-            assert_eq!(pool["cidr"], want["cidr"]);
-            assert_eq!(pool["blockSize"], want["blockSize"]);
-            assert_eq!(pool["encapsulation"], "VXLANCrossSubnet");
-            assert_eq!(pool["natOutgoing"], "Enabled");
-            assert_eq!(pool["nodeSelector"], "all()");
-        }
-    }
-
-    // Calico's block size stays within what it accepts and within the pool.
-    for (pool, v4_mask, v6_mask, block) in [
-        ((ip("10.0.0.0"), 16), 24, 120, 24),
-        ((ip("10.0.0.0"), 16), 16, 120, 20),
-        ((ip("10.0.0.0"), 26), 24, 120, 26),
-        ((ip("fd00::"), 108), 24, 64, 116),
-        ((ip("fd00::"), 108), 24, 122, 122),
-    ] {
-        assert_eq!(calico_block_size(pool, v4_mask, v6_mask), block, "{pool:?}");
-    }
-
-    for (subnets, ipv4, ipv6) in [
-        (vec![v4], true, false),
-        (vec![v4, v6], true, true),
-        (vec![v6], false, true),
-    ] {
-        let values = yaml(&cni_values(&Cni::Cilium, &subnets, 24, 120));
-        assert_eq!(at(&values, "/envoy/enabled"), false);
-        assert_eq!(at(&values, "/ipam/mode"), "kubernetes");
-        assert_eq!(at(&values, "/kubeProxyReplacement"), "false");
-        assert_eq!(at(&values, "/ipv4/enabled"), ipv4);
-        assert_eq!(at(&values, "/ipv6/enabled"), ipv6);
-    }
-
-    for (subnets, v4_cidr, v6_cidr) in [
-        (vec![v4], "10.233.64.0/18", ""),
-        (
-            vec![v4, v6],
-            "10.233.64.0/18",
-            "fd85:ee78:d8a6:8607::1:0/112",
-        ),
-        (vec![v6], "", "fd85:ee78:d8a6:8607::1:0/112"),
-    ] {
-        let values = yaml(&cni_values(&Cni::Flannel, &subnets, 24, 120));
-        assert_eq!(at(&values, "/podCidr"), v4_cidr);
-        assert_eq!(at(&values, "/podCidrv6"), v6_cidr);
-    }
 }

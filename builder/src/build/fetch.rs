@@ -1,0 +1,355 @@
+//! The fetching half of a build: images resolved, then binaries, charts and OCI charts fetched
+//! whole, while the image layers stream into the cache in digest order (see [`Layers`]), which
+//! is the order the writer wants them in.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use bundle_spec::lock::LockedFile;
+use bundle_spec::manifest::{ChartSource, Spec};
+use bundle_spec::platform::Platform;
+use bundle_spec::{ArtifactKind, Lock, Sha256Digest};
+use futures_util::{StreamExt as _, TryStreamExt as _, stream};
+
+use super::{BuildOptions, resolution_time};
+use crate::assemble::{Assembly, PlatformFile};
+use crate::cache::{Cache, CachedBlob};
+use crate::catalog::Expansion;
+use crate::check::charts::ChartCheck;
+use crate::delta::Base;
+use crate::error::BuildError;
+use crate::fetch::HttpFetcher;
+use crate::progress::Progress;
+use crate::resolve::binary::{ResolvedFile, resolve_binary};
+use crate::resolve::chart::{ResolvedChart, resolve_chart};
+use crate::resolve::image::{
+    self, BlobRef, ImageSource, RegistryAccess, ResolveOptions, ResolvedImage,
+};
+use crate::sources::Sources;
+
+/// Everything a build step needs.
+#[derive(Debug)]
+pub(super) struct Context {
+    pub(super) access: RegistryAccess,
+    pub(super) fetcher: HttpFetcher,
+    pub(super) cache: Cache,
+    pub(super) platforms: Vec<Platform>,
+    pub(super) locked: Option<Lock>,
+    pub(super) allow_missing_platforms: bool,
+    pub(super) progress: Progress,
+    pub(super) jobs: usize,
+    /// The bundle a delta builds on: its blobs are neither fetched nor written.
+    pub(super) base: Option<Base>,
+}
+
+/// Everything fetched for a build (image layers: planned, see [`Layers`]).
+pub(super) struct Fetched {
+    images: Vec<ResolvedImage>,
+    oci_charts: Vec<ResolvedImage>,
+    /// Every blob of the images and OCI charts: fetched, planned (being fetched), or the base's.
+    blobs: BTreeMap<Sha256Digest, CachedBlob>,
+    binaries: Vec<Vec<ResolvedFile>>,
+    charts: Vec<ResolvedChart>,
+}
+
+/// Resolves the images, starts streaming their layers into the cache, and fetches the rest.
+pub(super) async fn fetch_everything(
+    ctx: &Arc<Context>,
+    sources: &Sources,
+) -> Result<(Fetched, Layers), BuildError> {
+    ctx.progress.phase("resolving images");
+    let images = resolve_images(ctx, &sources.images).await?;
+    let oci_charts = resolve_images(ctx, &sources.oci_charts).await?;
+    ctx.progress.phase("fetching");
+    // Charts are fetched whole before anything is written: the chart image check renders them.
+    let mut blobs = fetch_image_blobs(ctx, oci_charts.iter()).await?;
+    let layers = Layers::start(ctx, &images, &mut blobs);
+    let binaries = fetch_binaries(ctx, sources).await?;
+    let charts = fetch_charts(ctx, sources).await?;
+    let fetched = Fetched {
+        images,
+        oci_charts,
+        blobs,
+        binaries,
+        charts,
+    };
+    Ok((fetched, layers))
+}
+
+impl Fetched {
+    /// A fresh lock for what was fetched.
+    pub(super) fn lock(&self) -> Result<Lock, BuildError> {
+        let mut lock = Lock::new(resolution_time()?);
+        lock.images = self
+            .images
+            .iter()
+            .chain(&self.oci_charts)
+            .map(ResolvedImage::locked)
+            .collect();
+        lock.binaries = self
+            .binaries
+            .iter()
+            .flatten()
+            .map(ResolvedFile::locked)
+            .collect();
+        lock.charts = self.charts.iter().map(ResolvedChart::locked).collect();
+        Ok(lock)
+    }
+
+    /// What the chart image check reads from this build (`check::charts`).
+    pub(super) fn chart_check<'a>(
+        &'a self,
+        spec: &'a Spec,
+        expansion: Option<&'a Expansion>,
+        options: &'a BuildOptions,
+    ) -> ChartCheck<'a> {
+        ChartCheck {
+            images: &self.images,
+            oci_charts: &self.oci_charts,
+            blobs: &self.blobs,
+            binaries: &self.binaries,
+            charts: &self.charts,
+            kubernetes: spec.kubernetes.as_ref(),
+            expansion,
+            allow_missing: options.allow_missing_chart_images,
+            work_dir: &options.cache_dir,
+        }
+    }
+
+    pub(super) fn assemble(&self, assembly: &mut Assembly) -> Result<(), BuildError> {
+        for image in &self.images {
+            assembly.add_image(ArtifactKind::Image, image, &self.blobs)?;
+        }
+        for chart in &self.oci_charts {
+            assembly.add_image(ArtifactKind::Chart, chart, &self.blobs)?;
+        }
+        for files in &self.binaries {
+            let Some(first) = files.first() else { continue };
+            let platform_files: Vec<PlatformFile> = files
+                .iter()
+                .map(|f| PlatformFile {
+                    platform: Some(f.platform.clone()),
+                    file_name: f.file_name.clone(),
+                    blob: f.blob.clone(),
+                })
+                .collect();
+            assembly.add_files(
+                ArtifactKind::Binary,
+                &first.name,
+                &first.version,
+                &platform_files,
+            )?;
+        }
+        for chart in &self.charts {
+            assembly.add_chart(&chart.name, &chart.version, &chart.config_json, &chart.tgz)?;
+        }
+        Ok(())
+    }
+}
+
+/// The image layers on their way into the cache: downloads run `jobs` at a time, started in
+/// digest order, and each digest is sent to the writer once its blob is complete and verified.
+pub(super) struct Layers {
+    /// The blobs being fetched; the writer waits for these.
+    pub(super) pending: BTreeSet<Sha256Digest>,
+    /// The digests of blobs that arrived, in the order they did.
+    pub(super) arrived: mpsc::Receiver<Sha256Digest>,
+    /// The downloads; aborted if the build fails before it awaits them.
+    pub(super) task: AbortOnDrop,
+}
+
+/// A task aborted when dropped, so a build that fails early stops its downloads.
+pub(super) struct AbortOnDrop(pub(super) Option<tokio::task::JoinHandle<Result<(), BuildError>>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
+}
+
+impl Layers {
+    /// Plans every layer of `images` into `blobs` (where it will be in the cache) and starts
+    /// fetching those neither in `blobs` already nor in the base of a delta.
+    fn start(
+        ctx: &Arc<Context>,
+        images: &[ResolvedImage],
+        blobs: &mut BTreeMap<Sha256Digest, CachedBlob>,
+    ) -> Self {
+        let mut jobs = BTreeMap::new();
+        for image in images {
+            for blob in &image.blobs {
+                if blobs.contains_key(&blob.digest) {
+                    continue;
+                }
+                // A blob the base of a delta has is not fetched: where it would be cached is
+                // recorded, and never read.
+                blobs.insert(
+                    blob.digest,
+                    CachedBlob {
+                        digest: blob.digest,
+                        size: blob.size,
+                        path: ctx.cache.blob_path(&blob.digest),
+                    },
+                );
+                if !ctx.base.as_ref().is_some_and(|b| b.has(&blob.digest)) {
+                    jobs.insert(blob.digest, (image.source.clone(), blob.clone()));
+                }
+            }
+        }
+        ctx.progress
+            .expect_bytes(jobs.values().map(|(_, b)| b.size).sum());
+        let pending = jobs.keys().copied().collect();
+        let (sender, arrived) = mpsc::channel();
+        let ctx = Arc::clone(ctx);
+        let task = tokio::spawn(async move {
+            let mut done = stream::iter(jobs.into_values())
+                .map(|(source, blob)| fetch_layer(Arc::clone(&ctx), source, blob))
+                .buffer_unordered(ctx.jobs);
+            while let Some(cached) = done.try_next().await? {
+                if sender.send(cached.digest).is_err() {
+                    // The writer gave up; its error is the build's.
+                    break;
+                }
+            }
+            Ok(())
+        });
+        Self {
+            pending,
+            arrived,
+            task: AbortOnDrop(Some(task)),
+        }
+    }
+}
+
+/// Fetches one blob of an image into the cache (or finds it there, verified).
+async fn fetch_layer(
+    ctx: Arc<Context>,
+    source: ImageSource,
+    blob: BlobRef,
+) -> Result<CachedBlob, BuildError> {
+    let fetch = ctx.access.fetch_reference(&source.reference);
+    let tracker = ctx.progress.tracker();
+    image::fetch_blob(&ctx.access, &ctx.cache, &source, &fetch, &blob, &tracker).await
+}
+
+pub(super) async fn resolve_images(
+    ctx: &Arc<Context>,
+    sources: &[ImageSource],
+) -> Result<Vec<ResolvedImage>, BuildError> {
+    stream::iter(sources.iter().cloned())
+        .map(|source| {
+            let ctx = Arc::clone(ctx);
+            async move {
+                let locked = match &ctx.locked {
+                    Some(lock) => Some(
+                        lock.images
+                            .iter()
+                            .find(|l| l.reference == source.name())
+                            .ok_or_else(|| BuildError::NotLocked {
+                                what: format!("image `{}`", source.name()),
+                            })?,
+                    ),
+                    None => None,
+                };
+                let options = ResolveOptions {
+                    platforms: &ctx.platforms,
+                    allow_missing_platforms: ctx.allow_missing_platforms,
+                };
+                image::resolve_image(&ctx.access, &ctx.cache, &source, locked, options).await
+            }
+        })
+        .buffered(ctx.jobs)
+        .try_collect()
+        .await
+}
+
+/// Fetches the blobs of `images` (OCI charts) into the cache, all of them before returning.
+async fn fetch_image_blobs<'a>(
+    ctx: &Arc<Context>,
+    images: impl Iterator<Item = &'a ResolvedImage>,
+) -> Result<BTreeMap<Sha256Digest, CachedBlob>, BuildError> {
+    let mut jobs = BTreeMap::new();
+    for image in images {
+        for blob in &image.blobs {
+            jobs.entry(blob.digest)
+                .or_insert_with(|| (image.source.clone(), blob.clone()));
+        }
+    }
+    stream::iter(jobs.into_values())
+        .map(|(source, blob)| fetch_layer(Arc::clone(ctx), source, blob))
+        .buffer_unordered(ctx.jobs)
+        .map_ok(|cached| (cached.digest, cached))
+        .try_collect()
+        .await
+}
+
+async fn fetch_binaries(
+    ctx: &Arc<Context>,
+    sources: &Sources,
+) -> Result<Vec<Vec<ResolvedFile>>, BuildError> {
+    stream::iter(sources.binaries.iter().cloned())
+        .map(|binary| {
+            let ctx = Arc::clone(ctx);
+            async move {
+                let locked: Option<Vec<LockedFile>> =
+                    ctx.locked.as_ref().map(|l| l.binaries.clone());
+                let files = resolve_binary(
+                    &binary,
+                    &ctx.platforms,
+                    &ctx.fetcher,
+                    &ctx.cache,
+                    locked.as_deref(),
+                )
+                .await?;
+                for file in &files {
+                    ctx.progress.done(
+                        &format!("{} {} {}", file.name, file.version, file.platform),
+                        file.blob.size,
+                    );
+                }
+                Ok::<_, BuildError>(files)
+            }
+        })
+        .buffered(ctx.jobs)
+        .try_collect()
+        .await
+}
+
+async fn fetch_charts(
+    ctx: &Arc<Context>,
+    sources: &Sources,
+) -> Result<Vec<ResolvedChart>, BuildError> {
+    stream::iter(sources.http_charts.iter().cloned())
+        .map(|chart| {
+            let ctx = Arc::clone(ctx);
+            async move {
+                let ChartSource::Repository(repo) = &chart.source else {
+                    return Err(BuildError::Internal(format!(
+                        "chart `{}` is not from an HTTP repository",
+                        chart.name
+                    )));
+                };
+                let locked: Option<Vec<LockedFile>> = ctx.locked.as_ref().map(|l| l.charts.clone());
+                let resolved = resolve_chart(
+                    &chart.name,
+                    &chart.version,
+                    repo,
+                    &ctx.fetcher,
+                    &ctx.cache,
+                    locked.as_deref(),
+                )
+                .await?;
+                ctx.progress.done(
+                    &format!("chart {} {}", resolved.name, resolved.version),
+                    resolved.tgz.size,
+                );
+                Ok(resolved)
+            }
+        })
+        .buffered(ctx.jobs)
+        .try_collect()
+        .await
+}

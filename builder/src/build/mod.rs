@@ -1,0 +1,238 @@
+//! `kk-bundle build`: manifest → lock → fetched blobs → bundle.
+//!
+//! Fetching and writing overlap: once the images are resolved and the binaries and charts are
+//! in the cache, every digest, size and the whole description are known, so the writer starts
+//! while the image layers still download (`fetch::Layers`), taking each as it arrives in the
+//! digest order the format puts blobs in. A rebuild copies the compressed frames of large
+//! unchanged blobs from the frame cache instead of compressing them again (`write`).
+
+mod fetch;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bundle_spec::description::{BuilderInfo, SourceManifest, creation_time};
+use bundle_spec::manifest::{Manifest, Spec};
+use bundle_spec::platform::Platform;
+use bundle_spec::{
+    Artifact, BundleContents, DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, Lock,
+    WrittenBundle,
+};
+
+use crate::assemble::Assembly;
+use crate::cache::Cache;
+use crate::catalog::Catalog;
+use crate::check::charts::check_chart_images;
+use crate::delta::Base;
+use crate::error::BuildError;
+use crate::fetch::{FetchOptions, HttpFetcher};
+use crate::lockfile::{default_lock_path, read_lock, write_lock};
+use crate::progress::Progress;
+use crate::resolve::image::RegistryAccess;
+use crate::sources::Sources;
+use fetch::{Context, fetch_everything};
+
+/// What to build and how.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The manifest.
+    pub manifest: PathBuf,
+    /// The bundle to write.
+    pub output: PathBuf,
+    /// The blob cache.
+    pub cache_dir: PathBuf,
+    /// How many downloads run at once.
+    pub jobs: usize,
+    /// Rebuild exactly from the lock; fail if upstream drifted.
+    pub locked: bool,
+    /// The lock file; default beside the manifest.
+    pub lock_path: Option<PathBuf>,
+    /// Split the bundle into parts of at most this many bytes.
+    pub split_size: Option<u64>,
+    /// Platforms to bundle instead of the manifest's.
+    pub platforms: Vec<Platform>,
+    /// Warn instead of failing when an image lacks a wanted platform.
+    pub allow_missing_platforms: bool,
+    /// Warn instead of failing when a bundled chart names an image the bundle lacks.
+    pub allow_missing_chart_images: bool,
+    /// zstd level for compressible data.
+    pub level: i32,
+    /// Write a delta bundle on this previous bundle: only the blobs it lacks.
+    pub since: Option<PathBuf>,
+}
+
+/// What a build did.
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    /// The bundle written.
+    pub written: WrittenBundle,
+    /// Its artifacts.
+    pub artifacts: Vec<Artifact>,
+    /// The platforms it carries.
+    pub platforms: Vec<Platform>,
+    /// The artifacts' sizes added up, shared blobs counted each time.
+    pub size_before_dedup: u64,
+    /// The size of the distinct blobs.
+    pub size_after_dedup: u64,
+    /// The lock written or used.
+    pub lock_path: PathBuf,
+    /// How long the build took.
+    pub elapsed: Duration,
+}
+
+/// Builds the bundle `options` describe.
+pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildReport, BuildError> {
+    let started = Instant::now();
+    let manifest = Manifest::from_path(&options.manifest)?;
+    let spec = manifest.spec();
+    let platforms = if options.platforms.is_empty() {
+        spec.platforms.clone()
+    } else {
+        options.platforms.clone()
+    };
+    let lock_path = options
+        .lock_path
+        .clone()
+        .unwrap_or_else(|| default_lock_path(&options.manifest));
+    let locked = options.locked.then(|| read_lock(&lock_path)).transpose()?;
+    let expansion = spec
+        .kubernetes
+        .as_ref()
+        .map(|k| Catalog::builtin().expand(k))
+        .transpose()?;
+    let sources = Sources::collect(&manifest, expansion.as_ref())?;
+    let base = open_base(options).await?;
+    let ctx = context(
+        options,
+        progress,
+        spec,
+        &platforms,
+        locked.clone(),
+        base.clone(),
+    )?;
+
+    let (fetched, layers) = fetch_everything(&ctx, &sources).await?;
+    check_chart_images(
+        &fetched.chart_check(spec, expansion.as_ref(), options),
+        progress,
+    )
+    .await?;
+    let lock = if let Some(lock) = locked {
+        lock
+    } else {
+        let lock = fetched.lock()?;
+        write_lock(&lock_path, &lock)?;
+        lock
+    };
+    let mut assembly = Assembly::new(&ctx.cache);
+    fetched.assemble(&mut assembly)?;
+    let size_after_dedup = assembly.unique_size();
+    let (index, blobs, artifacts) = assembly.finish()?;
+    let size_before_dedup = artifacts.iter().map(|a| a.size).sum();
+    let (blobs, delta) = match &base {
+        Some(base) => {
+            let (carried, delta) = base.split(blobs);
+            (carried, Some(delta))
+        }
+        None => (blobs, None),
+    };
+
+    progress.phase("writing bundle");
+    let description = describe(options, &manifest, lock, artifacts.clone(), delta)?;
+    let contents = BundleContents {
+        description,
+        index,
+        blobs,
+    };
+    let written = write::write_while_fetching(contents, options, layers).await?;
+    progress.finish();
+    Ok(BuildReport {
+        written,
+        artifacts,
+        platforms,
+        size_before_dedup,
+        size_after_dedup,
+        lock_path,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The bundle `--since` names, read on a blocking thread.
+async fn open_base(options: &BuildOptions) -> Result<Option<Base>, BuildError> {
+    let Some(path) = options.since.clone() else {
+        return Ok(None);
+    };
+    tokio::task::spawn_blocking(move || Base::open(&path))
+        .await
+        .map_err(|e| BuildError::Internal(format!("the reader thread failed: {e}")))?
+        .map(Some)
+}
+
+/// What every fetch step shares.
+fn context(
+    options: &BuildOptions,
+    progress: &Progress,
+    spec: &Spec,
+    platforms: &[Platform],
+    locked: Option<Lock>,
+    base: Option<Base>,
+) -> Result<Arc<Context>, BuildError> {
+    let fetch_options = FetchOptions {
+        retries: 5,
+        file_mirrors: spec.file_mirrors.clone(),
+        ..FetchOptions::default()
+    };
+    Ok(Arc::new(Context {
+        access: RegistryAccess::new(&spec.registries)?,
+        fetcher: HttpFetcher::new(fetch_options)?,
+        cache: Cache::open(&options.cache_dir)?,
+        platforms: platforms.to_vec(),
+        locked,
+        allow_missing_platforms: options.allow_missing_platforms,
+        progress: progress.clone(),
+        jobs: options.jobs.max(1),
+        base,
+    }))
+}
+
+/// The bundle's description: format 1, or format 2 for a delta.
+fn describe(
+    options: &BuildOptions,
+    manifest: &Manifest,
+    lock: Lock,
+    artifacts: Vec<Artifact>,
+    delta: Option<DeltaBase>,
+) -> Result<Description, BuildError> {
+    Ok(Description {
+        format_version: if delta.is_some() {
+            DELTA_FORMAT_VERSION
+        } else {
+            FORMAT_VERSION
+        },
+        builder: BuilderInfo {
+            name: "kk-bundle".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        created: creation_time(&lock)?,
+        manifest: SourceManifest {
+            name: options
+                .manifest
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            text: manifest.source().to_owned(),
+        },
+        lock,
+        artifacts,
+        base: delta,
+    })
+}
+
+/// The time a fresh resolution is dated with: `SOURCE_DATE_EPOCH` if set, else now (whole seconds).
+fn resolution_time() -> Result<jiff::Timestamp, BuildError> {
+    let now = jiff::Timestamp::now();
+    let probe = Lock::new(jiff::Timestamp::from_second(now.as_second()).unwrap_or(now));
+    Ok(creation_time(&probe)?)
+}

@@ -1,0 +1,91 @@
+//! The writing half of a build, overlapping the fetching: the writer runs on a blocking thread
+//! from the moment the bundle's contents are known, and waits for each image layer only when it
+//! reaches that layer, while the downloads go on beside it.
+
+use std::collections::BTreeSet;
+use std::sync::mpsc;
+
+use bundle_spec::write::{FrameCache, WriteOptions};
+use bundle_spec::{BlobFile, BundleContents, BundleError, Sha256Digest, WrittenBundle};
+
+use super::BuildOptions;
+use super::fetch::Layers;
+use crate::error::BuildError;
+
+/// The frame cache's directory below the blob cache: the compressed frames of large blobs, by
+/// level and digest, which a rebuild copies instead of compressing again.
+const FRAMES_DIR: &str = "frames";
+
+/// Writes `contents` while `layers` are still arriving; a failed download fails the build with
+/// its own error, and nothing is left at the output.
+pub(super) async fn write_while_fetching(
+    contents: BundleContents,
+    options: &BuildOptions,
+    mut layers: Layers,
+) -> Result<WrittenBundle, BuildError> {
+    let write_options = WriteOptions {
+        level: options.level,
+        split_size: options.split_size,
+        // Every blob came out of the cache in this run, which re-hashed it on the hit or on
+        // download; hashing it a second time would double the slowest step of the build.
+        verify_blobs: false,
+        frame_cache: Some(FrameCache::new(options.cache_dir.join(FRAMES_DIR))),
+        ..WriteOptions::default()
+    };
+    let output = options.output.clone();
+    let (pending, arrived) = (layers.pending, layers.arrived);
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut arrivals = Arrivals {
+            pending,
+            arrived,
+            seen: BTreeSet::new(),
+        };
+        let mut ready = |blob: &BlobFile| arrivals.wait_for(blob.digest);
+        match bundle_spec::write_bundle_as_ready(&contents, &output, &write_options, &mut ready) {
+            // The damaged entry is gone now, so a second write compresses that blob anew.
+            Err(BundleError::FrameCacheDamaged { digest, path }) => {
+                tracing::warn!(%digest, path = %path.display(), "a frame cache entry was damaged and is rebuilt");
+                bundle_spec::write_bundle_as_ready(&contents, &output, &write_options, &mut ready)
+            }
+            result => result,
+        }
+    });
+    let task = layers.task.0.take();
+    let fetched = match task {
+        Some(task) => task
+            .await
+            .map_err(|e| BuildError::Internal(format!("the download task failed: {e}")))?,
+        None => Ok(()),
+    };
+    let written = writer
+        .await
+        .map_err(|e| BuildError::Internal(format!("the writer thread failed: {e}")))?;
+    // A download's error explains a writer that stopped waiting for it.
+    fetched?;
+    Ok(written?)
+}
+
+/// The layers the writer has seen arrive.
+struct Arrivals {
+    pending: BTreeSet<Sha256Digest>,
+    arrived: mpsc::Receiver<Sha256Digest>,
+    seen: BTreeSet<Sha256Digest>,
+}
+
+impl Arrivals {
+    /// Blocks until the blob `digest` is in the cache (at once for a blob that is not a layer
+    /// being fetched).
+    fn wait_for(&mut self, digest: Sha256Digest) -> Result<(), BundleError> {
+        if !self.pending.contains(&digest) {
+            return Ok(());
+        }
+        while !self.seen.contains(&digest) {
+            let next = self.arrived.recv().map_err(|_| BundleError::BlobNotReady {
+                digest,
+                reason: "its download failed or was cancelled".into(),
+            })?;
+            self.seen.insert(next);
+        }
+        Ok(())
+    }
+}

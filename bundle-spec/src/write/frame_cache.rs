@@ -1,0 +1,231 @@
+//! A cache of the compressed frames of large blobs, keyed by blob digest and zstd level.
+//!
+//! A blob of at least [`CACHED_BLOB_SIZE`] bytes is written as its header block in a frame of
+//! its own, then its content (and padding) in frames that depend on nothing but the content and
+//! the level. Those frames are what a rebuild after one changed image would compress again for
+//! every unchanged blob; with a frame cache the writer copies them instead, and the bundle is
+//! byte for byte the one compressing would give, because zstd's output depends only on the
+//! content and the parameters (see `frames`).
+//!
+//! An entry is a file `zstd-<level>/<hex>`: the frames as they go into the bundle, then a table
+//! of `(compressed, decompressed)` sizes as little-endian `u32` pairs, the pair count as `u32`
+//! and the magic [`ENTRY_MAGIC`]. It is written to a temporary file and renamed into place,
+//! without an fsync: an entry a power cut damaged is found out when it is used, since every
+//! frame is decoded (checking its size and zstd's content checksum) as it is copied. A damaged
+//! entry is removed and the write fails with [`BundleError::FrameCacheDamaged`]; the next write
+//! compresses that blob again.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use tempfile::NamedTempFile;
+
+use super::frames::MAX_FRAME_SIZE;
+use crate::digest::Sha256Digest;
+use crate::error::BundleError;
+
+/// Blobs from this size on have their content frames cached (and their header in a frame of its
+/// own, cached or not, so the bundle's bytes do not depend on whether a cache was used).
+pub const CACHED_BLOB_SIZE: u64 = 1 << 20;
+
+/// The last eight bytes of an entry.
+const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME1";
+
+/// Temporary entries carry this prefix.
+const TEMP_PREFIX: &str = ".partial-";
+
+/// A directory of frame-cache entries.
+#[derive(Debug, Clone)]
+pub struct FrameCache {
+    dir: PathBuf,
+}
+
+impl FrameCache {
+    /// The cache in `dir` (created when the first entry is stored).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    fn entry_path(&self, digest: &Sha256Digest, level: i32) -> PathBuf {
+        self.dir.join(format!("zstd-{level}")).join(digest.hex())
+    }
+
+    /// Whether an entry for `digest` at `level` exists (it is checked only when used).
+    pub fn contains(&self, digest: &Sha256Digest, level: i32) -> bool {
+        self.entry_path(digest, level).is_file()
+    }
+
+    /// The entry for `digest` at `level`, if there is one whose size table covers `content`
+    /// bytes and the file's length; an entry that does not is removed.
+    pub(crate) fn open(&self, digest: &Sha256Digest, level: i32, content: u64) -> Option<Entry> {
+        let path = self.entry_path(digest, level);
+        let file = File::open(&path).ok()?;
+        let entry = Entry::read_table(file, content).ok();
+        if entry.is_none() {
+            let _ = fs::remove_file(&path);
+        }
+        entry
+    }
+
+    /// Starts recording a new entry for `digest` at `level`.
+    pub(crate) fn create(&self, digest: &Sha256Digest, level: i32) -> io::Result<EntryWriter> {
+        let path = self.entry_path(digest, level);
+        let dir = path.parent().unwrap_or(&self.dir);
+        fs::create_dir_all(dir)?;
+        let temp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(dir)?;
+        Ok(EntryWriter {
+            out: BufWriter::with_capacity(1 << 20, temp),
+            sizes: Vec::new(),
+            path,
+        })
+    }
+
+    /// Removes the entry for `digest` at `level` after it proved damaged.
+    pub(crate) fn remove(&self, digest: &Sha256Digest, level: i32) -> PathBuf {
+        let path = self.entry_path(digest, level);
+        let _ = fs::remove_file(&path);
+        path
+    }
+}
+
+/// An entry being read: its frames' sizes, and the file positioned at the first frame.
+pub(crate) struct Entry {
+    file: File,
+    /// `(compressed, decompressed)` size of each frame, in order.
+    pub(crate) sizes: Vec<(u32, u32)>,
+}
+
+impl Entry {
+    fn read_table(mut file: File, content: u64) -> io::Result<Self> {
+        let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
+        let length = file.metadata()?.len();
+        let mut tail = [0u8; 12];
+        file.seek(SeekFrom::End(-12))?;
+        file.read_exact(&mut tail)?;
+        if &tail[4..] != ENTRY_MAGIC {
+            return Err(invalid("no entry magic"));
+        }
+        let count = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+        let frames_end = length
+            .checked_sub(12 + count * 8)
+            .ok_or_else(|| invalid("table larger than the file"))?;
+        let mut table = vec![0u8; usize::try_from(count * 8).map_err(|_| invalid("table"))?];
+        file.seek(SeekFrom::Start(frames_end))?;
+        file.read_exact(&mut table)?;
+        let sizes: Vec<(u32, u32)> = table
+            .chunks_exact(8)
+            .map(|p| {
+                (
+                    u32::from_le_bytes([p[0], p[1], p[2], p[3]]),
+                    u32::from_le_bytes([p[4], p[5], p[6], p[7]]),
+                )
+            })
+            .collect();
+        let compressed: u64 = sizes.iter().map(|s| u64::from(s.0)).sum();
+        let decompressed: u64 = sizes.iter().map(|s| u64::from(s.1)).sum();
+        let frames_fit = sizes
+            .iter()
+            .all(|&(c, d)| d > 0 && d as usize <= MAX_FRAME_SIZE && c > 0);
+        if compressed != frames_end || decompressed != content || !frames_fit {
+            return Err(invalid("size table does not match"));
+        }
+        file.seek(SeekFrom::Start(0))?;
+        Ok(Self { file, sizes })
+    }
+
+    /// Reads the next frame's compressed bytes into `buf`.
+    pub(crate) fn read_frame(&mut self, size: u32, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.resize(size as usize, 0);
+        self.file.read_exact(buf)
+    }
+}
+
+/// An entry being recorded while its frames are compressed for the bundle.
+pub(crate) struct EntryWriter {
+    out: BufWriter<NamedTempFile>,
+    sizes: Vec<(u32, u32)>,
+    path: PathBuf,
+}
+
+impl EntryWriter {
+    /// Appends one compressed frame of `decompressed` bytes.
+    pub(crate) fn frame(&mut self, compressed: &[u8], decompressed: usize) -> io::Result<()> {
+        self.out.write_all(compressed)?;
+        let sizes = (
+            u32::try_from(compressed.len()).map_err(io::Error::other)?,
+            u32::try_from(decompressed).map_err(io::Error::other)?,
+        );
+        self.sizes.push(sizes);
+        Ok(())
+    }
+
+    /// Appends the size table and renames the entry into place.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        for (c, d) in &self.sizes {
+            self.out.write_all(&c.to_le_bytes())?;
+            self.out.write_all(&d.to_le_bytes())?;
+        }
+        let count = u32::try_from(self.sizes.len()).map_err(io::Error::other)?;
+        self.out.write_all(&count.to_le_bytes())?;
+        self.out.write_all(ENTRY_MAGIC)?;
+        let temp = self
+            .out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
+        temp.persist(&self.path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+/// Where a damaged entry was, for the error.
+pub(crate) fn damaged(cache: &FrameCache, digest: Sha256Digest, level: i32) -> BundleError {
+    BundleError::FrameCacheDamaged {
+        digest,
+        path: cache.remove(&digest, level),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_round_trips_and_a_wrong_one_is_removed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let cache = FrameCache::new(dir.path());
+        let digest = Sha256Digest::of(b"blob");
+        assert!(!cache.contains(&digest, 3));
+        let mut writer = cache.create(&digest, 3).expect("create");
+        writer.frame(b"abc", 10).expect("frame");
+        writer.frame(b"de", 5).expect("frame");
+        writer.finish().expect("finish");
+        assert!(cache.contains(&digest, 3));
+        assert!(!cache.contains(&digest, 9));
+        let mut entry = cache.open(&digest, 3, 15).expect("entry");
+        assert_eq!(entry.sizes, [(3, 10), (2, 5)]);
+        let mut buf = Vec::new();
+        entry.read_frame(3, &mut buf).expect("read");
+        assert_eq!(buf, b"abc");
+        // A table that does not cover the member's content is not used, and removed.
+        assert!(cache.open(&digest, 3, 16).is_none());
+        assert!(!cache.contains(&digest, 3));
+    }
+
+    #[test]
+    fn a_truncated_entry_is_not_used() {
+        let dir = tempfile::tempdir().expect("dir");
+        let cache = FrameCache::new(dir.path());
+        let digest = Sha256Digest::of(b"blob");
+        let mut writer = cache.create(&digest, 3).expect("create");
+        writer.frame(b"abc", 10).expect("frame");
+        writer.finish().expect("finish");
+        let path = dir.path().join("zstd-3").join(digest.hex());
+        let bytes = fs::read(&path).expect("entry");
+        fs::write(&path, &bytes[..bytes.len() - 1]).expect("cut");
+        assert!(cache.open(&digest, 3, 10).is_none());
+        assert!(!path.exists());
+    }
+}

@@ -1,0 +1,144 @@
+//! Delta bundles (`kk-bundle build --since`) against the upstream lab: the delta carries only
+//! what its base lacks, is refused by a store without the base, and a store holding both
+//! serves every image of the newer manifest to skopeo. (Runs with the other lab tests.)
+
+use std::fs;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::bundle_lab::Bench;
+use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
+
+/// `kk-install` with `args`.
+fn kk_install(args: &[&str]) -> Command {
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.args(args);
+    cmd
+}
+
+/// The images a bundle's description lists, by reference.
+fn images_of(b: &Bench, bundle: &str) -> Vec<String> {
+    let (out, _) = run_ok(&mut kk_install(&[
+        "inspect",
+        "--bundle",
+        b.path(bundle).to_str().expect("utf-8"),
+        "--output",
+        "json",
+    ]));
+    let json: Value = serde_json::from_str(&out).expect("inspect json");
+    let mut images: Vec<String> = json["artifacts"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .filter(|a| a["kind"] == "image")
+        .map(|a| a["reference"].as_str().expect("reference").to_owned())
+        .collect();
+    images.dedup();
+    images
+}
+
+/// The path under which kk's registry serves `reference`: its host's `:` becomes `_`.
+fn repository_path(reference: &str) -> String {
+    let (host, rest) = reference.split_once('/').expect("a host");
+    format!("{}/{rest}", host.replace(':', "_"))
+}
+
+#[test]
+fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything() {
+    let b = Bench::new();
+    // A lacks app-b; B is the whole lab manifest: one image more, sharing busybox's layers.
+    let full = fs::read_to_string(&b.manifest).expect("manifest");
+    let without_b: Vec<&str> = full
+        .lines()
+        .filter(|l| !l.contains("lab/app-b:1.0"))
+        .collect();
+    let without_b = without_b.join("\n");
+    let manifest_a = b.path("a.yaml");
+    fs::write(&manifest_a, without_b).expect("manifest a");
+    let platform = ["--platform", "linux/amd64", "--allow-missing-platforms"];
+    run_ok(&mut b.build(&manifest_a, "a.tar.zst", "cache", &platform));
+    let since = b.path("a.tar.zst");
+    let mut args = platform.to_vec();
+    args.extend(["--since", since.to_str().expect("utf-8")]);
+    run_ok(&mut b.build(&b.manifest, "b.tar.zst", "cache", &args));
+    let (a_size, b_size) = (
+        fs::metadata(b.path("a.tar.zst")).expect("a").len(),
+        fs::metadata(b.path("b.tar.zst")).expect("b").len(),
+    );
+    assert!(b_size * 20 < a_size, "delta {b_size} bytes, base {a_size}");
+
+    // verify names the base; with a store lacking it, verify refuses like unpack.
+    let b_path = b.path("b.tar.zst");
+    let b_arg = b_path.to_str().expect("utf-8");
+    let (out, _) = run_ok(&mut kk_install(&["verify", "--bundle", b_arg]));
+    let (a_out, _) = run_ok(&mut kk_install(&[
+        "verify",
+        "--bundle",
+        since.to_str().unwrap(),
+    ]));
+    let a_identity = a_out.split("identity ").nth(1).expect("identity").trim();
+    assert!(
+        out.contains(&format!("builds on bundle {a_identity}")),
+        "{out}"
+    );
+
+    // Onto an empty store: refused before anything is written, naming a digest and the base.
+    let empty = b.path("empty-store");
+    let err = run_failing(&mut kk_install(&[
+        "unpack",
+        "--bundle",
+        b_arg,
+        "--store",
+        empty.to_str().expect("utf-8"),
+    ]));
+    assert!(
+        err.contains("blob `sha256:") && err.contains(a_identity),
+        "{err}"
+    );
+    assert!(!empty.join("index.json").exists());
+
+    // A, then B, into one store.
+    let store = b.path("store");
+    let store_arg = store.to_str().expect("utf-8");
+    run_ok(&mut kk_install(&[
+        "unpack",
+        "--bundle",
+        since.to_str().unwrap(),
+        "--store",
+        store_arg,
+    ]));
+    let (out, _) = run_ok(&mut kk_install(&[
+        "verify", "--bundle", b_arg, "--store", store_arg,
+    ]));
+    assert!(out.contains("all of them are in the store"), "{out}");
+    run_ok(&mut kk_install(&[
+        "unpack", "--bundle", b_arg, "--store", store_arg,
+    ]));
+
+    let port = crate::labkit::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let server = Command::new(binary("kk-install"))
+        .args(["registry", "serve", "--store", store_arg, "--listen", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("registry serve");
+    let _server = KillOnDrop(server);
+    let images = images_of(&b, "b.tar.zst");
+    assert!(
+        images.iter().any(|i| i.ends_with("lab/app-b:1.0")),
+        "{images:?}"
+    );
+    for (n, image) in images.iter().enumerate() {
+        let mut copy = Command::new("skopeo");
+        copy.args(["copy", "--src-tls-verify=false"])
+            // The registry names a source host with a port `host_port` (a `:` cannot be in a path).
+            .arg(format!("docker://{addr}/{}", repository_path(image)))
+            .arg(format!(
+                "oci:{}:pulled",
+                b.path(&format!("pulled-{n}")).display()
+            ));
+        retry(&mut copy);
+    }
+}
