@@ -110,16 +110,6 @@ impl<T> Hashing<T> {
         }
     }
 
-    /// How many bytes passed so far.
-    pub(crate) fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// The sha256 of the bytes that passed so far (the hash goes on).
-    pub(crate) fn digest_so_far(&self) -> Sha256Digest {
-        Sha256Digest(self.hasher.clone().finalize().into())
-    }
-
     pub(crate) fn finish(self) -> (T, Sha256Digest, u64) {
         (
             self.inner,
@@ -169,6 +159,8 @@ enum Work {
     Bytes(Vec<u8>),
     /// Report the digest of everything since the last `Finish`, and start over.
     Finish,
+    /// Report the digest of everything since the last `Finish`, and go on.
+    Snapshot,
 }
 
 impl BackgroundHasher {
@@ -189,6 +181,10 @@ impl BackgroundHasher {
                     Work::Finish => {
                         let digest = Sha256Digest::from_hasher(std::mem::take(&mut hasher));
                         let _ = report.send((digest, std::mem::take(&mut count)));
+                    }
+                    Work::Snapshot => {
+                        let digest = Sha256Digest::from_hasher(hasher.clone());
+                        let _ = report.send((digest, count));
                     }
                 }
             }
@@ -222,6 +218,65 @@ impl BackgroundHasher {
     pub(crate) fn finish(&self) -> Option<(Sha256Digest, u64)> {
         self.work.send(Work::Finish).ok()?;
         self.digests.recv().ok()
+    }
+
+    /// Like [`finish`](Self::finish), but the hash goes on.
+    pub(crate) fn snapshot(&self) -> Option<(Sha256Digest, u64)> {
+        self.work.send(Work::Snapshot).ok()?;
+        self.digests.recv().ok()
+    }
+}
+
+/// A writer whose bytes are also hashed on a [`BackgroundHasher`]'s thread: the writing thread
+/// only copies them, so hashing a bundle's output overlaps compressing and writing it.
+pub(crate) struct BackgroundHashing<W> {
+    inner: W,
+    hasher: BackgroundHasher,
+    count: u64,
+}
+
+impl<W: Write> BackgroundHashing<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        Self {
+            inner,
+            hasher: BackgroundHasher::new(),
+            count: 0,
+        }
+    }
+
+    /// How many bytes passed so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The sha256 of the bytes so far (the hash goes on).
+    pub(crate) fn digest_so_far(&self) -> io::Result<Sha256Digest> {
+        self.hasher
+            .snapshot()
+            .map(|(digest, _)| digest)
+            .ok_or_else(|| io::Error::other("the hashing thread stopped"))
+    }
+
+    /// The writer, the digest of everything written and its length.
+    pub(crate) fn finish(self) -> io::Result<(W, Sha256Digest, u64)> {
+        let (digest, count) = self
+            .hasher
+            .finish()
+            .ok_or_else(|| io::Error::other("the hashing thread stopped"))?;
+        Ok((self.inner, digest, count))
+    }
+}
+
+impl<W: Write> Write for BackgroundHashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 

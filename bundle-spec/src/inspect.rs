@@ -26,6 +26,7 @@ pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BundleError> {
         "manifest": d.manifest.name,
         "artifacts": d.artifacts,
         "lock": d.lock,
+        "base": d.base,
     }))
 }
 
@@ -59,6 +60,15 @@ pub fn inspect_text(path: &Path) -> Result<String, BundleError> {
         bundle.checksums().len() + 1,
         bundle.frame_count()
     );
+    if let Some(base) = &d.base {
+        let _ = writeln!(
+            out,
+            "delta     builds on bundle {}: takes {} blobs ({}) from it; unpack that one first",
+            base.identity,
+            base.blobs.len(),
+            size(base.blobs.iter().map(|b| b.size).sum())
+        );
+    }
     if bundle.is_newer_minor() {
         let _ = writeln!(
             out,

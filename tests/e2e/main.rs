@@ -7,7 +7,6 @@
 mod bundle_lab;
 mod chart_images_lab;
 mod cli;
-mod delta_lab;
 mod dist;
 mod install_bundle;
 mod install_lab;
@@ -18,6 +17,7 @@ mod nodekit;
 mod nodes_lab;
 mod nspawn_lab;
 mod precheck_lab;
+mod rebuild_lab;
 mod registry_load;
 mod ssh_lab;
 mod support;

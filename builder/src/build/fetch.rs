@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use bundle_spec::lock::LockedFile;
 use bundle_spec::manifest::{ChartSource, Spec};
 use bundle_spec::platform::Platform;
+use bundle_spec::write::{CACHED_BLOB_SIZE, FrameCache};
 use bundle_spec::{ArtifactKind, Lock, Sha256Digest};
 use futures_util::{StreamExt as _, TryStreamExt as _, stream};
 
@@ -41,6 +42,10 @@ pub(super) struct Context {
     pub(super) jobs: usize,
     /// The bundle a delta builds on: its blobs are neither fetched nor written.
     pub(super) base: Option<Base>,
+    /// The frame cache the writer uses, and its level: a large blob whose frames are there is
+    /// not re-read from the blob cache (see `Layers::start`).
+    pub(super) frames: FrameCache,
+    pub(super) level: i32,
 }
 
 /// Everything fetched for a build (image layers: planned, see [`Layers`]).
@@ -194,7 +199,8 @@ impl Layers {
                         path: ctx.cache.blob_path(&blob.digest),
                     },
                 );
-                if !ctx.base.as_ref().is_some_and(|b| b.has(&blob.digest)) {
+                let in_base = ctx.base.as_ref().is_some_and(|b| b.has(&blob.digest));
+                if !in_base && !ctx.frames_cover(blob) {
                     jobs.insert(blob.digest, (image.source.clone(), blob.clone()));
                 }
             }
@@ -225,6 +231,18 @@ impl Layers {
 }
 
 /// Fetches one blob of an image into the cache (or finds it there, verified).
+impl Context {
+    /// Whether the writer will copy `blob`'s frames from the frame cache, with the blob itself
+    /// in the blob cache for the rare damaged entry: then neither is read (re-hashed) now. The
+    /// blob was verified when it arrived; a write that finds the entry damaged writes again,
+    /// re-hashing every blob it reads.
+    fn frames_cover(&self, blob: &BlobRef) -> bool {
+        blob.size >= CACHED_BLOB_SIZE
+            && self.frames.contains(&blob.digest, self.level)
+            && self.cache.blob_path(&blob.digest).is_file()
+    }
+}
+
 async fn fetch_layer(
     ctx: Arc<Context>,
     source: ImageSource,

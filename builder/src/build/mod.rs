@@ -194,6 +194,8 @@ fn context(
         progress: progress.clone(),
         jobs: options.jobs.max(1),
         base,
+        frames: write::frame_cache(options),
+        level: options.level,
     }))
 }
 

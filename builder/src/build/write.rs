@@ -16,6 +16,11 @@ use crate::error::BuildError;
 /// level and digest, which a rebuild copies instead of compressing again.
 const FRAMES_DIR: &str = "frames";
 
+/// The frame cache of a build's blob cache.
+pub(super) fn frame_cache(options: &BuildOptions) -> FrameCache {
+    FrameCache::new(options.cache_dir.join(FRAMES_DIR))
+}
+
 /// Writes `contents` while `layers` are still arriving; a failed download fails the build with
 /// its own error, and nothing is left at the output.
 pub(super) async fn write_while_fetching(
@@ -26,10 +31,11 @@ pub(super) async fn write_while_fetching(
     let write_options = WriteOptions {
         level: options.level,
         split_size: options.split_size,
-        // Every blob came out of the cache in this run, which re-hashed it on the hit or on
-        // download; hashing it a second time would double the slowest step of the build.
+        // Every blob was verified as it entered the cache: this run re-hashed it on the hit or
+        // on download, or copies its frames without reading it; hashing it here again would
+        // double the slowest step of the build.
         verify_blobs: false,
-        frame_cache: Some(FrameCache::new(options.cache_dir.join(FRAMES_DIR))),
+        frame_cache: Some(frame_cache(options)),
         ..WriteOptions::default()
     };
     let output = options.output.clone();
@@ -42,10 +48,16 @@ pub(super) async fn write_while_fetching(
         };
         let mut ready = |blob: &BlobFile| arrivals.wait_for(blob.digest);
         match bundle_spec::write_bundle_as_ready(&contents, &output, &write_options, &mut ready) {
-            // The damaged entry is gone now, so a second write compresses that blob anew.
+            // The damaged entry is gone now, so a second write compresses that blob anew; it
+            // re-hashes every blob it reads, since blobs whose frames were cached were not
+            // re-read from the cache in this run.
             Err(BundleError::FrameCacheDamaged { digest, path }) => {
                 tracing::warn!(%digest, path = %path.display(), "a frame cache entry was damaged and is rebuilt");
-                bundle_spec::write_bundle_as_ready(&contents, &output, &write_options, &mut ready)
+                let verifying = WriteOptions {
+                    verify_blobs: true,
+                    ..write_options
+                };
+                bundle_spec::write_bundle_as_ready(&contents, &output, &verifying, &mut ready)
             }
             result => result,
         }

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use tempfile::NamedTempFile;
 
 use super::frames::MAX_FRAME_SIZE;
+use super::output::WRITE_CHUNK;
 use crate::digest::Sha256Digest;
 use crate::error::BundleError;
 
@@ -153,7 +154,9 @@ pub(crate) struct EntryWriter {
 impl EntryWriter {
     /// Appends one compressed frame of `decompressed` bytes.
     pub(crate) fn frame(&mut self, compressed: &[u8], decompressed: usize) -> io::Result<()> {
-        self.out.write_all(compressed)?;
+        for chunk in compressed.chunks(WRITE_CHUNK) {
+            self.out.write_all(chunk)?;
+        }
         let sizes = (
             u32::try_from(compressed.len()).map_err(io::Error::other)?,
             u32::try_from(decompressed).map_err(io::Error::other)?,

@@ -42,12 +42,12 @@ const JOB_SIZE: i32 = 4 << 20;
 /// sha256 of the file so far from the hash the output computes anyway (one pass, not two).
 pub(crate) trait HashedWrite: Write {
     /// The sha256 of every byte written so far.
-    fn sha256_so_far(&self) -> Sha256Digest;
+    fn sha256_so_far(&self) -> io::Result<Sha256Digest>;
 }
 
 impl HashedWrite for Vec<u8> {
-    fn sha256_so_far(&self) -> Sha256Digest {
-        Sha256Digest::of(self)
+    fn sha256_so_far(&self) -> io::Result<Sha256Digest> {
+        Ok(Sha256Digest::of(self))
     }
 }
 
@@ -172,7 +172,8 @@ impl<W: HashedWrite> FrameEncoder<W> {
     /// Appends the integrity frame and the seek table, and returns the output.
     pub(crate) fn finish(mut self) -> Result<W, BundleError> {
         self.end_frame()?;
-        let frame = integrity_frame(self.out.sha256_so_far().as_bytes());
+        let digest = self.out.sha256_so_far().map_err(BundleError::Output)?;
+        let frame = integrity_frame(digest.as_bytes());
         self.out.write_all(&frame).map_err(BundleError::Output)?;
         self.table
             .log_frame(INTEGRITY_FRAME_SIZE as u32, 0)

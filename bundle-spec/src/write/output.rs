@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
-use crate::digest::{Hashing, Sha256Digest};
+use crate::digest::{BackgroundHashing, Sha256Digest};
 use crate::error::BundleError;
 use crate::parts::{PartEntry, PartsIndex, part_path, parts_index_path};
 
@@ -16,7 +16,7 @@ pub const MAX_PART_SIZE: u64 = (4 << 30) - 1;
 /// Part numbers have three digits.
 const MAX_PARTS: usize = 999;
 
-type PartFile = Hashing<BufWriter<NamedTempFile>>;
+type PartFile = BackgroundHashing<BufWriter<NamedTempFile>>;
 
 /// The bundle file(s) being written. Each part is hashed, and split bundles also hash the
 /// whole; a single file is its own one part, so its hash is the whole's.
@@ -25,7 +25,7 @@ pub(crate) struct Output {
     split: Option<u64>,
     current: Option<PartFile>,
     finished: Vec<(NamedTempFile, Sha256Digest, u64)>,
-    whole: Hashing<io::Sink>,
+    whole: BackgroundHashing<io::Sink>,
 }
 
 /// The files a finished bundle consists of.
@@ -54,7 +54,7 @@ impl Output {
             split,
             current: None,
             finished: Vec::new(),
-            whole: Hashing::new(io::sink()),
+            whole: BackgroundHashing::new(io::sink()),
         })
     }
 
@@ -73,14 +73,17 @@ impl Output {
                 .prefix(".kk-bundle-")
                 .suffix(".tmp")
                 .tempfile_in(dir)?;
-            self.current = Some(Hashing::new(BufWriter::with_capacity(1 << 20, temp)));
+            self.current = Some(BackgroundHashing::new(BufWriter::with_capacity(
+                1 << 20,
+                temp,
+            )));
         }
         Ok(self.current.as_mut().expect("opened above"))
     }
 
     fn close_part(&mut self) -> io::Result<()> {
         if let Some(part) = self.current.take() {
-            let (writer, digest, size) = part.finish();
+            let (writer, digest, size) = part.finish()?;
             let temp = writer
                 .into_inner()
                 .map_err(io::IntoInnerError::into_error)?;
@@ -109,7 +112,7 @@ impl Output {
                 sha256,
             });
         }
-        let (_, sha256, size) = self.whole.finish();
+        let (_, sha256, size) = self.whole.finish().map_err(io_error(&self.target))?;
         let mut paths = vec![parts_index_path(&self.target)];
         let mut index = PartsIndex::new(&self.target, size, sha256);
         for (number, (temp, digest, part_size)) in self.finished.into_iter().enumerate() {
@@ -130,8 +133,15 @@ impl Output {
     }
 }
 
+/// The most handed to one `write` call. A frame is up to 32 MiB; written whole, it bypasses the
+/// `BufWriter` and goes to the kernel in one call, which on Linux copies into the page cache up
+/// to ten times slower than the same bytes in 1 MiB calls (measured with `dd bs=32M` against
+/// `bs=1M`: 0.05–0.18 s against 0.01 s for 48 MB).
+pub(crate) const WRITE_CHUNK: usize = 1 << 20;
+
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let buf = &buf[..buf.len().min(WRITE_CHUNK)];
         let split = self.split;
         let part = self.open_part()?;
         let room = split.map_or(usize::MAX, |limit| {
@@ -154,10 +164,10 @@ impl Write for Output {
 }
 
 impl crate::write::frames::HashedWrite for Output {
-    fn sha256_so_far(&self) -> Sha256Digest {
+    fn sha256_so_far(&self) -> io::Result<Sha256Digest> {
         match (&self.split, &self.current) {
             (None, Some(part)) => part.digest_so_far(),
-            (None, None) => Sha256Digest::of(b""),
+            (None, None) => Ok(Sha256Digest::of(b"")),
             (Some(_), _) => self.whole.digest_so_far(),
         }
     }

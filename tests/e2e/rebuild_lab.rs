@@ -1,6 +1,7 @@
-//! Delta bundles (`kk-bundle build --since`) against the upstream lab: the delta carries only
-//! what its base lacks, is refused by a store without the base, and a store holding both
-//! serves every image of the newer manifest to skopeo. (Runs with the other lab tests.)
+//! Rebuilds against the upstream lab: the frame cache gives the same bytes and survives a damaged
+//! entry; a delta bundle (`kk-bundle build --since`) carries only what its base lacks, is refused
+//! by a store without the base, and a store holding both serves every image of the newer
+//! manifest to skopeo. (Runs with the other lab tests.)
 
 use std::fs;
 use std::process::{Command, Stdio};
@@ -82,6 +83,12 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
         out.contains(&format!("builds on bundle {a_identity}")),
         "{out}"
     );
+    let (inspect, _) = run_ok(&mut kk_install(&["inspect", "--bundle", b_arg]));
+    assert!(
+        inspect.contains("format    2.0")
+            && inspect.contains(&format!("builds on bundle {a_identity}")),
+        "{inspect}"
+    );
 
     // Onto an empty store: refused before anything is written, naming a digest and the base.
     let empty = b.path("empty-store");
@@ -141,4 +148,45 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
             ));
         retry(&mut copy);
     }
+}
+
+#[test]
+fn a_rebuild_copies_cached_frames_to_the_same_bytes_and_mends_a_damaged_entry() {
+    let b = Bench::new();
+    let build = |out: &str| {
+        let mut cmd = b.build(&b.manifest, out, "cache", &["--allow-missing-platforms"]);
+        run_ok(cmd.env("SOURCE_DATE_EPOCH", "1795000000"));
+        fs::read(b.path(out)).expect("bundle")
+    };
+    let first = build("1.tar.zst");
+    let frames = b.path("cache/frames/zstd-3");
+    let mut entries: Vec<_> = fs::read_dir(&frames)
+        .expect("the build keeps the frames of its large blobs")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty());
+    assert_eq!(
+        build("2.tar.zst"),
+        first,
+        "copied frames changed the bundle"
+    );
+
+    // A flipped bit in the middle of an entry: the build notices, writes the entry anew and
+    // still gives the same bundle.
+    let entry = &entries[0];
+    let mut bytes = fs::read(entry).expect("entry");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    fs::write(entry, &bytes).expect("damage");
+    assert_eq!(
+        build("3.tar.zst"),
+        first,
+        "a damaged entry changed the bundle"
+    );
+    assert_ne!(
+        fs::read(entry).expect("rewritten"),
+        bytes,
+        "the entry was not rewritten"
+    );
 }
