@@ -6,7 +6,7 @@ use crate::description::{
     Artifact, ArtifactKind, BuilderInfo, Description, FORMAT_VERSION, SourceManifest,
 };
 use crate::digest::Sha256Digest;
-use crate::lock::Lock;
+use crate::lock::{Lock, LockedFile};
 
 /// A bundle description of `artifacts`, made at `created` by a builder named `test`.
 pub fn description(created: jiff::Timestamp, artifacts: Vec<Artifact>) -> Description {
@@ -45,5 +45,17 @@ pub fn artifact(
         reference,
         size: 1,
         omitted_platforms: vec![],
+    }
+}
+
+/// A lock entry for a file downloaded from `url`, with a digest made from the URL and a size of 1.
+pub fn locked_file(name: &str, version: &str, platform: Option<&str>, url: &str) -> LockedFile {
+    LockedFile {
+        name: name.into(),
+        version: version.into(),
+        platform: platform.map(Into::into),
+        url: url.into(),
+        digest: Sha256Digest::of(url.as_bytes()),
+        size: 1,
     }
 }

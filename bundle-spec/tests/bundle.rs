@@ -428,7 +428,7 @@ fn a_delta_must_say_format_2_and_a_full_bundle_format_1() {
 /// need no blobs.
 fn with_every_kind(fx: &mut Fixture) {
     use bundle_spec::ArtifactKind;
-    use bundle_spec::lock::{LockedFile, LockedImage};
+    use bundle_spec::lock::LockedImage;
     let d = &mut fx.contents.description;
     let mut add = |kind, name: &str, version: &str, platform: Option<&str>, reference: String| {
         d.artifacts.push(bundle_spec::test_support::artifact(
@@ -469,14 +469,7 @@ fn with_every_kind(fx: &mut Fixture) {
         None,
         format!("{oci_chart}:6.7.0"),
     );
-    let file = |name: &str, version: &str, platform: Option<&str>, url: &str| LockedFile {
-        name: name.into(),
-        version: version.into(),
-        platform: platform.map(Into::into),
-        url: url.into(),
-        digest: Sha256Digest::of(url.as_bytes()),
-        size: 1,
-    };
+    let file = bundle_spec::test_support::locked_file;
     d.lock.binaries = vec![
         file(
             "etcd",
