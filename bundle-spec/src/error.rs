@@ -796,6 +796,18 @@ pub enum BundleError {
         /// Why.
         reason: String,
     },
+    /// A member's header claims more bytes than the tar stream holds after it.
+    #[error(
+        "member `{member}` claims {size} bytes, more than the {available} the bundle holds after its header; the bundle is damaged or was crafted"
+    )]
+    MemberTooLong {
+        /// The member.
+        member: MemberPath,
+        /// The size its header gives.
+        size: u64,
+        /// The bytes of tar stream after its header.
+        available: u64,
+    },
     /// A member the caller asked for is not in the bundle.
     #[error("the bundle has no member `{0}`")]
     NoSuchMember(String),

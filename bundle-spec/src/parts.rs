@@ -165,7 +165,13 @@ impl PartsIndex {
                 )));
             }
         }
-        let total: u64 = index.parts.iter().map(|p| p.size).sum();
+        // The sizes come from the file: added with a check, so a crafted index is refused
+        // instead of overflowing.
+        let total = index
+            .parts
+            .iter()
+            .try_fold(0u64, |sum, p| sum.checked_add(p.size))
+            .ok_or_else(|| invalid("its part sizes add up to more than 2^64 bytes".into()))?;
         if total != index.size {
             return Err(invalid(format!(
                 "its parts add up to {total} bytes, not {}",
@@ -210,5 +216,28 @@ mod tests {
             Path::new("/x/c.tar.zst.split.json")
         );
         assert_eq!(find_parts_index(Path::new("/nonexistent/c.tar.zst")), None);
+    }
+
+    /// Regression (fuzzing, issue 14): part sizes whose sum overflows were added unchecked
+    /// (a panic in debug builds, a wrapped sum in release).
+    #[test]
+    fn part_sizes_that_overflow_are_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("b.tar.zst.split.json");
+        let part = |name: &str, size: u64| {
+            format!(
+                r#"{{"name":"{name}","size":{size},"sha256":"sha256:{}"}}"#,
+                "a".repeat(64)
+            )
+        };
+        let index = format!(
+            r#"{{"format":"{PARTS_FORMAT}","version":{PARTS_VERSION},"bundle":"b.tar.zst","size":1,"sha256":"sha256:{}","parts":[{},{}]}}"#,
+            "a".repeat(64),
+            part("b.tar.zst.part001", u64::MAX),
+            part("b.tar.zst.part002", 2)
+        );
+        fs::write(&path, index).expect("index");
+        let err = PartsIndex::read(&path).expect_err("refused");
+        assert!(err.to_string().contains("more than 2^64"), "{err}");
     }
 }

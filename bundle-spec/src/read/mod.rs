@@ -259,12 +259,29 @@ impl Bundle {
                 return Ok(members);
             }
             let member = parse_header(&block, offset, self.mtime)?;
-            offset += BLOCK + member.size + padding(member.size);
+            offset = self.member_end(&member)?;
             let done = stop(&member);
             members.push(member);
             if done {
                 return Ok(members);
             }
+        }
+    }
+
+    /// Where `member` (header, content, padding) ends in the tar stream, if the stream holds it:
+    /// the size comes from the file, so it is checked before any offset is computed from it.
+    fn member_end(&self, member: &MemberHeader) -> Result<u64, BundleError> {
+        let available = self
+            .content_size()
+            .saturating_sub(member.offset.saturating_add(BLOCK));
+        let padded = member.size.checked_add(padding(member.size));
+        match padded.filter(|padded| *padded <= available) {
+            Some(padded) => Ok(member.offset + BLOCK + padded),
+            None => Err(BundleError::MemberTooLong {
+                member: member.path.clone(),
+                size: member.size,
+                available,
+            }),
         }
     }
 

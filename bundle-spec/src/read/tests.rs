@@ -522,3 +522,26 @@ fn the_sbom_is_verified_and_a_listed_but_absent_one_is_named() {
         "{err}"
     );
 }
+
+/// Regression (fuzzing, issue 14): a header whose size nears 2^64 is canonical (GNU base-256),
+/// and listing the members then overflowed the next member's offset: a panic in debug builds,
+/// an endless loop in release, through `members` and `copy_member`.
+#[test]
+fn a_member_larger_than_the_bundle_is_refused_when_listing() {
+    let mut members = valid_members();
+    let path = MemberPath::parse(&blob_path(b"hello")).expect("blob path");
+    let last = members.len() - 1;
+    members[last].header = canonical_header(&path, u64::MAX - 1000, MTIME);
+    let written = write(&craft(&list_of(&members), &members));
+    let mut bundle = Bundle::open(&written.path).expect("the header members are intact");
+    let err = bundle.members().expect_err("refused");
+    assert!(
+        matches!(&err, BundleError::MemberTooLong { member, size, .. } if *member == path && *size == u64::MAX - 1000),
+        "{err}"
+    );
+    let mut out = Vec::new();
+    assert!(matches!(
+        bundle.copy_member(path.as_str(), &mut out),
+        Err(BundleError::MemberTooLong { .. })
+    ));
+}
