@@ -20,6 +20,10 @@ pub const INDEX_PATH: &str = "index.json";
 
 /// Largest checksum list a reader accepts (it is held in memory to verify everything else).
 pub const MAX_CHECKSUMS_SIZE: u64 = 16 << 20;
+/// The most members a bundle can have: a checksum list of [`MAX_CHECKSUMS_SIZE`] bytes names at
+/// most this many (its shortest line, for `oci-layout`, is 77 bytes), plus the list itself.
+pub const MAX_MEMBERS: u64 = MAX_CHECKSUMS_SIZE / 77 + 1;
+
 /// Largest description, index or other header file a reader accepts.
 pub const MAX_HEADER_FILE_SIZE: u64 = 64 << 20;
 

@@ -7,10 +7,52 @@ use zeekstd::SeekTable;
 
 use crate::digest::{BackgroundHasher, Sha256Digest};
 use crate::error::BundleError;
+use crate::member::MAX_MEMBERS;
 use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
 
 /// The zstd frame magic number, little-endian on disk.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// No frame holding the whole frame limit is smaller than this: zstd blocks hold at most
+/// 128 KiB, and the cheapest block (a run of one byte) takes 4 bytes, so 256 of them.
+const MIN_FULL_FRAME_SIZE: u64 = 1024;
+/// The seek table's last 9 bytes: frame count, descriptor, magic.
+const SEEK_FOOTER_SIZE: usize = 9;
+/// The seekable format's magic number, at the very end.
+const SEEKABLE_MAGIC: u32 = 0x8F92_EAB1;
+
+/// The most frames a valid bundle of `len` bytes lists (SPEC §2.3): within a member every frame
+/// but the first and the last holds the whole frame limit, so at most `len / 1024` frames are
+/// full, and at most two per member (of at most [`MAX_MEMBERS`]) plus the end marker are not.
+pub(crate) fn max_frames(len: u64) -> u64 {
+    len / MIN_FULL_FRAME_SIZE + 2 * MAX_MEMBERS + 2
+}
+
+/// Refuses a seek table that lists more frames than the file can hold, from its footer alone,
+/// before anything is allocated for the frames: a crafted count would otherwise cost memory many
+/// times the file's size.
+fn check_frame_count<S: Read + Seek>(source: &mut S, len: u64) -> Result<(), BundleError> {
+    let Some(start) = len.checked_sub(SEEK_FOOTER_SIZE as u64) else {
+        // Too short to hold a seek table; the parser says so.
+        return Ok(());
+    };
+    let mut footer = [0u8; SEEK_FOOTER_SIZE];
+    source
+        .seek(SeekFrom::Start(start))
+        .map_err(BundleError::Read)?;
+    source.read_exact(&mut footer).map_err(BundleError::Read)?;
+    let magic = u32::from_le_bytes([footer[5], footer[6], footer[7], footer[8]]);
+    let count = u64::from(u32::from_le_bytes([
+        footer[0], footer[1], footer[2], footer[3],
+    ]));
+    if magic == SEEKABLE_MAGIC && count > max_frames(len) {
+        return Err(BundleError::SeekTable(format!(
+            "it lists {count} frames, more than a bundle of {len} bytes can hold ({})",
+            max_frames(len)
+        )));
+    }
+    Ok(())
+}
 
 /// One frame as the seek table places it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +86,7 @@ impl FrameTable {
     /// frame exceeds the size limits.
     pub(crate) fn read<S: Read + Seek>(source: &mut S) -> Result<Self, BundleError> {
         let len = source.seek(SeekFrom::End(0)).map_err(BundleError::Read)?;
+        check_frame_count(source, len)?;
         let table = SeekTable::from_seekable(source)
             .map_err(|e| BundleError::SeekTable(format!("no valid seek table at the end ({e})")))?;
         let table_bytes = serialize(&table);

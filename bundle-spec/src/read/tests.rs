@@ -545,3 +545,25 @@ fn a_member_larger_than_the_bundle_is_refused_when_listing() {
         Err(BundleError::MemberTooLong { .. })
     ));
 }
+
+/// Regression (fuzzing, issue 14): a seek table that fills the file and lists far more frames
+/// than a bundle of that size can have was parsed whole, allocating about nine times the file's
+/// size, before its entries were found wrong. It is now refused from the footer alone.
+#[test]
+fn a_frame_count_the_file_cannot_hold_is_refused_from_the_footer() {
+    let count: u32 = 1_000_000;
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&0x184D_2A5Eu32.to_le_bytes());
+    bytes.extend_from_slice(&(count * 8 + 9).to_le_bytes());
+    bytes.resize(bytes.len() + count as usize * 8, 0);
+    bytes.extend_from_slice(&count.to_le_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(&0x8F92_EAB1u32.to_le_bytes());
+    assert!(u64::from(count) > super::frames::max_frames(bytes.len() as u64));
+    let err = verify(&bytes).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("it lists {count} frames, more than a bundle of")),
+        "{err}"
+    );
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Crafted 1 GiB bundles against the reader: peak memory and time of `kk-install inspect`,
+# `verify` and `unpack` and of `kk-bundle inspect` until each refuses the file.
+#
+#   bash scripts/bench/crafted.sh [GiB, default 1]
+#
+# (a) a seek table that fills the file and lists every 8 bytes as a frame (the count a naive
+#     reader allocates for); (b) the most frames the format allows for the file's size, whose
+#     sizes do not add up to it (the most a reader must hold before it can tell).
+# The files are sparse: only the seek table is written. Prints a BENCHMARKS.md table on stdout.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+gib=${1:-1}
+
+bash scripts/setup.sh >/dev/null
+if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+cargo build --release --locked -p kk-install -p kk-bundle >&2
+target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+dir=$target/bench/crafted
+rm -rf "$dir" && mkdir -p "$dir"
+
+python3 - "$dir" "$gib" <<'PY'
+import struct, sys
+d, gib = sys.argv[1], int(sys.argv[2])
+size = gib << 30
+def table(path, count, entry=None):
+    # The seekable format: skippable frame 0x184D2A5E, entries, then count, descriptor, magic.
+    # Without `entry` the entries are zeros (left sparse); with it, every data frame is `entry`
+    # and the last is the integrity frame's (44, 0), as the format requires.
+    length = 8 + 8 * count + 9
+    with open(path, "wb") as f:
+        f.truncate(size - length)
+        f.seek(size - length)
+        f.write(struct.pack("<II", 0x184D2A5E, 8 * count + 9))
+        if entry is None:
+            f.truncate(size - 9)
+            f.seek(size - 9)
+        else:
+            f.write(struct.pack("<II", *entry) * (count - 1) + struct.pack("<II", 44, 0))
+        f.write(struct.pack("<IBI", count, 0, 0x8F92EAB1))
+# (a) every 8 bytes of the file a frame: what a reader that trusts the count allocates for.
+table(f"{d}/a-frame-count.tar.zst", (size - 17) // 8)
+# (b) as many frames as the format allows for this size (SPEC 2.3), each 14 compressed bytes
+# holding one: a table that parses, whose frames end megabytes before it starts.
+limit = size // 1024 + 2 * (16 * 2**20 // 77 + 1) + 2
+table(f"{d}/b-frame-sizes.tar.zst", limit, (14, 1))
+PY
+
+kki=$target/release/kk-install kkb=$target/release/kk-bundle
+printf '| crafted %s GiB bundle | command | peak memory | time | refused with |\n|---|---|---|---|---|\n' "$gib"
+for f in "$dir"/*.tar.zst; do
+  name=$(basename "$f" .tar.zst)
+  for cmd in "kk-install inspect" "kk-install verify" "kk-install unpack" "kk-bundle inspect"; do
+    case $cmd in
+      "kk-install inspect") args=("$kki" inspect --bundle "$f") ;;
+      "kk-install verify") args=("$kki" verify --bundle "$f") ;;
+      "kk-install unpack") args=("$kki" unpack --bundle "$f" --store "$dir/store") ;;
+      "kk-bundle inspect") args=("$kkb" inspect "$f") ;;
+    esac
+    if /usr/bin/time -o "$dir/time" -f '%M %e' "${args[@]}" >/dev/null 2>"$dir/err"; then
+      echo "error: $cmd accepted $f" >&2; exit 1
+    fi
+    # GNU time writes "Command exited with non-zero status N" first; the figures come last.
+    read -r kib secs < <(tail -1 "$dir/time")
+    why=$(grep -v '^ *$' "$dir/err" | tail -1 | sed -e 's/.*not a kk bundle: //' -e 's/|/\\|/g')
+    printf '| %s | `%s` | %.1f MiB | %s s | %s |\n' "$name" "$cmd" "$(echo "$kib / 1024" | bc -l)" "$secs" "$why"
+  done
+done
+rm -rf "$dir"
