@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need, then format check, clippy, and every test of
-# the workspace (nextest, profile `ci` from .config/nextest.toml) plus the doctests.
+# the workspace (nextest, profile `ci` from .config/nextest.toml) plus the doctests, then a short run of
+# every fuzz target (scripts/fuzz.sh) after replaying every input the fuzzers ever kept.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,5 +41,11 @@ cargo nextest run --workspace --locked --profile ci
 
 step "cargo test --workspace --doc --locked"
 cargo test --workspace --doc --locked
+
+step "fuzz: fmt and clippy of fuzz/, every kept input replayed, then each target for 10 s"
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo clippy --manifest-path fuzz/Cargo.toml --all-targets --locked -- -D warnings
+cargo test --manifest-path fuzz/Cargo.toml --locked
+bash scripts/fuzz.sh all 10
 
 step "all checks passed"

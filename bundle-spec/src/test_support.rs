@@ -59,3 +59,32 @@ pub fn locked_file(name: &str, version: &str, platform: Option<&str>, url: &str)
         size: 1,
     }
 }
+
+/// `tar` (any bytes) as the frames of a bundle: a frame starts wherever a tar header would
+/// (at 0, then after each header's block, content and padding, as far as the header's size field
+/// can be read), then the end, the integrity frame and the seek table are added as a writer adds
+/// them. Mutations of `tar` thus reach the tar and checksum checks behind the frame checks; the
+/// structure-aware fuzz target feeds this.
+pub fn frame_tar(tar: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+
+    use crate::member::{BLOCK, padding};
+    use crate::write::frames::FrameEncoder;
+
+    let mut encoder = FrameEncoder::new(Vec::new(), 1, 1);
+    let mut at = 0usize;
+    while at < tar.len() {
+        let block = &tar[at..tar.len().min(at + BLOCK as usize)];
+        let size = (block.len() == BLOCK as usize)
+            .then(|| tar::Header::from_byte_slice(block).entry_size().ok())
+            .flatten()
+            .and_then(|size| size.checked_add(BLOCK + padding(size)))
+            .and_then(|len| usize::try_from(len).ok())
+            .unwrap_or(usize::MAX);
+        let end = at.saturating_add(size).min(tar.len());
+        let _ = encoder.end_frame();
+        let _ = encoder.write_all(&tar[at..end]);
+        at = end;
+    }
+    encoder.finish().unwrap_or_default()
+}

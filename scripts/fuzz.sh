@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the fuzz targets of fuzz/ under libFuzzer (cargo-fuzz; the sanitizer flags it needs work
+# on the stable toolchain with RUSTC_BOOTSTRAP=1).
+#
+#   bash scripts/fuzz.sh TARGET [SECONDS]   # one target, default 60 s
+#   bash scripts/fuzz.sh all [SECONDS]      # every target, SECONDS each
+#   bash scripts/fuzz.sh list               # the targets
+#
+# Each run starts from the committed seeds (fuzz/corpus/TARGET, left as they are) and keeps what
+# it finds in target/fuzz-corpus/TARGET. A crash, a hang (-timeout, 10 s) or an input that needs
+# more than 1 GiB (-rss_limit_mb) fails the run; libFuzzer leaves the input in
+# fuzz/artifacts/TARGET/, and it belongs in fuzz/regressions/TARGET/ (with a name saying what it
+# found) once fixed: `cargo test --manifest-path fuzz/Cargo.toml` replays every kept input.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  printf '==> cargo install cargo-fuzz\n' >&2
+  cargo install --locked cargo-fuzz >&2
+fi
+export RUSTC_BOOTSTRAP=1
+targets=$(cd fuzz && cargo fuzz list)
+what=${1:?usage: scripts/fuzz.sh TARGET|all|list [SECONDS]}
+seconds=${2:-60}
+if [ "$what" = list ]; then printf '%s\n' "$targets"; exit 0; fi
+if [ "$what" = all ]; then run=$targets; else run=$what; fi
+(cd fuzz && cargo fuzz build -O >&2)
+for target in $run; do
+  grep -qx "$target" <<<"$targets" || { printf 'error: no fuzz target `%s`; hint: scripts/fuzz.sh list\n' "$target" >&2; exit 2; }
+  corpus=$root/target/fuzz-corpus/$target
+  mkdir -p "$corpus"
+  printf '==> fuzz %s for %s s\n' "$target" "$seconds" >&2
+  log=$root/target/fuzz-corpus/$target.log
+  if ! (cd fuzz && cargo fuzz run -O "$target" "$corpus" "corpus/$target" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -print_final_stats=1) >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    printf 'error: fuzz target `%s` failed; the input is in fuzz/artifacts/%s/\n' "$target" "$target" >&2
+    exit 1
+  fi
+  grep -E '^Done|stat::number_of_executed_units|stat::peak_rss_mb' "$log" >&2 || true
+done
