@@ -5,6 +5,10 @@
 //! Each function feeds untrusted bytes to one parser and lets it refuse them; the only failures
 //! are a panic, a hang or an allocation the sanitizer's memory limit catches.
 
+mod registry;
+
+pub use registry::registry_request;
+
 use std::fs;
 use std::path::PathBuf;
 
@@ -22,6 +26,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("bundle_frames", bundle_frames),
     ("parts_index", parts_index),
     ("manifest", manifest),
+    ("facts", facts),
+    ("inventory", inventory),
+    ("registry_request", registry_request),
 ];
 
 /// A scratch file of this process for inputs that the reader takes from a path.
@@ -68,4 +75,19 @@ pub fn manifest(data: &[u8]) {
     };
     let _ = Manifest::from_str_named(text, "fuzz.yaml");
     let _ = serde_saphyr::from_str::<Lock>(text);
+}
+
+/// Bytes as what a node's fact-gathering script printed (node output is untrusted: it is read as
+/// text with invalid UTF-8 replaced, as the SSH layer hands it over).
+pub fn facts(data: &[u8]) {
+    let _ = kk_install::facts::Facts::parse(&String::from_utf8_lossy(data));
+}
+
+/// Bytes as an inventory and as a cluster config.
+pub fn inventory(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = kk_install::inventory::Inventory::from_str_named(text, "inventory.yaml");
+    let _ = kk_install::inventory::Config::from_str_named(text, "config.yaml");
 }
