@@ -25,14 +25,16 @@ what=${1:?usage: scripts/fuzz.sh TARGET|all|list [SECONDS]}
 seconds=${2:-60}
 if [ "$what" = list ]; then printf '%s\n' "$targets"; exit 0; fi
 if [ "$what" = all ]; then run=$targets; else run=$what; fi
-(cd fuzz && cargo fuzz build -O >&2)
+# The sanitizer build goes below the workspace's target directory, with everything else built.
+fuzz_target_dir=$root/target/fuzz
+(cd fuzz && cargo fuzz build -O --target-dir "$fuzz_target_dir" >&2)
 for target in $run; do
   grep -qx "$target" <<<"$targets" || { printf 'error: no fuzz target `%s`; hint: scripts/fuzz.sh list\n' "$target" >&2; exit 2; }
   corpus=$root/target/fuzz-corpus/$target
   mkdir -p "$corpus"
   printf '==> fuzz %s for %s s\n' "$target" "$seconds" >&2
   log=$root/target/fuzz-corpus/$target.log
-  if ! (cd fuzz && cargo fuzz run -O "$target" "$corpus" "corpus/$target" -- \
+  if ! (cd fuzz && cargo fuzz run -O --target-dir "$fuzz_target_dir" "$target" "$corpus" "corpus/$target" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -print_final_stats=1) >"$log" 2>&1; then
     tail -40 "$log" >&2
     printf 'error: fuzz target `%s` failed; the input is in fuzz/artifacts/%s/\n' "$target" "$target" >&2
