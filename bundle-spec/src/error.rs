@@ -808,6 +808,16 @@ pub enum BundleError {
         /// The bytes of tar stream after its header.
         available: u64,
     },
+    /// A member ends inside a frame, where no member can start: its size is wrong.
+    #[error(
+        "member `{member}` ends at byte {end} of the tar stream, inside a zstd frame, where no member can start; its size is wrong: the bundle is damaged or was crafted"
+    )]
+    EndsInsideFrame {
+        /// The member.
+        member: MemberPath,
+        /// The tar offset where it ends.
+        end: u64,
+    },
     /// A member the caller asked for is not in the bundle.
     #[error("the bundle has no member `{0}`")]
     NoSuchMember(String),

@@ -1,5 +1,6 @@
 //! What a bundle holds, read from its header through the seek table — without decompressing
-//! the blobs. `kk-bundle inspect` and `kk-install inspect` print this (with `--sbom`, the SBOM).
+//! the blobs (their headers are read, so a bundle whose members lie about their sizes is
+//! refused, not described). `kk-bundle inspect` and `kk-install inspect` print this (with `--sbom`, the SBOM).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -11,7 +12,7 @@ use crate::read::Bundle;
 
 /// The bundle's header as JSON: identity, versions, sizes, artifacts, and the lock.
 pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BundleError> {
-    let bundle = Bundle::open(path)?;
+    let bundle = Bundle::open_listed(path)?;
     let d = bundle.description();
     Ok(json!({
         "path": path.display().to_string(),
@@ -33,7 +34,7 @@ pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BundleError> {
 /// The bundle's SBOM (SPDX 2.3 JSON) as stored, read through the seek table and verified
 /// against the checksum list; an error naming the format version for a bundle without one.
 pub fn inspect_sbom(path: &Path) -> Result<Vec<u8>, BundleError> {
-    let mut bundle = Bundle::open(path)?;
+    let mut bundle = Bundle::open_listed(path)?;
     bundle.sbom()?.ok_or(BundleError::NoSbom {
         version: bundle.description().format_version,
     })
@@ -41,7 +42,7 @@ pub fn inspect_sbom(path: &Path) -> Result<Vec<u8>, BundleError> {
 
 /// The bundle's header as a table for people.
 pub fn inspect_text(path: &Path) -> Result<String, BundleError> {
-    let bundle = Bundle::open(path)?;
+    let bundle = Bundle::open_listed(path)?;
     let d = bundle.description();
     let mut out = String::new();
     let size = |bytes: u64| bytesize::ByteSize(bytes).to_string();

@@ -1,6 +1,11 @@
 //! Helpers for tests of this crate and of the crates that read and write bundles (feature
 //! `test-support`, enabled only as a dev-dependency): one owner for the minimal bundle
-//! description tests build bundles around.
+//! description tests build bundles around, and for bundles crafted member by member (lying
+//! headers, wrong digests) that the reader's tests, the fuzz targets and the crafted-bundle
+//! benchmark feed to the reader.
+
+// Helpers for tests: they panic on what no test gives them (invalid member paths, times).
+#![allow(clippy::missing_panics_doc)]
 
 use crate::description::{
     Artifact, ArtifactKind, BuilderInfo, Description, FORMAT_VERSION, SourceManifest,
@@ -87,4 +92,116 @@ pub fn frame_tar(tar: &[u8]) -> Vec<u8> {
         at = end;
     }
     encoder.finish().unwrap_or_default()
+}
+
+/// One tar member as a crafted bundle holds it: any header (lying or not), any data.
+#[derive(Debug)]
+pub struct RawMember {
+    /// The header block, written as it is.
+    pub header: tar::Header,
+    /// The content written after it.
+    pub data: Vec<u8>,
+}
+
+impl RawMember {
+    /// `data` at `path` (which must be a valid member path) under the canonical header of its
+    /// true size.
+    pub fn new(path: &str, data: Vec<u8>, mtime: u64) -> Self {
+        let size = data.len() as u64;
+        Self::claiming(path, data, size, mtime)
+    }
+
+    /// `data` at `path` under a canonical header that claims `size` bytes, true or not.
+    pub fn claiming(path: &str, data: Vec<u8>, size: u64, mtime: u64) -> Self {
+        let path = crate::member::MemberPath::parse(path).expect("crafted paths are valid");
+        Self {
+            header: crate::member::canonical_header(&path, size, mtime),
+            data,
+        }
+    }
+}
+
+/// The description member's bytes for a bundle of no artifacts, made at `mtime` and stating
+/// format `version`.
+pub fn description_json(version: &str, mtime: u64) -> Vec<u8> {
+    let created = jiff::Timestamp::from_second(i64::try_from(mtime).expect("a small time"))
+        .expect("a valid time");
+    let mut json = serde_json::to_value(description(created, vec![])).expect("serialisable");
+    json["formatVersion"] = version.into();
+    serde_json::to_vec(&json).expect("serialisable")
+}
+
+/// The member path of a blob holding `data`.
+pub fn blob_path(data: &[u8]) -> String {
+    format!("blobs/sha256/{}", Sha256Digest::of(data).hex())
+}
+
+/// The members of the smallest valid bundle (format 1.0, one blob `hello`), after the checksum
+/// list.
+pub fn minimal_members(mtime: u64) -> Vec<RawMember> {
+    vec![
+        RawMember::new(
+            crate::member::DESCRIPTION_PATH,
+            description_json("1.0", mtime),
+            mtime,
+        ),
+        RawMember::new(
+            "oci-layout",
+            br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec(),
+            mtime,
+        ),
+        RawMember::new("index.json", b"{}".to_vec(), mtime),
+        RawMember::new(&blob_path(b"hello"), b"hello".to_vec(), mtime),
+    ]
+}
+
+/// The checksum list naming `members` by their header names and the sha256 of their data, or
+/// of as much of it as a header claims when it claims less.
+pub fn checksum_list(members: &[RawMember]) -> Vec<u8> {
+    let mut list = crate::checksums::ChecksumList::new();
+    for raw in members {
+        let name = String::from_utf8_lossy(&raw.header.path_bytes()).into_owned();
+        let claimed = raw.header.entry_size().unwrap_or(u64::MAX);
+        let content = &raw.data[..raw
+            .data
+            .len()
+            .min(usize::try_from(claimed).unwrap_or(usize::MAX))];
+        list.insert(
+            crate::member::MemberPath::parse(&name).expect("listed paths are valid"),
+            Sha256Digest::of(content),
+        );
+    }
+    list.to_bytes()
+}
+
+/// A bundle file of the checksum `list` and `members`, each starting a frame (header, data,
+/// then zeros up to the block after what the header claims or the data holds, whichever is
+/// more), then the end marker if `end_marker`, the integrity frame and the seek table: frames,
+/// table and integrity all valid, whatever the members say.
+pub fn craft_bundle(list: &[u8], members: &[RawMember], end_marker: bool) -> Vec<u8> {
+    use std::io::Write as _;
+
+    use crate::member::{BLOCK, CHECKSUMS_PATH, padding};
+    use crate::write::frames::FrameEncoder;
+
+    let mtime = members
+        .first()
+        .and_then(|m| m.header.mtime().ok())
+        .unwrap_or_default();
+    let first = RawMember::new(CHECKSUMS_PATH, list.to_vec(), mtime);
+    let mut encoder = FrameEncoder::new(Vec::new(), 1, 1);
+    for raw in std::iter::once(&first).chain(members) {
+        encoder.end_frame().expect("frame");
+        encoder.write_all(raw.header.as_bytes()).expect("header");
+        encoder.write_all(&raw.data).expect("data");
+        let size = raw.header.entry_size().unwrap_or_default();
+        let written = raw.data.len() as u64;
+        let zeros = usize::try_from(padding(written.max(size))).expect("under a block");
+        encoder.write_all(&vec![0; zeros]).expect("padding");
+    }
+    if end_marker {
+        encoder.end_frame().expect("frame");
+        encoder.write_all(&[0; 2 * BLOCK as usize]).expect("end");
+    }
+    encoder.finish().expect("finish")
 }

@@ -255,6 +255,12 @@ pub(crate) fn open(path: &std::path::Path) -> anyhow::Result<Bundle> {
     Bundle::open(path).with_context(|| format!("cannot open bundle `{}`", path.display()))
 }
 
+/// The bundle with every member header read: the node commands act on its header alone, and
+/// refuse before any node is touched a bundle whose members lie about their sizes.
+pub(crate) fn open_listed(path: &std::path::Path) -> anyhow::Result<Bundle> {
+    Bundle::open_listed(path).with_context(|| format!("cannot open bundle `{}`", path.display()))
+}
+
 /// A bar with bytes/s on a terminal; nothing otherwise (the final line reports).
 fn progress(total: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

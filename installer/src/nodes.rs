@@ -30,7 +30,7 @@ impl Cluster {
         reach: &ReachArgs,
     ) -> anyhow::Result<Self> {
         let (inventory, config) = read_files(inventory, config)?;
-        let bundle = crate::open(bundle)?;
+        let bundle = crate::open_listed(bundle)?;
         Ok(Self {
             inventory,
             config,
@@ -108,7 +108,7 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
 /// `kk-install plan`: the steps per node, from the inventory, config and bundle alone.
 pub(crate) fn plan(args: &crate::cli::ClusterArgs) -> anyhow::Result<()> {
     let (inventory, config) = read_files(&args.inventory, args.config.as_deref())?;
-    let bundle = crate::open(&args.bundle)?;
+    let bundle = crate::open_listed(&args.bundle)?;
     let plan = Plan::new(&inventory, &config, bundle.identity(), bundle.description())
         .context("cannot plan the install")?;
     match args.output {

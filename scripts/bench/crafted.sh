@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Crafted 1 GiB bundles against the reader: peak memory and time of `kk-install inspect`,
-# `verify` and `unpack` and of `kk-bundle inspect` until each refuses the file.
+# `verify`, `unpack` and the install itself, and of `kk-bundle inspect`, until each refuses the
+# file.
 #
 #   bash scripts/bench/crafted.sh [GiB, default 1]
 #
-# (a) a seek table that fills the file and lists every 8 bytes as a frame (the count a naive
-#     reader allocates for); (b) the most frames the format allows for the file's size, whose
-#     sizes do not add up to it (the most a reader must hold before it can tell).
-# The files are sparse: only the seek table is written. Prints a BENCHMARKS.md table on stdout.
+# The seek table lies (sparse files: only the table is written):
+# (a) a table that fills the file and lists every 8 bytes as a frame (the count a naive reader
+#     allocates for); (b) the most frames the format allows for the file's size, whose sizes do
+#     not add up to it (the most a reader must hold before it can tell).
+# The member sizes lie, in valid frames around 1 GiB of incompressible content, with a valid
+# seek table, integrity frame and checksum list (bundle-spec's `crafted_bundle` example):
+# (c) a blob header claiming a size near 2^64; (d) one claiming four times the file;
+# (e) one claiming half of what its frames hold, with the listed digest of that half.
+# The install runs against an inventory whose one node is a closed loopback port: it must refuse
+# the bundle before it reaches for the node. Prints a BENCHMARKS.md table on stdout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 gib=${1:-1}
@@ -15,6 +22,7 @@ gib=${1:-1}
 bash scripts/setup.sh >/dev/null
 if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
 cargo build --release --locked -p kk-install -p kk-bundle >&2
+cargo build --release --locked -p bundle-spec --features test-support --example crafted_bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 dir=$target/bench/crafted
 rm -rf "$dir" && mkdir -p "$dir"
@@ -45,16 +53,40 @@ table(f"{d}/a-frame-count.tar.zst", (size - 17) // 8)
 limit = size // 1024 + 2 * (16 * 2**20 // 77 + 1) + 2
 table(f"{d}/b-frame-sizes.tar.zst", limit, (14, 1))
 PY
+for kind in header-size beyond-file short; do
+  case $kind in header-size) n=c ;; beyond-file) n=d ;; short) n=e ;; esac
+  "$target/release/examples/crafted_bundle" "$kind" "$((gib << 30))" "$dir/$n-member-$kind.tar.zst"
+done
+cat >"$dir/inventory.yaml" <<'YAML'
+apiVersion: kubekey.kubesphere.io/v1
+kind: Inventory
+metadata:
+  name: crafted
+spec:
+  hosts:
+    node1:
+      connector: {host: 127.0.0.1, port: 1}
+      internal_ipv4: 127.0.0.1
+  groups:
+    k8s_cluster:
+      groups: [kube_control_plane, kube_worker]
+    kube_control_plane: {hosts: [node1]}
+    kube_worker: {hosts: [node1]}
+    etcd: {hosts: [node1]}
+    image_registry: {hosts: [node1]}
+YAML
 
 kki=$target/release/kk-install kkb=$target/release/kk-bundle
 printf '| crafted %s GiB bundle | command | peak memory | time | refused with |\n|---|---|---|---|---|\n' "$gib"
 for f in "$dir"/*.tar.zst; do
   name=$(basename "$f" .tar.zst)
-  for cmd in "kk-install inspect" "kk-install verify" "kk-install unpack" "kk-bundle inspect"; do
+  for cmd in "kk-install inspect" "kk-install verify" "kk-install unpack" "kk-install (install)" "kk-bundle inspect"; do
+    rm -rf "$dir/store"
     case $cmd in
       "kk-install inspect") args=("$kki" inspect --bundle "$f") ;;
       "kk-install verify") args=("$kki" verify --bundle "$f") ;;
       "kk-install unpack") args=("$kki" unpack --bundle "$f" --store "$dir/store") ;;
+      "kk-install (install)") args=("$kki" --bundle "$f" -i "$dir/inventory.yaml" --work-dir "$dir/work") ;;
       "kk-bundle inspect") args=("$kkb" inspect "$f") ;;
     esac
     if /usr/bin/time -o "$dir/time" -f '%M %e' "${args[@]}" >/dev/null 2>"$dir/err"; then
@@ -62,7 +94,12 @@ for f in "$dir"/*.tar.zst; do
     fi
     # GNU time writes "Command exited with non-zero status N" first; the figures come last.
     read -r kib secs < <(tail -1 "$dir/time")
-    why=$(grep -v '^ *$' "$dir/err" | tail -1 | sed -e 's/.*not a kk bundle: //' -e 's/|/\\|/g')
+    if ! grep -q 'bundle' "$dir/err"; then
+      echo "error: $cmd failed on $f, but not on the bundle:" >&2; cat "$dir/err" >&2; exit 1
+    fi
+    # Refused before anything was written: an unpack leaves no store behind.
+    if [ -e "$dir/store" ]; then echo "error: $cmd left a store for $f" >&2; exit 1; fi
+    why=$(grep -v '^ *$' "$dir/err" | tail -1 | sed -e 's/.*not a kk bundle: //' -e 's/.*cannot open bundle `[^`]*`: //' -e 's/.*into `[^`]*`: //' -e 's/.*is not intact: //' -e 's/.*cannot inspect `[^`]*`: //' -e 's/|/\\|/g' -e 's/\(sha256[/:][0-9a-f]\{12\}\)[0-9a-f]\{52\}/\1…/g')
     printf '| %s | `%s` | %.1f MiB | %s s | %s |\n' "$name" "$cmd" "$(echo "$kib / 1024" | bc -l)" "$secs" "$why"
   done
 done

@@ -7,7 +7,8 @@ use zeekstd::SeekTable;
 
 use crate::digest::{BackgroundHasher, Sha256Digest};
 use crate::error::BundleError;
-use crate::member::MAX_MEMBERS;
+use crate::member::{BLOCK, MAX_MEMBERS, padding};
+use crate::read::walk::MemberHeader;
 use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
 
 /// The zstd frame magic number, little-endian on disk.
@@ -180,6 +181,28 @@ impl FrameTable {
         Ok(())
     }
 
+    /// The size of the tar stream the frames hold.
+    pub(crate) fn content_size(&self) -> u64 {
+        self.frames.last().map_or(0, |f| f.offset + f.size)
+    }
+
+    /// Where `member` (header, content, padding) ends in the tar stream, if the stream holds it:
+    /// the size comes from the file, so it is checked before any offset is computed from it.
+    pub(crate) fn member_end(&self, member: &MemberHeader) -> Result<u64, BundleError> {
+        let available = self
+            .content_size()
+            .saturating_sub(member.offset.saturating_add(BLOCK));
+        let padded = member.size.checked_add(padding(member.size));
+        match padded.filter(|padded| *padded <= available) {
+            Some(padded) => Ok(member.offset + BLOCK + padded),
+            None => Err(BundleError::MemberTooLong {
+                member: member.path.clone(),
+                size: member.size,
+                available,
+            }),
+        }
+    }
+
     /// The index of the frame that starts at tar offset `offset`, if one does.
     pub(crate) fn frame_starting_at(&self, offset: u64) -> Option<usize> {
         self.frames.binary_search_by_key(&offset, |f| f.offset).ok()
@@ -280,6 +303,11 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             Some(current) => self.table.frames[current].offset + self.position as u64,
             None => 0,
         }
+    }
+
+    /// The frames being read.
+    pub(crate) fn table(&self) -> &FrameTable {
+        self.table
     }
 
     /// Whether the next byte is the first of a frame.

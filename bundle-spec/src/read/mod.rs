@@ -26,9 +26,7 @@ use crate::description::{
 };
 use crate::digest::Sha256Digest;
 use crate::error::{BundleError, from_io};
-use crate::member::{
-    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding,
-};
+use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header};
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
 use source::Source;
@@ -57,6 +55,16 @@ pub struct Verified {
 }
 
 impl Bundle {
+    /// [`open`](Self::open), then lists every member header through the seek table (see
+    /// [`members`](Self::members)): what reads no content but acts on the bundle's header
+    /// (inspect, the install's plan) then refuses a bundle whose member sizes lie, in time and
+    /// memory bounded by its frames, rather than describe it.
+    pub fn open_listed(path: &Path) -> Result<Self, BundleError> {
+        let mut bundle = Self::open(path)?;
+        bundle.members()?;
+        Ok(bundle)
+    }
+
     /// Opens the bundle at `path` (a single file, a parts index, or a first part), reads its
     /// seek table and verifies its header: the checksum list and the description.
     pub fn open(path: &Path) -> Result<Self, BundleError> {
@@ -122,7 +130,7 @@ impl Bundle {
 
     /// The size of the tar stream inside.
     pub fn content_size(&self) -> u64 {
-        self.table.frames.last().map_or(0, |f| f.offset + f.size)
+        self.table.content_size()
     }
 
     /// How many zstd frames the bundle has.
@@ -248,40 +256,27 @@ impl Bundle {
         let mut members = Vec::with_capacity(self.checksums.len() + 1);
         let mut offset = 0;
         loop {
-            let index = self
-                .table
-                .frame_starting_at(offset)
-                .ok_or(BundleError::Truncated {
-                    after: members.last().map(|m: &MemberHeader| m.path.clone()),
-                })?;
+            let index = self.table.frame_starting_at(offset).ok_or_else(|| {
+                let last = members.last().map(|m: &MemberHeader| m.path.clone());
+                match last {
+                    Some(member) if offset < self.content_size() => BundleError::EndsInsideFrame {
+                        member,
+                        end: offset,
+                    },
+                    after => BundleError::Truncated { after },
+                }
+            })?;
             let block = self.first_block(index)?;
             if block.iter().all(|b| *b == 0) {
                 return Ok(members);
             }
             let member = parse_header(&block, offset, self.mtime)?;
-            offset = self.member_end(&member)?;
+            offset = self.table.member_end(&member)?;
             let done = stop(&member);
             members.push(member);
             if done {
                 return Ok(members);
             }
-        }
-    }
-
-    /// Where `member` (header, content, padding) ends in the tar stream, if the stream holds it:
-    /// the size comes from the file, so it is checked before any offset is computed from it.
-    fn member_end(&self, member: &MemberHeader) -> Result<u64, BundleError> {
-        let available = self
-            .content_size()
-            .saturating_sub(member.offset.saturating_add(BLOCK));
-        let padded = member.size.checked_add(padding(member.size));
-        match padded.filter(|padded| *padded <= available) {
-            Some(padded) => Ok(member.offset + BLOCK + padded),
-            None => Err(BundleError::MemberTooLong {
-                member: member.path.clone(),
-                size: member.size,
-                available,
-            }),
         }
     }
 
@@ -422,7 +417,9 @@ fn parse_header(
 ) -> Result<MemberHeader, BundleError> {
     let header = tar::Header::from_byte_slice(block);
     let name = String::from_utf8_lossy(&header.path_bytes()).into_owned();
-    let path = MemberPath::parse(&name).ok_or(BundleError::UnknownMember { member: name })?;
+    let path = MemberPath::parse(&name).ok_or_else(|| BundleError::UnknownMember {
+        member: walk::printable(&name),
+    })?;
     let size = header.entry_size().unwrap_or(u64::MAX);
     if size == u64::MAX || canonical_header(&path, size, mtime).as_bytes() != block {
         return Err(BundleError::NonCanonical {

@@ -10,23 +10,14 @@ use tempfile::TempDir;
 use super::Bundle;
 use crate::digest::Sha256Digest;
 use crate::error::BundleError;
-use crate::member::{BLOCK, MemberPath, canonical_header, padding};
+use crate::member::{MemberPath, canonical_header, padding};
+use crate::test_support::{RawMember as Raw, blob_path, checksum_list as list_of, craft_bundle};
 use crate::write::frames::FrameEncoder;
 
 const MTIME: u64 = 1_795_000_000;
 
-/// One tar member as it will be written: any header, any data.
-struct Raw {
-    header: tar::Header,
-    data: Vec<u8>,
-}
-
 fn member(path: &str, data: &[u8]) -> Raw {
-    let path = MemberPath::parse(path).expect("test paths are valid");
-    Raw {
-        header: canonical_header(&path, data.len() as u64, MTIME),
-        data: data.to_vec(),
-    }
+    Raw::new(path, data.to_vec(), MTIME)
 }
 
 /// A canonical header for `path`, with its name bytes written as given (even `..` or `/x`).
@@ -41,64 +32,16 @@ fn named(path: &str, data: &[u8], entry: tar::EntryType) -> Raw {
 }
 
 fn description(version: &str) -> Vec<u8> {
-    let created =
-        jiff::Timestamp::from_second(i64::try_from(MTIME).expect("small")).expect("valid time");
-    let description = crate::test_support::description(created, vec![]);
-    let mut json = serde_json::to_value(description).expect("serialisable");
-    json["formatVersion"] = version.into();
-    serde_json::to_vec(&json).expect("serialisable")
-}
-
-fn blob_path(data: &[u8]) -> String {
-    format!("blobs/sha256/{}", Sha256Digest::of(data).hex())
+    crate::test_support::description_json(version, MTIME)
 }
 
 /// The members of a valid bundle, after the checksum list.
 fn valid_members() -> Vec<Raw> {
-    vec![
-        member("kk-bundle/bundle.json", &description("1.0")),
-        member("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#),
-        member("index.json", b"{}"),
-        member(&blob_path(b"hello"), b"hello"),
-    ]
+    crate::test_support::minimal_members(MTIME)
 }
 
-/// The checksum list for `members` (by their header names and data).
-fn list_of(members: &[Raw]) -> Vec<u8> {
-    let mut list = crate::checksums::ChecksumList::new();
-    for raw in members {
-        let name = String::from_utf8_lossy(&raw.header.path_bytes()).into_owned();
-        list.insert(
-            MemberPath::parse(&name).expect("listed paths are valid"),
-            Sha256Digest::of(&raw.data),
-        );
-    }
-    list.to_bytes()
-}
-
-/// Writes the checksum list, then `members`, each starting a frame, then the end marker.
 fn craft(list: &[u8], members: &[Raw]) -> Vec<u8> {
-    craft_with(list, members, true)
-}
-
-fn craft_with(list: &[u8], members: &[Raw], end_marker: bool) -> Vec<u8> {
-    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
-    let first = member("kk-bundle/SHA256SUMS", list);
-    for raw in std::iter::once(&first).chain(members) {
-        encoder.end_frame().expect("frame");
-        encoder.write_all(raw.header.as_bytes()).expect("header");
-        encoder.write_all(&raw.data).expect("data");
-        let size = raw.header.entry_size().expect("size");
-        let written = raw.data.len() as u64;
-        encoder
-            .write_all(&vec![0; padding(written.max(size)) as usize])
-            .expect("padding");
-    }
-    if end_marker {
-        encoder.end_frame().expect("frame");
-        encoder.write_all(&[0; 2 * BLOCK as usize]).expect("end");
-    }
-    encoder.finish().expect("finish")
+    craft_bundle(list, members, true)
 }
 
 struct Written {
@@ -351,7 +294,7 @@ fn refuses_a_truncated_file() {
 #[test]
 fn refuses_a_tar_stream_without_end_marker() {
     let members = valid_members();
-    let err = verify(&craft_with(&list_of(&members), &members, false)).unwrap_err();
+    let err = verify(&craft_bundle(&list_of(&members), &members, false)).unwrap_err();
     assert!(
         matches!(&err, BundleError::Truncated { after: Some(m) } if m.as_str() == blob_path(b"hello")),
         "{err}"
@@ -391,8 +334,63 @@ fn refuses_a_member_that_does_not_start_a_frame() {
     encoder.write_all(&[0; 1024]).expect("end");
     let err = verify(&encoder.finish().expect("finish")).unwrap_err();
     assert!(
-        matches!(&err, BundleError::NonCanonical { member, what } if member.as_str() == "oci-layout" && what.contains("frame")),
+        matches!(&err, BundleError::EndsInsideFrame { member, .. } if member.as_str() == "kk-bundle/bundle.json"),
         "{err}"
+    );
+}
+
+/// A blob whose header claims less than its frames hold (and whose listed digest is that of
+/// what it claims) ends inside a frame: refused there, before the rest of the frame, whatever
+/// it holds, is read as a header.
+#[test]
+fn a_member_shorter_than_its_frames_is_refused_where_it_ends() {
+    let mut members = valid_members();
+    let data = b"ab\x1b[31mcd".repeat(200);
+    // A whole number of blocks: no padding after it to catch the lie first.
+    let claimed = 1024;
+    let path = blob_path(&data[..claimed]);
+    members.push(Raw::claiming(&path, data, claimed as u64, MTIME));
+    let written = write(&craft(&list_of(&members), &members));
+    let mut bundle = Bundle::open(&written.path).expect("the header members are intact");
+    let listed = bundle.members().unwrap_err();
+    let walked = bundle.verify().unwrap_err();
+    for err in [listed, walked] {
+        assert!(
+            matches!(&err, BundleError::EndsInsideFrame { member, end } if member.as_str() == path && *end > 1024),
+            "{err}"
+        );
+    }
+}
+
+/// A walk (verify, unpack) refuses a header that claims more than the stream holds before it
+/// reads the member, not once it runs out of bytes.
+#[test]
+fn a_walk_refuses_a_member_larger_than_the_bundle_at_its_header() {
+    let mut members = valid_members();
+    let data = b"hello".to_vec();
+    let path = blob_path(&data);
+    members.pop();
+    members.push(Raw::claiming(&path, data, 1 << 40, MTIME));
+    let err = verify(&craft(&list_of(&members), &members)).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::MemberTooLong { member, size, .. } if member.as_str() == path && *size == 1 << 40),
+        "{err}"
+    );
+}
+
+/// Names read from the file are shown with control characters escaped: a crafted name cannot
+/// send terminal escapes to the operator's screen.
+#[test]
+fn names_from_the_file_are_shown_escaped() {
+    let mut members = valid_members();
+    let list = list_of(&members);
+    members.push(named("blobs/\x1b[2J", b"", tar::EntryType::Regular));
+    let err = verify(&craft(&list, &members)).unwrap_err();
+    let shown = err.to_string();
+    assert!(matches!(&err, BundleError::UnknownMember { .. }), "{shown}");
+    assert!(
+        shown.contains(r"`blobs/\u{1b}[2J`") && !shown.contains('\x1b'),
+        "{shown}"
     );
 }
 
@@ -542,6 +540,15 @@ fn a_member_larger_than_the_bundle_is_refused_when_listing() {
     let mut out = Vec::new();
     assert!(matches!(
         bundle.copy_member(path.as_str(), &mut out),
+        Err(BundleError::MemberTooLong { .. })
+    ));
+    // What acts on the header alone (inspect, the install's plan) refuses it too.
+    assert!(matches!(
+        Bundle::open_listed(&written.path),
+        Err(BundleError::MemberTooLong { .. })
+    ));
+    assert!(matches!(
+        crate::inspect::inspect_text(&written.path),
         Err(BundleError::MemberTooLong { .. })
     ));
 }

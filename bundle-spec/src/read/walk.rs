@@ -91,6 +91,14 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
     ) -> Result<Step, BundleError> {
         let offset = self.frames.offset();
         let at_start = self.frames.at_frame_start();
+        // Every member starts a frame, so one that ends inside a frame has a wrong size. Said
+        // before the next block is read: it is only content, whatever it looks like as a header.
+        if let (false, false, Some(last)) = (at_start, self.frames.at_end(), &self.last) {
+            return Err(BundleError::EndsInsideFrame {
+                member: last.clone(),
+                end: offset,
+            });
+        }
         let mut block = [0u8; BLOCK as usize];
         let read =
             read_full(&mut self.frames, &mut block).map_err(|error| self.name_damaged(error))?;
@@ -102,7 +110,9 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         if block.iter().all(|b| *b == 0) {
             return self.end_marker(at_start).map(|()| Step::End);
         }
-        let member = self.header(&block, offset, at_start, list)?;
+        let member = self.header(&block, offset, list)?;
+        // The size comes from the file: checked against the stream before anything is read.
+        self.frames.table().member_end(&member)?;
         let expected = list.map(|l| *l.get(&member.path).expect("checked in header"));
         let mut data = HashedReader::new(Read::take(&mut self.frames, member.size), &self.hasher);
         let in_member = |error: BundleError| match error {
@@ -145,21 +155,19 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
         &mut self,
         block: &[u8; BLOCK as usize],
         offset: u64,
-        at_start: bool,
         list: Option<&ChecksumList>,
     ) -> Result<MemberHeader, BundleError> {
         let header = tar::Header::from_byte_slice(block);
         let name = String::from_utf8_lossy(&header.path_bytes()).into_owned();
-        check_entry_type(header.entry_type(), &name)?;
+        let shown = printable(&name);
+        check_entry_type(header.entry_type(), &shown)?;
         if name.starts_with('/') || name.split('/').any(|c| c == "..") {
-            return Err(BundleError::UnsafePath { member: name });
+            return Err(BundleError::UnsafePath { member: shown });
         }
         if list.is_none() && name != CHECKSUMS_PATH {
-            return Err(BundleError::NotABundle { first: name });
+            return Err(BundleError::NotABundle { first: shown });
         }
-        let path = MemberPath::parse(&name).ok_or_else(|| BundleError::UnknownMember {
-            member: name.clone(),
-        })?;
+        let path = MemberPath::parse(&name).ok_or(BundleError::UnknownMember { member: shown })?;
         if list.is_some_and(|list| list.get(&path).is_none()) {
             return Err(BundleError::NotListed { member: path });
         }
@@ -191,12 +199,6 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
             return Err(BundleError::NonCanonical {
                 member: path,
                 what: "header".into(),
-            });
-        }
-        if !at_start {
-            return Err(BundleError::NonCanonical {
-                member: path,
-                what: "frame boundary (the member does not start a frame)".into(),
             });
         }
         Ok(MemberHeader { path, size, offset })
@@ -262,6 +264,12 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
     pub(crate) fn seen(&self) -> &HashSet<MemberPath> {
         &self.seen
     }
+}
+
+/// A member name read from the file as it can be shown in a message: control characters (a
+/// crafted name could hold terminal escapes) and quotes escaped.
+pub(crate) fn printable(name: &str) -> String {
+    name.escape_debug().to_string()
 }
 
 fn check_entry_type(entry: tar::EntryType, name: &str) -> Result<(), BundleError> {

@@ -62,6 +62,9 @@ pub fn unpack(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Unpacked, BundleError> {
     check_base(bundle, dir)?;
+    // Headers whose sizes lie are refused before the store is touched: listing them reads
+    // only their frames, where the walk below would write every blob before the lie.
+    bundle.members()?;
     // The store's own path is the operator's: links above it (a store on another disk) are
     // theirs to make. Below it, nothing is followed.
     fs::create_dir_all(dir).map_err(|source| BundleError::Write {

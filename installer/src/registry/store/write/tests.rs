@@ -237,3 +237,32 @@ fn links_planted_in_the_store_are_never_followed() {
     );
     assert_eq!(fs::read(&target).expect("read"), b"layer");
 }
+
+/// A crafted bundle whose blob ends inside a frame (its header claims less than its frames
+/// hold, its listed digest is that of what it claims) is refused before the store is created,
+/// not after its first half was written.
+#[test]
+fn a_bundle_whose_headers_lie_is_refused_before_the_store_is_touched() {
+    use bundle_spec::test_support::{RawMember, blob_path, checksum_list, craft_bundle};
+
+    const MTIME: u64 = 1_795_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = vec![7u8; 4096];
+    let mut members = bundle_spec::test_support::minimal_members(MTIME);
+    members.push(RawMember::claiming(
+        &blob_path(&data[..1024]),
+        data,
+        1024,
+        MTIME,
+    ));
+    let path = dir.path().join("crafted.tar.zst");
+    fs::write(
+        &path,
+        craft_bundle(&checksum_list(&members), &members, true),
+    )
+    .expect("write");
+    let store = dir.path().join("store");
+    let err = unpack_into(&path, &store).unwrap_err();
+    assert!(matches!(&err, BundleError::EndsInsideFrame { .. }), "{err}");
+    assert!(!store.exists(), "the store was created");
+}
