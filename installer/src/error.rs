@@ -333,6 +333,20 @@ pub enum SshError {
         /// The limit.
         seconds: u64,
     },
+    /// A command printed more than a command of kk ever does.
+    #[error(
+        "`{command}` on node `{node}` printed more than {limit} bytes on {stream}; it was ended there (node output is held in memory, and no step of kk prints that much)"
+    )]
+    OutputTooLarge {
+        /// The inventory name.
+        node: String,
+        /// The command.
+        command: String,
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// The limit.
+        limit: usize,
+    },
     /// A command exited with an error.
     #[error("`{command}` failed on node `{node}` (exit {}):\n{output}", code.map_or_else(|| "by a signal".to_owned(), |c| c.to_string()))]
     CommandFailed {

@@ -238,6 +238,15 @@ mod lab {
             matches!(timed_out, Err(SshError::Timeout { seconds: 1, .. })),
             "{timed_out:?}"
         );
+        // A command that prints without end is ended at the limit, not held in memory until
+        // its time limit; the connection stays usable.
+        let flood = rt.block_on(node.run("yes kk | head -c 100000000; sleep 600"));
+        assert!(
+            matches!(&flood, Err(SshError::OutputTooLarge { node, stream: "stdout", .. }) if node == "node1"),
+            "{flood:?}"
+        );
+        let after = rt.block_on(node.run_checked("echo after")).expect("after");
+        assert_eq!(after.stdout_text().trim(), "after");
         let failed = rt.block_on(node.run_checked("echo broken >&2; exit 7"));
         match failed {
             Err(error @ SshError::CommandFailed { code: Some(7), .. }) => {

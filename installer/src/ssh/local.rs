@@ -5,18 +5,24 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use bundle_spec::Sha256Digest;
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::CommandOutput;
+use super::{CommandOutput, MAX_COMMAND_OUTPUT, output_too_large};
 use crate::error::SshError;
 
-/// Runs `command` with `sh -c`, ending it when `timeout` passes.
+/// Runs `command` with `sh -c`, ending it when `timeout` passes or when it prints more than
+/// [`MAX_COMMAND_OUTPUT`] on a stream.
 pub(super) async fn run(
     node: &str,
     command: &str,
     timeout: Duration,
 ) -> Result<CommandOutput, SshError> {
-    let child = tokio::process::Command::new("sh")
+    let lost = |e: std::io::Error| SshError::Lost {
+        node: node.to_owned(),
+        command: command.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .stdin(Stdio::null())
@@ -24,28 +30,59 @@ pub(super) async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| SshError::Lost {
-            node: node.to_owned(),
-            command: command.to_owned(),
-            reason: e.to_string(),
-        })?;
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Err(_) => Err(SshError::Timeout {
-            node: node.to_owned(),
-            command: command.to_owned(),
-            seconds: timeout.as_secs(),
-        }),
-        Ok(Err(e)) => Err(SshError::Lost {
-            node: node.to_owned(),
-            command: command.to_owned(),
-            reason: e.to_string(),
-        }),
-        Ok(Ok(output)) => Ok(CommandOutput {
-            code: output.status.code().and_then(|c| u32::try_from(c).ok()),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        }),
+        .map_err(lost)?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(lost(std::io::Error::other("its output is not piped")));
+    };
+    let run = async {
+        let (stdout, stderr) =
+            tokio::try_join!(at_most(stdout, "stdout"), at_most(stderr, "stderr"))?;
+        let status = child.wait().await.map_err(Stop::Io)?;
+        Ok::<_, Stop>((status, stdout, stderr))
+    };
+    // Dropping the child (an error, the time limit) kills it.
+    let (status, stdout, stderr) = match tokio::time::timeout(timeout, run).await {
+        Err(_) => {
+            return Err(SshError::Timeout {
+                node: node.to_owned(),
+                command: command.to_owned(),
+                seconds: timeout.as_secs(),
+            });
+        }
+        Ok(Err(Stop::Io(e))) => return Err(lost(e)),
+        Ok(Err(Stop::TooLarge(stream))) => return Err(output_too_large(node, command, stream)),
+        Ok(Ok(ran)) => ran,
+    };
+    Ok(CommandOutput {
+        code: status.code().and_then(|c| u32::try_from(c).ok()),
+        stdout,
+        stderr,
+    })
+}
+
+/// Why reading a command's output stopped early.
+enum Stop {
+    Io(std::io::Error),
+    /// The stream named passed [`MAX_COMMAND_OUTPUT`].
+    TooLarge(&'static str),
+}
+
+/// What `stream` gives; stops, without holding more, at one byte past [`MAX_COMMAND_OUTPUT`]
+/// (the other stream's read then stops too, rather than wait for a command that cannot go on).
+async fn at_most(
+    stream: impl tokio::io::AsyncRead + Unpin,
+    name: &'static str,
+) -> Result<Vec<u8>, Stop> {
+    let mut bytes = Vec::new();
+    stream
+        .take(MAX_COMMAND_OUTPUT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(Stop::Io)?;
+    if bytes.len() > MAX_COMMAND_OUTPUT {
+        return Err(Stop::TooLarge(name));
     }
+    Ok(bytes)
 }
 
 /// Copies `from` to `to` on this machine: a new file in a directory just made for this upload

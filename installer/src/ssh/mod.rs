@@ -112,6 +112,20 @@ impl Default for Timeouts {
     }
 }
 
+/// The most a command may print on one stream. Node output is untrusted and held in memory;
+/// the largest that kk reads (a rendered chart, a kubeconfig) is a few MiB.
+pub(crate) const MAX_COMMAND_OUTPUT: usize = 64 << 20;
+
+/// The error for a command whose `stream` passed [`MAX_COMMAND_OUTPUT`].
+fn output_too_large(node: &str, command: &str, stream: &'static str) -> SshError {
+    SshError::OutputTooLarge {
+        node: node.to_owned(),
+        command: command.to_owned(),
+        stream,
+        limit: MAX_COMMAND_OUTPUT,
+    }
+}
+
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandOutput {
@@ -495,6 +509,38 @@ mod tests {
             timeouts: Timeouts::default(),
             log: NodeLog::discard(),
         }
+    }
+
+    /// Node output is untrusted: a command that prints without end is ended at the limit, with
+    /// an error naming the node, the command and the stream, instead of filling memory.
+    #[tokio::test]
+    async fn a_command_that_prints_too_much_is_ended_at_the_limit() {
+        let node = local_node();
+        let limit = MAX_COMMAND_OUTPUT;
+        let err = node
+            .run("yes kk | head -c 100000000; sleep 600")
+            .await
+            .expect_err("too much");
+        assert!(
+            matches!(&err, SshError::OutputTooLarge { node, stream: "stdout", limit: l, .. } if node == "local" && *l == limit),
+            "{err}"
+        );
+        let err = node
+            .run("yes kk | head -c 100000000 >&2")
+            .await
+            .expect_err("too much");
+        assert!(
+            matches!(
+                &err,
+                SshError::OutputTooLarge {
+                    stream: "stderr",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let fits = node.run("head -c 1000000 /dev/zero").await.expect("fits");
+        assert_eq!(fits.stdout.len(), 1_000_000);
     }
 
     /// `.kk-upload-<file>` was predictable (as `/tmp/<file>.<pid>` of a non-root login): a

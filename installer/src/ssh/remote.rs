@@ -10,7 +10,7 @@ use russh_sftp::protocol::OpenFlags;
 use tokio::io::AsyncWriteExt as _;
 
 use super::connect::{self, Address, Checker};
-use super::{Auth, CommandOutput, HostKeyPolicy, quote};
+use super::{Auth, CommandOutput, HostKeyPolicy, MAX_COMMAND_OUTPUT, output_too_large, quote};
 use crate::error::SshError;
 
 /// An authenticated SSH connection.
@@ -79,22 +79,32 @@ impl Remote {
         };
         let collect = async {
             while let Some(message) = channel.wait().await {
-                match message {
-                    ChannelMsg::Data { data } => output.stdout.extend_from_slice(&data),
-                    ChannelMsg::ExtendedData { data, .. } => output.stderr.extend_from_slice(&data),
-                    ChannelMsg::ExitStatus { exit_status } => output.code = Some(exit_status),
-                    _ => {}
+                let (stream, buffer, data) = match message {
+                    ChannelMsg::Data { data } => ("stdout", &mut output.stdout, data),
+                    ChannelMsg::ExtendedData { data, .. } => ("stderr", &mut output.stderr, data),
+                    ChannelMsg::ExitStatus { exit_status } => {
+                        output.code = Some(exit_status);
+                        continue;
+                    }
+                    _ => continue,
+                };
+                buffer.extend_from_slice(&data);
+                if buffer.len() > MAX_COMMAND_OUTPUT {
+                    // Dropping the channel closes it: the command gets no more room to print.
+                    return Err(output_too_large(node, command, stream));
                 }
             }
+            Ok(())
         };
-        if tokio::time::timeout(timeout, collect).await.is_err() {
-            return Err(SshError::Timeout {
+        match tokio::time::timeout(timeout, collect).await {
+            Err(_) => Err(SshError::Timeout {
                 node: node.to_owned(),
                 command: command.to_owned(),
                 seconds: timeout.as_secs(),
-            });
+            }),
+            Ok(Err(error)) => Err(error),
+            Ok(Ok(())) => Ok(output),
         }
-        Ok(output)
     }
 
     /// Copies `from` over SFTP to `to`, a new file in a directory the node just made for this
