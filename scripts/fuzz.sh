@@ -5,6 +5,7 @@
 #   bash scripts/fuzz.sh TARGET [SECONDS]   # one target, default 60 s
 #   bash scripts/fuzz.sh all [SECONDS]      # every target, SECONDS each
 #   bash scripts/fuzz.sh list               # the targets
+#   bash scripts/fuzz.sh report             # a FUZZING.md table of each target's last run
 #
 # Each run starts from the committed seeds (fuzz/corpus/TARGET, left as they are) and keeps what
 # it finds in target/fuzz-corpus/TARGET. A crash, a hang (-timeout, 10 s) or an input that needs
@@ -21,9 +22,31 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 export RUSTC_BOOTSTRAP=1
 targets=$(cd fuzz && cargo fuzz list)
-what=${1:?usage: scripts/fuzz.sh TARGET|all|list [SECONDS]}
+what=${1:?usage: scripts/fuzz.sh TARGET|all|list|report [SECONDS]}
 seconds=${2:-60}
 if [ "$what" = list ]; then printf '%s\n' "$targets"; exit 0; fi
+
+# One table row from a run's log: libFuzzer's last status line (coverage: `cov` edges, `ft`
+# features, corpus) and its final stats.
+row() {
+  local log=$1 last stat
+  last=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
+  stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
+  printf '| `%s` | %s s | %s | %s | %s | %s | %s | %s MiB |\n' "$(basename "$log" .log)" \
+    "$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)" \
+    "$(stat number_of_executed_units)" "$(stat average_exec_per_sec)" \
+    "$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")" "$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")" \
+    "$(sed -n 's/.* corp: \([^ ]*\).*/\1/p' <<<"$last")" "$(stat peak_rss_mb)"
+}
+header='| target | time | runs | runs/s | edges (cov) | features (ft) | corpus (inputs/size) | peak memory |\n|---|---|---|---|---|---|---|---|\n'
+if [ "$what" = report ]; then
+  printf "$header"
+  for target in $targets; do
+    log=$root/target/fuzz-corpus/$target.log
+    if [ -f "$log" ]; then row "$log"; fi
+  done
+  exit 0
+fi
 if [ "$what" = all ]; then run=$targets; else run=$what; fi
 # The sanitizer build goes below the workspace's target directory, with everything else built.
 fuzz_target_dir=$root/target/fuzz
@@ -43,5 +66,6 @@ for target in $run; do
     printf 'error: fuzz target `%s` failed; the input is in fuzz/artifacts/%s/\n' "$target" "$target" >&2
     exit 1
   fi
-  grep -E '^Done|stat::number_of_executed_units|stat::peak_rss_mb' "$log" >&2 || true
+  printf "$header" >&2
+  row "$log" >&2
 done
