@@ -4,7 +4,9 @@
 use std::fs;
 use std::process::Command;
 
-use crate::install_bundle::{TestImage, kk_install, layer, write_images};
+use bundle_spec::test_support::{TestImage, write_images};
+
+use crate::install_bundle::{kk_install, layer};
 use crate::support::{BINARIES, VERSION, binary, describe, run, run_ok};
 
 /// Words each binary's about text must contain, so `--help` says what the tool is.
@@ -91,7 +93,7 @@ fn inspect_sbom_prints_the_bundles_spdx_document() {
         reference: "docker.io/library/app:1",
         layers: &[&layer(1000, 3)],
     };
-    let bundle = write_images(tmp.path(), "a", &[image], None);
+    let bundle = write_images(tmp.path(), "a", &[image], None).path;
     let (printed, _) = run_ok(
         Command::new(binary("kk-bundle"))
             .args(["inspect", "--sbom"])

@@ -12,7 +12,9 @@ mod lab {
 
     use serde_json::Value;
 
-    use crate::install_bundle::{TestImage, layer, write_images};
+    use bundle_spec::test_support::{TestImage, write_images};
+
+    use crate::install_bundle::layer;
     use crate::nodekit::Nodes;
     use crate::support::{binary, run, run_failing, run_ok};
 
@@ -38,7 +40,8 @@ mod lab {
                     layers: &[&layer(10_000, 1)],
                 }],
                 None,
-            );
+            )
+            .path;
             let cluster = Self {
                 nodes,
                 dir: tmp.to_path_buf(),

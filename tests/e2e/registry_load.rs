@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::install_bundle::{TestImage, kk_install, layer, write_images};
+use bundle_spec::test_support::{TestImage, write_images};
+
+use crate::install_bundle::{kk_install, layer};
 use crate::labkit::free_port;
 use crate::support::{KillOnDrop, binary, run_ok};
 
@@ -134,7 +136,7 @@ fn unpacked_store(dir: &Path) -> PathBuf {
             layers,
         })
         .collect();
-    let bundle = write_images(dir, "load", &images, None);
+    let bundle = write_images(dir, "load", &images, None).path;
     let store = dir.join("store");
     run_ok(&mut kk_install(
         &["unpack", "--store", store.to_str().expect("utf-8")],

@@ -16,7 +16,9 @@ mod lab {
 
     use std::process::Command;
 
-    use crate::install_bundle::{TestImage, layer, write_images};
+    use bundle_spec::test_support::{TestImage, write_images};
+
+    use crate::install_bundle::layer;
     use crate::nodekit::Nodes;
     use crate::support::{KillOnDrop, binary, retry, run_ok};
 
@@ -322,7 +324,8 @@ mod lab {
                 layers: &[&layer(1_000, 2)],
             }],
             None,
-        );
+        )
+        .path;
         let mut precheck = Command::new(binary("kk-install"));
         precheck
             .args([

@@ -1,80 +1,23 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bundle_spec::write::WriteOptions;
-use bundle_spec::{
-    Artifact, ArtifactKind, BlobFile, Bundle, BundleContents, BundleError, Sha256Digest,
-};
+use bundle_spec::test_support::{TestImage, write_images};
+use bundle_spec::{Bundle, BundleError, Sha256Digest};
 
 use super::unpack;
 use crate::durable::journal;
 use crate::registry::Store;
 
 /// A bundle in `dir` holding the single-layer linux/amd64 image `reference`, whose layer is
-/// `layer`; the digests of its config, layer and manifest.
+/// `layer`; the digests of its blobs.
 fn bundle(dir: &Path, reference: &str, layer: &[u8]) -> (PathBuf, Vec<Sha256Digest>) {
-    let blobs = dir.join(format!(
-        "{}-blobs",
-        Sha256Digest::of(reference.as_bytes()).hex()
-    ));
-    fs::create_dir_all(&blobs).expect("dir");
-    let mut files = Vec::new();
-    let mut add = |bytes: &[u8]| {
-        let digest = Sha256Digest::of(bytes);
-        let path = blobs.join(digest.hex());
-        fs::write(&path, bytes).expect("blob");
-        files.push(BlobFile {
-            digest,
-            size: bytes.len() as u64,
-            path,
-        });
-        (digest, bytes.len())
+    let image = TestImage {
+        reference,
+        layers: &[layer],
     };
-    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"config":{}}"#;
-    let (config_digest, config_size) = add(config);
-    let (layer_digest, layer_size) = add(layer);
-    let manifest = format!(
-        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{config_size}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{layer_digest}","size":{layer_size}}}]}}"#
-    );
-    let (digest, size) = add(manifest.as_bytes());
-    let index = serde_json::from_value(serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "digest": digest.to_string(),
-            "size": size,
-            "annotations": {"org.opencontainers.image.ref.name": reference},
-        }],
-    }))
-    .expect("index");
-    let (repository, tag) = reference.rsplit_once(':').expect("tag");
-    let created = "2026-11-22T00:00:00Z".parse().expect("time");
-    let description = bundle_spec::test_support::description(
-        created,
-        vec![Artifact {
-            kind: ArtifactKind::Image,
-            name: repository.into(),
-            version: tag.into(),
-            platform: Some("linux/amd64".into()),
-            reference: reference.into(),
-            digest,
-            size: 0,
-            omitted_platforms: vec![],
-        }],
-    );
-    let target = dir.join(format!("{tag}.tar.zst"));
-    let contents = BundleContents {
-        description,
-        index,
-        blobs: files,
-    };
-    let written =
-        bundle_spec::write_bundle(&contents, &target, &WriteOptions::default()).expect("write");
-    (
-        written.output.paths[0].clone(),
-        vec![config_digest, layer_digest, digest],
-    )
+    let name = Sha256Digest::of(reference.as_bytes()).hex();
+    let written = write_images(dir, &name, &[image], None);
+    (written.path, written.blobs)
 }
 
 fn unpack_into(bundle: &Path, store: &Path) -> Result<super::Unpacked, BundleError> {

@@ -1,0 +1,154 @@
+//! Bundles of small test images, written by the bundle writer as a build would: what tests of
+//! unpacking, serving and installing start from.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::description::{Artifact, ArtifactKind};
+use crate::digest::Sha256Digest;
+use crate::write::{BlobFile, BundleContents, WriteOptions};
+
+/// An image of a test bundle: its reference and one single-layer manifest per platform.
+#[derive(Debug)]
+pub struct TestImage<'a> {
+    /// The full reference, `host/path:tag`.
+    pub reference: &'a str,
+    /// One layer per platform: one makes a linux/amd64 manifest; more make an OCI image index
+    /// over manifests for [`PLATFORMS`], in that order.
+    pub layers: &'a [&'a [u8]],
+}
+
+/// The architectures of the platform manifests of a multi-layer [`TestImage`].
+const PLATFORMS: [&str; 4] = ["amd64", "arm64", "ppc64le", "s390x"];
+
+/// A bundle written by [`write_images`].
+#[derive(Debug)]
+pub struct WrittenImages {
+    /// The first file written: the bundle, or the parts index of a split bundle.
+    pub path: PathBuf,
+    /// The digest of every blob, in the order the images' layers, configs and manifests were
+    /// added.
+    pub blobs: Vec<Sha256Digest>,
+}
+
+/// A bundle `<dir>/<name>.tar.zst` holding `images` (see [`TestImage`]), written by the bundle
+/// writer and split into parts of `split` bytes when given.
+pub fn write_images(
+    dir: &Path,
+    name: &str,
+    images: &[TestImage<'_>],
+    split: Option<u64>,
+) -> WrittenImages {
+    let blobs = dir.join(format!("{name}-blobs"));
+    fs::create_dir_all(&blobs).expect("dir");
+    let mut files = Vec::new();
+    let mut add = |bytes: &[u8]| {
+        let digest = Sha256Digest::of(bytes);
+        let path = blobs.join(digest.hex());
+        fs::write(&path, bytes).expect("blob");
+        files.push(BlobFile {
+            digest,
+            size: bytes.len() as u64,
+            path,
+        });
+        (digest, bytes.len())
+    };
+    let (descriptors, artifacts): (Vec<_>, Vec<_>) = images
+        .iter()
+        .map(|image| add_image(&mut add, image))
+        .unzip();
+    let index: oci_spec::image::ImageIndex = serde_json::from_value(serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": descriptors,
+    }))
+    .expect("index");
+    let created = "2026-11-22T00:00:00Z".parse().expect("time");
+    let description = super::description(created, artifacts);
+    let target = dir.join(format!("{name}.tar.zst"));
+    let options = WriteOptions {
+        split_size: split,
+        ..WriteOptions::default()
+    };
+    let contents = BundleContents {
+        description,
+        index,
+        blobs: files,
+    };
+    let written = crate::write_bundle(&contents, &target, &options).expect("write");
+    WrittenImages {
+        path: written.output.paths[0].clone(),
+        blobs: contents.blobs.iter().map(|b| b.digest).collect(),
+    }
+}
+
+/// Adds the blobs of `image` through `add` (which stores a blob and returns its digest and
+/// size); returns its descriptor for `index.json` and its artifact for the description.
+fn add_image(
+    add: &mut impl FnMut(&[u8]) -> (Sha256Digest, usize),
+    image: &TestImage<'_>,
+) -> (serde_json::Value, Artifact) {
+    assert!(
+        (1..=PLATFORMS.len()).contains(&image.layers.len()),
+        "{}: 1 to {} layers",
+        image.reference,
+        PLATFORMS.len()
+    );
+    let mut platform_manifests = Vec::new();
+    let mut last = None;
+    for (layer, arch) in image.layers.iter().zip(PLATFORMS) {
+        let (layer_digest, layer_size) = add(layer);
+        let config = format!(
+            r#"{{"architecture":"{arch}","os":"linux","rootfs":{{"type":"layers","diff_ids":[]}},"config":{{}}}}"#
+        );
+        let (config_digest, config_size) = add(config.as_bytes());
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{config_size}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{layer_digest}","size":{layer_size}}}]}}"#
+        );
+        let (digest, size) = add(manifest.as_bytes());
+        last = Some((digest, size));
+        platform_manifests.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": digest.to_string(),
+            "size": size,
+            "platform": {"architecture": arch, "os": "linux"},
+        }));
+    }
+    let (media_type, (digest, size), platform) = if platform_manifests.len() == 1 {
+        (
+            "application/vnd.oci.image.manifest.v1+json",
+            last.expect("one manifest"),
+            Some("linux/amd64".to_owned()),
+        )
+    } else {
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": platform_manifests,
+        })
+        .to_string();
+        (
+            "application/vnd.oci.image.index.v1+json",
+            add(index.as_bytes()),
+            None,
+        )
+    };
+    let descriptor = serde_json::json!({
+        "mediaType": media_type,
+        "digest": digest.to_string(),
+        "size": size,
+        "annotations": {"org.opencontainers.image.ref.name": image.reference},
+    });
+    let (repository, tag) = image.reference.rsplit_once(':').expect("tag");
+    let artifact = Artifact {
+        kind: ArtifactKind::Image,
+        name: repository.into(),
+        version: tag.into(),
+        platform,
+        reference: image.reference.into(),
+        digest,
+        size: 0,
+        omitted_platforms: vec![],
+    };
+    (descriptor, artifact)
+}
