@@ -24,8 +24,13 @@ pub const MAX_CHECKSUMS_SIZE: u64 = 16 << 20;
 /// most this many (its shortest line, for `oci-layout`, is 77 bytes), plus the list itself.
 pub const MAX_MEMBERS: u64 = MAX_CHECKSUMS_SIZE / 77 + 1;
 
-/// Largest description, index or other header file a reader accepts.
+/// Largest header file a reader accepts, but for the checksum list, the description and the
+/// index.
 pub const MAX_HEADER_FILE_SIZE: u64 = 64 << 20;
+/// Largest description or `index.json` a reader accepts. Both are parsed into memory, and JSON
+/// made of the smallest values (`"",` repeated) costs a parser about ten times its size: a
+/// 7 KB crafted bundle with a 64 MiB description took 616 MiB (BENCHMARKS.md).
+pub const MAX_PARSED_HEADER_SIZE: u64 = 8 << 20;
 
 /// The mode of every member.
 pub(crate) const MEMBER_MODE: u32 = 0o644;
@@ -102,6 +107,7 @@ impl MemberPath {
     pub fn size_limit(&self) -> Option<u64> {
         match self.kind() {
             MemberKind::Checksums => Some(MAX_CHECKSUMS_SIZE),
+            MemberKind::Description | MemberKind::Index => Some(MAX_PARSED_HEADER_SIZE),
             MemberKind::Blob(_) => None,
             _ => Some(MAX_HEADER_FILE_SIZE),
         }

@@ -281,6 +281,23 @@ fn a_failed_write_leaves_nothing() {
     assert_eq!(fs::read_dir(target.parent().unwrap()).unwrap().count(), 0);
 }
 
+/// A description over the limit a reader accepts (its manifest text is embedded) is refused
+/// before anything is written, naming the member and the limit.
+#[test]
+fn a_description_a_reader_would_refuse_is_not_written() {
+    let mut fx = Fixture::new();
+    let limit = bundle_spec::member::MAX_PARSED_HEADER_SIZE;
+    fx.contents.description.manifest.text = "#".repeat(limit as usize);
+    let target = fx.dir.path().join("out").join("b.tar.zst");
+    fs::create_dir(target.parent().unwrap()).unwrap();
+    let err = write_bundle(&fx.contents, &target, &options()).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::TooLarge { member, limit: l, .. } if member.as_str() == "kk-bundle/bundle.json" && *l == limit),
+        "{err}"
+    );
+    assert_eq!(fs::read_dir(target.parent().unwrap()).unwrap().count(), 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

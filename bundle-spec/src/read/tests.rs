@@ -202,21 +202,39 @@ fn refuses_directories() {
 
 #[test]
 fn refuses_an_oversized_header_before_reading_it() {
-    let members = valid_members();
-    let mut huge = member("kk-bundle/SHA256SUMS", b"");
-    huge.header.set_size(crate::member::MAX_CHECKSUMS_SIZE + 1);
-    huge.header.set_cksum();
-    // The stream holds only the header: the reader must refuse on the size field alone.
-    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
-    encoder.write_all(huge.header.as_bytes()).expect("header");
-    encoder.end_frame().expect("frame");
-    encoder.write_all(&[0; 1024]).expect("end");
-    let err = verify(&encoder.finish().expect("finish")).unwrap_err();
-    assert!(
-        matches!(&err, BundleError::TooLarge { member, .. } if member.as_str() == "kk-bundle/SHA256SUMS"),
-        "{err}"
-    );
-    drop(members);
+    use crate::member::{MAX_CHECKSUMS_SIZE, MAX_HEADER_FILE_SIZE, MAX_PARSED_HEADER_SIZE};
+
+    let table = [
+        ("kk-bundle/SHA256SUMS", MAX_CHECKSUMS_SIZE),
+        ("kk-bundle/bundle.json", MAX_PARSED_HEADER_SIZE),
+        ("index.json", MAX_PARSED_HEADER_SIZE),
+        ("kk-bundle/sbom.spdx.json", MAX_HEADER_FILE_SIZE),
+    ];
+    let mut listed = valid_members();
+    listed.push(member("kk-bundle/sbom.spdx.json", b"{}"));
+    let first = member("kk-bundle/SHA256SUMS", &list_of(&listed));
+    for (path, limit) in table {
+        let mut huge = member(path, b"");
+        huge.header.set_size(limit + 1);
+        huge.header.set_cksum();
+        // The stream ends after the header: the reader must refuse on the size field alone.
+        let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+        if path != "kk-bundle/SHA256SUMS" {
+            encoder.write_all(first.header.as_bytes()).expect("header");
+            encoder.write_all(&first.data).expect("data");
+            let pad = padding(first.data.len() as u64) as usize;
+            encoder.write_all(&vec![0; pad]).expect("padding");
+        }
+        encoder.end_frame().expect("frame");
+        encoder.write_all(huge.header.as_bytes()).expect("header");
+        encoder.end_frame().expect("frame");
+        encoder.write_all(&[0; 1024]).expect("end");
+        let err = verify(&encoder.finish().expect("finish")).unwrap_err();
+        assert!(
+            matches!(&err, BundleError::TooLarge { member, limit: l, .. } if member.as_str() == path && *l == limit),
+            "{path}: {err}"
+        );
+    }
 }
 
 #[test]

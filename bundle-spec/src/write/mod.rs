@@ -147,6 +147,17 @@ pub fn write_bundle_as_ready(
         list.insert(MemberPath::blob(&blob.digest), blob.digest);
     }
     let checksums = list.to_bytes();
+    // What a reader would refuse is not written at all.
+    for (path, bytes) in std::iter::once((CHECKSUMS_PATH, checksums.as_slice())).chain(small) {
+        let member = MemberPath::fixed(path);
+        if let Some(limit) = member.size_limit().filter(|l| bytes.len() as u64 > *l) {
+            return Err(BundleError::TooLarge {
+                member,
+                size: bytes.len() as u64,
+                limit,
+            });
+        }
+    }
 
     let output = Output::new(target, options.split_size)?;
     let mut tar = TarFrames {
