@@ -32,13 +32,13 @@ row() {
   local log=$1 last stat
   last=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
   stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
-  printf '| `%s` | %s s | %s | %s | %s | %s | %s | %s MiB |\n' "$(basename "$log" .log)" \
+  printf '| `%s` | %s s | %s | %s | %s | %s | %s | %s s | %s MiB |\n' "$(basename "$log" .log)" \
     "$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)" \
     "$(stat number_of_executed_units)" "$(stat average_exec_per_sec)" \
     "$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")" "$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")" \
-    "$(sed -n 's/.* corp: \([^ ]*\).*/\1/p' <<<"$last")" "$(stat peak_rss_mb)"
+    "$(sed -n 's/.* corp: \([^ ]*\).*/\1/p' <<<"$last")" "$(stat slowest_unit_time_sec)" "$(stat peak_rss_mb)"
 }
-header='| target | time | runs | runs/s | edges (cov) | features (ft) | corpus (inputs/size) | peak memory |\n|---|---|---|---|---|---|---|---|\n'
+header='| target | time | runs | runs/s | edges (cov) | features (ft) | corpus (inputs/size) | slowest input | peak memory |\n|---|---|---|---|---|---|---|---|---|\n'
 if [ "$what" = report ]; then
   printf "$header"
   for target in $targets; do
