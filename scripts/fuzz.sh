@@ -49,8 +49,11 @@ if [ "$what" = report ]; then
 fi
 if [ "$what" = all ]; then run=$targets; else run=$what; fi
 # The sanitizer build goes below the workspace's target directory, with everything else built.
+# Optimised, with debug assertions and overflow checks (-a): an offset computed from a size in
+# the file that overflows must crash the run, not wrap silently as in a plain release build
+# (-O alone turns them off).
 fuzz_target_dir=$root/target/fuzz
-(cd fuzz && cargo fuzz build -O --target-dir "$fuzz_target_dir" >&2)
+(cd fuzz && cargo fuzz build -O -a --target-dir "$fuzz_target_dir" >&2)
 for target in $run; do
   grep -qx "$target" <<<"$targets" || { printf 'error: no fuzz target `%s`; hint: scripts/fuzz.sh list\n' "$target" >&2; exit 2; }
   corpus=$root/target/fuzz-corpus/$target
@@ -60,7 +63,7 @@ for target in $run; do
   # No leak scan after every input that allocated more than it freed: the bundle reader's
   # hashing thread makes that every input, and the scans took about 40 % of the bundle targets'
   # time (3.7 times fewer runs, measured with perf). Memory that grows is caught by the limit.
-  if ! (cd fuzz && cargo fuzz run -O --target-dir "$fuzz_target_dir" "$target" "$corpus" "corpus/$target" -- \
+  if ! (cd fuzz && cargo fuzz run -O -a --target-dir "$fuzz_target_dir" "$target" "$corpus" "corpus/$target" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -detect_leaks=0 -print_final_stats=1) >"$log" 2>&1; then
     tail -40 "$log" >&2
     printf 'error: fuzz target `%s` failed; the input is in fuzz/artifacts/%s/\n' "$target" "$target" >&2
