@@ -1037,6 +1037,29 @@ pub enum PlanError {
         /// The plugin.
         plugin: &'static str,
     },
+    /// The bundle lacks an image the CNI's chart values name.
+    #[error(
+        "the bundle has no `{image}` image, which `spec.cni.type: {cni}` needs; hint: build the bundle again with `spec.kubernetes` and the same CNI (the catalog adds its images), or list the image under `spec.images`"
+    )]
+    MissingCniImage {
+        /// The repository path looked for (`calico/node`).
+        image: &'static str,
+        /// The network plugin.
+        cni: &'static str,
+    },
+    /// An addon's values file cannot be read.
+    #[error(
+        "cannot read the values file `{}` of addon `{addon}`; hint: check `valuesFile` in the config (a relative path is taken from the config's directory)", path.display()
+    )]
+    ValuesFile {
+        /// The addon's name.
+        addon: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// kubeadm would refuse the config.
     #[error(
         "`{field}` is `{value}`: {reason}; hint: change it in the config (kubeadm would refuse it on the node)"

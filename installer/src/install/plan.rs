@@ -3,7 +3,6 @@
 //! what an install would do.
 
 use std::fmt;
-use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use bundle_spec::{Description, Sha256Digest};
@@ -12,8 +11,10 @@ use serde::Serialize;
 use crate::error::PlanError;
 use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
 
+mod charts;
 mod content;
 mod kubernetes;
+mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
@@ -210,19 +211,33 @@ pub struct ChartInstall {
     pub values: ChartValues,
 }
 
-/// Where a chart's values come from.
+/// A chart's values, decided when the plan is made: what the node's values file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ChartValues {
     /// The CNI's values, rendered from the config (pod CIDR, image registry kept original).
-    Cni,
-    /// An addon's `valuesFile` (on the installer machine) and `values` (`--set` pairs).
+    Cni {
+        /// The values file, YAML.
+        yaml: String,
+    },
+    /// An addon's `valuesFile` (on the installer machine), read, and `values` (`--set` pairs).
     Addon {
         /// The values file, if any.
         file: Option<std::path::PathBuf>,
+        /// Its content (`{}` without one).
+        yaml: String,
         /// `key=value` pairs.
         set: Vec<String>,
     },
+}
+
+impl ChartValues {
+    /// The values file the node gets, YAML.
+    pub fn yaml(&self) -> &str {
+        match self {
+            Self::Cni { yaml } | Self::Addon { yaml, .. } => yaml,
+        }
+    }
 }
 
 /// One step of a phase and the nodes it runs on, in inventory order.
@@ -253,11 +268,17 @@ pub struct RegistryPlan {
     pub port: u16,
 }
 
+/// The cluster's DNS domain: kubeadm's `networking.dnsDomain`, the kubelet's `clusterDomain`
+/// and the API server certificate's `kubernetes.default.svc.<domain>`.
+const CLUSTER_DOMAIN: &str = "cluster.local";
+
 /// The whole install, step by step.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     /// The identity of the bundle the plan installs.
     pub bundle: Sha256Digest,
+    /// The cluster's DNS domain.
+    pub cluster_domain: String,
     /// The Kubernetes version the bundle carries, if any.
     pub kubernetes_version: Option<String>,
     /// The registry.
@@ -324,7 +345,15 @@ impl Plan {
         // IPv6 forwarding whenever a cluster range is IPv6 (dual stack or IPv6 only).
         let ipv6 = config.cni.pod_cidr.ipv6().is_some() || config.cni.service_cidr.ipv6().is_some();
         let kubernetes = match &content.kubernetes_version {
-            Some(version) => Some(KubernetesPlan::new(inventory, config, &content, version)?),
+            Some(version) => {
+                let shared = kubernetes::Shared {
+                    content: &content,
+                    version,
+                    cluster_domain: CLUSTER_DOMAIN,
+                    etcd_members: &etcd_members,
+                };
+                Some(KubernetesPlan::new(inventory, config, &shared)?)
+            }
             None => None,
         };
         let mut steps = steps(&groups, ipv6, runtime_binaries, etcd_binary);
@@ -336,6 +365,7 @@ impl Plan {
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         Ok(Self {
             bundle: identity,
+            cluster_domain: CLUSTER_DOMAIN.to_owned(),
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
             containerd_version,
@@ -351,30 +381,6 @@ impl Plan {
     /// The steps of `phase`.
     pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(move |step| step.phase == phase)
-    }
-
-    /// The plan as text: per node, its steps in order.
-    pub fn render(&self, inventory: &Inventory) -> String {
-        let mut text = format!(
-            "bundle {}\nregistry {} on {} ({})\n",
-            self.bundle, self.registry.address, self.registry.node, self.registry.ip
-        );
-        // Step ids in one column, as wide as the longest.
-        let width = self.steps.iter().map(|s| s.id.len()).max().unwrap_or(0);
-        for host in inventory.hosts() {
-            let _ = writeln!(text, "\n{}:", host.name);
-            for step in self.steps.iter().filter(|s| s.nodes.contains(&host.name)) {
-                let _ = writeln!(text, "  {:<width$} {}", step.id, describe(&step.action));
-            }
-        }
-        let once: Vec<&Step> = self.steps.iter().filter(|s| s.nodes.is_empty()).collect();
-        if !once.is_empty() {
-            text.push_str("\non the installer machine:\n");
-            for step in once {
-                let _ = writeln!(text, "  {:<width$} {}", step.id, describe(&step.action));
-            }
-        }
-        text
     }
 }
 
@@ -470,53 +476,6 @@ fn steps(
     }
     add(Phase::PostHook, "scripts", Action::Hooks, all);
     steps
-}
-
-/// A short description of an action for `kk-install plan`.
-fn describe(action: &Action) -> String {
-    match action {
-        Action::Hooks => "run the hook scripts".to_owned(),
-        Action::Precheck => "gather facts, check every rule".to_owned(),
-        Action::Installer => "copy kk-install to /usr/local/bin".to_owned(),
-        Action::Hostname => "host name = the inventory name".to_owned(),
-        Action::Swap => "swap off, now and in /etc/fstab".to_owned(),
-        Action::Modules => "load overlay, br_netfilter; /etc/modules-load.d/kk.conf".to_owned(),
-        Action::Sysctl { ipv6 } => format!(
-            "forwarding{} and bridge netfilter; /etc/sysctl.d/99-kk.conf",
-            if *ipv6 { " (IPv4 and IPv6)" } else { "" }
-        ),
-        Action::Hosts => "map every node and the registry in /etc/hosts".to_owned(),
-        Action::VerifyOs => "check swap, modules and sysctls for real".to_owned(),
-        Action::IssueCertificates => "make the cluster's certificates in <work dir>/pki".to_owned(),
-        Action::Certificates => "copy this node's certificates".to_owned(),
-        Action::UnpackBundle => "copy the bundle, unpack it into /var/lib/kk/store".to_owned(),
-        Action::RegistryService => "install and start kk-registry.service".to_owned(),
-        Action::RegistryReady => "wait for the registry over TLS".to_owned(),
-        Action::Fetch { binaries } => format!(
-            "fetch {} from the registry",
-            binaries
-                .iter()
-                .map(|b| b.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Action::Containerd => "containerd config, mirrors, unit; start".to_owned(),
-        Action::PullProbe => "pull the pause image through the mirrors".to_owned(),
-        Action::EtcdService => "etcd unit; start the member".to_owned(),
-        Action::EtcdHealth => "wait until every member is healthy".to_owned(),
-        Action::KubeletService => "kubelet unit and kubeadm drop-in; enable".to_owned(),
-        Action::BootstrapToken => "make the bootstrap token, or replace it once expired".to_owned(),
-        Action::KubeVipBootstrap => "kube-vip static pod for kubeadm init".to_owned(),
-        Action::KubeadmInit => "kubeadm config; kubeadm init".to_owned(),
-        Action::JoinControlPlane => "kubeadm join --control-plane".to_owned(),
-        Action::InternalLoadBalancer => "haproxy static pod over the control planes".to_owned(),
-        Action::JoinWorker => "kubeadm join".to_owned(),
-        Action::KubeVip => "kube-vip static pod".to_owned(),
-        Action::Chart { chart } => format!(
-            "chart {} into namespace {}: helm template, check images, kubectl apply",
-            chart.fetch.name, chart.namespace
-        ),
-    }
 }
 
 fn names(hosts: &[&Host]) -> Vec<String> {

@@ -233,13 +233,17 @@ pub fn etcd_env(member: &str, ip: IpAddr, members: &[(String, IpAddr)]) -> Strin
     )
 }
 
-/// The client URLs of every member, comma-separated (`etcdctl --endpoints`).
-pub fn etcd_endpoints(members: &[(String, IpAddr)]) -> String {
+/// The client URL of every member (kube-apiserver's `etcd.external.endpoints`).
+pub fn etcd_client_urls(members: &[(String, IpAddr)]) -> Vec<String> {
     members
         .iter()
         .map(|(_, ip)| format!("https://{}:2379", url_host(*ip)))
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect()
+}
+
+/// The client URLs of every member, comma-separated (`etcdctl --endpoints`).
+pub fn etcd_endpoints(members: &[(String, IpAddr)]) -> String {
+    etcd_client_urls(members).join(",")
 }
 
 /// `/etc/modules-load.d/kk.conf`.

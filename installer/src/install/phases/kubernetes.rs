@@ -12,20 +12,17 @@ use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::bootstrap::{self, BootstrapToken};
 use crate::install::plan::KubernetesPlan;
 use crate::install::render::kubernetes::paths::{
-    ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST, KUBEADM_DROPIN,
-    KUBELET_UNIT, SUPER_ADMIN_CONF,
+    ADMIN_CONF, CRI_SOCKET, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST,
+    KUBEADM_DROPIN, KUBELET_UNIT, SUPER_ADMIN_CONF,
 };
 use crate::install::render::kubernetes::{
-    self as k8s, ClusterInput, EtcdMode, JoinInput, KubeVipInput, VipMode,
+    self as k8s, InitToken, JoinInput, KubeVipInput, VipMode,
 };
-use crate::install::render::{self, paths};
 use crate::inventory::{EndpointKind, KubeVipMode};
 use crate::ssh::{Node, quote};
 
 /// The file whose presence means the node has been initialised or joined.
 const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
-/// containerd's CRI socket, as kubeadm and the kubelet take it.
-const CRI_SOCKET: &str = "unix:///run/containerd/containerd.sock";
 
 /// The token and the CA hash, once `kubernetes.token` ran.
 #[derive(Debug, Clone)]
@@ -194,22 +191,12 @@ pub(super) async fn vip(cx: &Cx<'_>, node: &Node) -> StepResult {
     put(cx, node, manifest.as_bytes(), KUBE_VIP_MANIFEST, 0o600).await
 }
 
-/// The kubelet's `--node-ip` for `node`: its plan address, and in a dual-stack cluster its
-/// address of the other family too.
-fn node_ips(cx: &Cx<'_>, name: &str) -> Result<Vec<IpAddr>, String> {
-    let mut ips = vec![node_ip(kubernetes(cx)?, name)?];
-    let dual = cx.config.cni.pod_cidr.is_dual_stack();
-    if let Some(host) = cx.inventory.host(name)
-        && dual
-    {
-        let other = if ips[0].is_ipv4() {
-            host.internal_ipv6.map(IpAddr::V6)
-        } else {
-            host.internal_ipv4.map(IpAddr::V4)
-        };
-        ips.extend(other);
-    }
-    Ok(ips)
+/// The kubelet's `--node-ip` for `node`, as the plan decided it.
+fn node_ips(plan: &KubernetesPlan, name: &str) -> Result<Vec<IpAddr>, String> {
+    plan.node_ips
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("`{name}` is not a Kubernetes node of the plan"))
 }
 
 fn node_ip(plan: &KubernetesPlan, name: &str) -> Result<IpAddr, String> {
@@ -221,50 +208,6 @@ fn node_ip(plan: &KubernetesPlan, name: &str) -> Result<IpAddr, String> {
         .ok_or_else(|| format!("`{name}` is not a Kubernetes node of the plan"))
 }
 
-/// kubeadm's `ClusterConfiguration` inputs for the first control plane.
-fn cluster_input(cx: &Cx<'_>, node: &Node) -> Result<ClusterInput, String> {
-    let plan = kubernetes(cx)?;
-    let bootstrap = bootstrap(cx)?;
-    let cni = &cx.config.cni;
-    let etcd = if plan.stacked_etcd {
-        EtcdMode::Stacked
-    } else {
-        EtcdMode::External {
-            endpoints: render::etcd_endpoints(&cx.plan.etcd_members)
-                .split(',')
-                .map(str::to_owned)
-                .collect(),
-            ca_file: format!("{}/ca.crt", paths::ETCD_PKI),
-            cert_file: "/etc/kubernetes/pki/apiserver-etcd-client.crt".to_owned(),
-            key_file: "/etc/kubernetes/pki/apiserver-etcd-client.key".to_owned(),
-        }
-    };
-    let mut cert_sans = vec![plan.endpoint_host.clone()];
-    if let EndpointKind::KubeVip(vip) = &cx.config.kubernetes.control_plane_endpoint.kind {
-        cert_sans.push(vip.address.to_string());
-    }
-    Ok(ClusterInput {
-        version: plan.version.clone(),
-        node_name: node.name().to_owned(),
-        advertise_address: node_ip(plan, node.name())?,
-        node_ips: node_ips(cx, node.name())?,
-        bind_port: plan.endpoint_port,
-        endpoint: plan.endpoint(),
-        cert_sans,
-        pod_subnet: cni.pod_cidr.to_string(),
-        service_subnet: cni.service_cidr.to_string(),
-        dns_domain: "cluster.local".to_owned(),
-        node_mask_v4: cni.ipv4_mask_size,
-        node_mask_v6: cni.ipv6_mask_size,
-        max_pods: cni.max_pods,
-        proxy_mode: cx.config.kubernetes.kube_proxy_mode.as_str().to_owned(),
-        etcd,
-        token: bootstrap.token.token.clone(),
-        token_ttl: bootstrap.token.ttl_from(jiff::Timestamp::now()),
-        cri_socket: CRI_SOCKET.to_owned(),
-    })
-}
-
 /// `kubernetes.init`: kk's kubeadm config, and `kubeadm init` unless the node was initialised.
 pub(super) async fn init(cx: &Cx<'_>, node: &Node) -> StepResult {
     let path = format!("{KK_CONFIGS}/kubeadm-init.yaml");
@@ -274,7 +217,14 @@ pub(super) async fn init(cx: &Cx<'_>, node: &Node) -> StepResult {
             ..Outcome::default()
         });
     }
-    let config = k8s::init_config(&cluster_input(cx, node)?)?;
+    let plan = kubernetes(cx)?;
+    let bootstrap = bootstrap(cx)?;
+    let ttl = bootstrap.token.ttl_from(jiff::Timestamp::now());
+    let token = InitToken {
+        token: &bootstrap.token.token,
+        ttl: &ttl,
+    };
+    let config = k8s::init_config(&plan.cluster, token)?;
     let mut outcome = put(cx, node, config.as_bytes(), &path, 0o600).await?;
     sh(
         node,
@@ -316,7 +266,7 @@ pub(super) async fn join(cx: &Cx<'_>, node: &Node, control_plane: bool) -> StepR
     let config = k8s::join_config(&JoinInput {
         version: plan.version.clone(),
         node_name: node.name().to_owned(),
-        node_ips: node_ips(cx, node.name())?,
+        node_ips: node_ips(plan, node.name())?,
         endpoint: plan.endpoint(),
         token: bootstrap.token.token.clone(),
         ca_cert_hash: bootstrap.ca_cert_hash.clone(),

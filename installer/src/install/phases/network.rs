@@ -10,12 +10,11 @@
 
 use std::fmt::Write as _;
 
-use bundle_spec::charts::{CniChart, cni_values, missing_images};
+use bundle_spec::charts::missing_images;
 
 use super::{Cx, StepResult, put, runtime, sh};
 use crate::install::plan::{ChartInstall, ChartValues};
 use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
-use crate::inventory::NetworkPlugin;
 use crate::ssh::{Node, quote};
 
 /// Where a chart's values and rendered manifest are kept on the node.
@@ -27,7 +26,7 @@ fn charts_dir() -> String {
 pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> StepResult {
     let mut outcome = runtime::fetch(cx, node, std::slice::from_ref(&chart.fetch)).await?;
     let values_path = format!("{}/{}.values.yaml", charts_dir(), chart.release);
-    let values = values(cx, chart)?;
+    let values = chart.values.yaml();
     outcome.merge(put(cx, node, values.as_bytes(), &values_path, 0o600).await?);
     let rendered = render(cx, node, chart, &values_path).await?;
     let missing = missing_images(&rendered, &cx.plan.images)
@@ -100,43 +99,4 @@ async fn apply(cx: &Cx<'_>, node: &Node, chart: &ChartInstall, rendered: &str) -
     .await
     .map_err(|e| format!("`kubectl apply` of chart `{}` failed: {e}", chart.fetch.name))?;
     Ok(outcome)
-}
-
-/// The chart's values file: the CNI's rendered from the config, an addon's as given.
-fn values(cx: &Cx<'_>, chart: &ChartInstall) -> Result<String, String> {
-    match &chart.values {
-        ChartValues::Cni => {
-            let cni = match cx.config.cni.plugin {
-                NetworkPlugin::Calico => CniChart::Calico {
-                    registry: cx
-                        .plan
-                        .kubernetes
-                        .as_ref()
-                        .and_then(|k| k.calico_registry.clone())
-                        .ok_or("the bundle has no calico/node image")?,
-                },
-                NetworkPlugin::Cilium => CniChart::Cilium,
-                NetworkPlugin::Flannel => CniChart::Flannel,
-                other => return Err(format!("kk installs no chart for `cni.type: {other}`")),
-            };
-            let subnets: Vec<_> = cx
-                .config
-                .cni
-                .pod_cidr
-                .ranges()
-                .map(|range| (range.address(), range.prefix()))
-                .collect();
-            Ok(cni_values(
-                &cni,
-                &subnets,
-                cx.config.cni.ipv4_mask_size,
-                cx.config.cni.ipv6_mask_size,
-            ))
-        }
-        ChartValues::Addon { file: None, .. } => Ok("{}\n".to_owned()),
-        ChartValues::Addon {
-            file: Some(path), ..
-        } => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the values file `{}`: {e}", path.display())),
-    }
 }

@@ -80,7 +80,7 @@ fn spec(cx: &Cx<'_>) -> Result<PkiSpec, String> {
         Err(_) => names.dns.push(registry.host.clone()),
     }
     Ok(PkiSpec {
-        cluster_domain: "cluster.local".to_owned(),
+        cluster_domain: cx.plan.cluster_domain.clone(),
         control_planes,
         etcd_members,
         endpoint_host: endpoint.host.clone(),

@@ -1,17 +1,23 @@
 //! The Kubernetes part of the plan: who initialises, who joins, how the control-plane endpoint
-//! is reached, which charts go in — and kubeadm's own validation, done here, so that a config
-//! the bundle's kubeadm would reject never reaches a node.
+//! is reached, kubeadm's cluster input, which charts go in with which values — and kubeadm's
+//! own validation, done here, so that a config the bundle's kubeadm would reject never reaches
+//! a node.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use serde::Serialize;
 
 use super::{
-    Action, BinaryFetch, ChartInstall, ChartValues, Content, Phase, Step, add_step, address_of,
+    Action, BinaryFetch, ChartInstall, Content, Phase, Step, add_step, address_of, charts,
 };
 use crate::error::PlanError;
-use crate::install::render::kubernetes::kubeadm_api;
-use crate::inventory::{Config, EndpointKind, EtcdDeploymentType, Inventory, NetworkPlugin, Role};
+use crate::install::render::kubernetes::paths::{
+    APISERVER_ETCD_CLIENT_CERT, APISERVER_ETCD_CLIENT_KEY, CRI_SOCKET,
+};
+use crate::install::render::kubernetes::{ClusterInput, EtcdMode, kubeadm_api};
+use crate::install::render::{etcd_client_urls, paths};
+use crate::inventory::{Config, EndpointKind, EtcdDeploymentType, Host, Inventory, Role};
 
 /// How the cluster's Kubernetes is set up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,6 +28,9 @@ pub struct KubernetesPlan {
     pub control_planes: Vec<(String, IpAddr)>,
     /// The workers (cluster nodes that are not control planes).
     pub workers: Vec<(String, IpAddr)>,
+    /// The kubelet's `--node-ip` of every Kubernetes node: its plan address, and in a
+    /// dual-stack cluster its address of the other family after it.
+    pub node_ips: BTreeMap<String, Vec<IpAddr>>,
     /// `control_plane_endpoint.host`.
     pub endpoint_host: String,
     /// `control_plane_endpoint.port`, which every API server listens on too.
@@ -32,39 +41,52 @@ pub struct KubernetesPlan {
     pub kube_vip_image: Option<String>,
     /// The haproxy image, with `type: haproxy`.
     pub haproxy_image: Option<String>,
-    /// The registry host of the bundle's `calico/node` image (Calico's `Installation.spec.registry`).
-    pub calico_registry: Option<String>,
+    /// kubeadm's input for `kubeadm init` on the first control plane, all but the bootstrap
+    /// token (made when the install runs).
+    pub cluster: ClusterInput,
     binaries: Vec<BinaryFetch>,
     helm: Option<BinaryFetch>,
     charts: Vec<(Phase, String, ChartInstall)>,
 }
 
+/// What the Kubernetes plan takes from the rest of the plan.
+pub(super) struct Shared<'a> {
+    /// The bundle's content.
+    pub(super) content: &'a Content,
+    /// The version of the bundle's kubeadm.
+    pub(super) version: &'a str,
+    /// The cluster's DNS domain.
+    pub(super) cluster_domain: &'a str,
+    /// kk's external etcd members (empty when stacked).
+    pub(super) etcd_members: &'a [(String, IpAddr)],
+}
+
 impl KubernetesPlan {
-    /// The plan for `version`, the version of the bundle's kubeadm.
+    /// The plan for `shared.version`, the version of the bundle's kubeadm.
     pub(super) fn new(
         inventory: &Inventory,
         config: &Config,
-        content: &Content,
-        version: &str,
+        shared: &Shared<'_>,
     ) -> Result<Self, PlanError> {
+        let (content, version) = (shared.content, shared.version);
         validate(inventory, config, version)?;
-        let with_address = |hosts: Vec<&crate::inventory::Host>| {
-            hosts
-                .into_iter()
-                .map(|host| Ok((host.name.clone(), address_of(host)?)))
-                .collect::<Result<Vec<_>, PlanError>>()
-        };
-        let control_planes = with_address(inventory.role_members(Role::ControlPlane))?;
-        if control_planes.is_empty() {
+        let control_plane_hosts = inventory.role_members(Role::ControlPlane);
+        if control_plane_hosts.is_empty() {
             return Err(PlanError::NoControlPlane);
         }
-        let workers = with_address(
-            inventory
-                .group_members(crate::inventory::K8S_CLUSTER)
-                .into_iter()
-                .filter(|host| !host.roles.is_control_plane())
-                .collect(),
-        )?;
+        let worker_hosts: Vec<&Host> = inventory
+            .group_members(crate::inventory::K8S_CLUSTER)
+            .into_iter()
+            .filter(|host| !host.roles.is_control_plane())
+            .collect();
+        let control_planes = with_address(&control_plane_hosts)?;
+        let workers = with_address(&worker_hosts)?;
+        let dual_stack = config.cni.pod_cidr.is_dual_stack();
+        let node_ips = control_plane_hosts
+            .iter()
+            .chain(&worker_hosts)
+            .map(|host| Ok((host.name.clone(), node_ips(host, dual_stack)?)))
+            .collect::<Result<BTreeMap<_, _>, PlanError>>()?;
         let endpoint = &config.kubernetes.control_plane_endpoint;
         let kube_vip_image = match endpoint.kind {
             EndpointKind::KubeVip(_) => Some(content.image_named("kube-vip/kube-vip")?),
@@ -79,52 +101,41 @@ impl KubernetesPlan {
             .map(|name| content.binary(name, "/usr/local/bin", &[name]))
             .collect::<Result<Vec<_>, _>>()?;
         let mut charts = Vec::new();
-        if let Some((chart, namespace)) = cni_chart(config.cni.plugin)? {
-            charts.push((
-                Phase::Network,
-                "cni".to_owned(),
-                ChartInstall {
-                    release: chart.to_owned(),
-                    namespace: namespace.to_owned(),
-                    fetch: content.chart(chart)?,
-                    values: ChartValues::Cni,
-                },
-            ));
+        if let Some(cni) = charts::cni(config, content)? {
+            charts.push((Phase::Network, "cni".to_owned(), cni));
         }
         for addon in &config.addons {
-            charts.push((
-                Phase::Addons,
-                addon.name.clone(),
-                ChartInstall {
-                    release: addon.name.clone(),
-                    namespace: addon.namespace.clone(),
-                    fetch: content.chart(&addon.chart)?,
-                    values: ChartValues::Addon {
-                        file: addon.values_file.clone(),
-                        set: addon.set.clone(),
-                    },
-                },
-            ));
+            let chart = charts::addon(addon, content)?;
+            charts.push((Phase::Addons, addon.name.clone(), chart));
         }
         let helm = if charts.is_empty() {
             None
         } else {
             Some(content.binary("helm", "/usr/local/bin", &["helm"])?)
         };
+        let cluster = cluster_input(config, shared, &control_planes[0], &node_ips);
         Ok(Self {
             version: version.to_owned(),
             control_planes,
             workers,
+            node_ips,
             endpoint_host: endpoint.host.clone(),
             endpoint_port: endpoint.port,
             stacked_etcd: config.etcd.deployment_type == EtcdDeploymentType::Internal,
             kube_vip_image,
             haproxy_image,
-            calico_registry: content.image_host_of("calico/node"),
+            cluster,
             binaries,
             helm,
             charts,
         })
+    }
+
+    /// The charts of the network and addons phases, in order, with the step each is.
+    pub fn charts(&self) -> impl Iterator<Item = (Phase, &str, &ChartInstall)> {
+        self.charts
+            .iter()
+            .map(|(phase, what, chart)| (*phase, what.as_str(), chart))
     }
 
     /// The control plane that runs `kubeadm init`.
@@ -134,11 +145,7 @@ impl KubernetesPlan {
 
     /// `host:port` of the control-plane endpoint.
     pub fn endpoint(&self) -> String {
-        if self.endpoint_host.contains(':') {
-            format!("[{}]:{}", self.endpoint_host, self.endpoint_port)
-        } else {
-            format!("{}:{}", self.endpoint_host, self.endpoint_port)
-        }
+        endpoint(&self.endpoint_host, self.endpoint_port)
     }
 
     /// The kubernetes, network and addons steps.
@@ -194,19 +201,80 @@ impl KubernetesPlan {
     }
 }
 
-/// The chart and namespace of a network plugin; `None` for `none`.
-fn cni_chart(plugin: NetworkPlugin) -> Result<Option<(&'static str, &'static str)>, PlanError> {
-    Ok(match plugin {
-        NetworkPlugin::Calico => Some(("tigera-operator", "tigera-operator")),
-        NetworkPlugin::Cilium => Some(("cilium", "kube-system")),
-        NetworkPlugin::Flannel => Some(("flannel", "kube-flannel")),
-        NetworkPlugin::None => None,
-        other => {
-            return Err(PlanError::UnsupportedCni {
-                plugin: other.as_str(),
-            });
+/// `host:port`, an IPv6 host in brackets.
+fn endpoint(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// kubeadm's input for `kubeadm init` on `first`, the first control plane.
+fn cluster_input(
+    config: &Config,
+    shared: &Shared<'_>,
+    (first, advertise_address): &(String, IpAddr),
+    node_ips: &BTreeMap<String, Vec<IpAddr>>,
+) -> ClusterInput {
+    let etcd = if config.etcd.deployment_type == EtcdDeploymentType::Internal {
+        EtcdMode::Stacked
+    } else {
+        EtcdMode::External {
+            endpoints: etcd_client_urls(shared.etcd_members),
+            ca_file: format!("{}/ca.crt", paths::ETCD_PKI),
+            cert_file: APISERVER_ETCD_CLIENT_CERT.to_owned(),
+            key_file: APISERVER_ETCD_CLIENT_KEY.to_owned(),
         }
-    })
+    };
+    let control_plane_endpoint = &config.kubernetes.control_plane_endpoint;
+    let mut cert_sans = vec![control_plane_endpoint.host.clone()];
+    if let EndpointKind::KubeVip(vip) = &control_plane_endpoint.kind {
+        cert_sans.push(vip.address.to_string());
+    }
+    let cni = &config.cni;
+    ClusterInput {
+        version: shared.version.to_owned(),
+        node_name: first.clone(),
+        advertise_address: *advertise_address,
+        node_ips: node_ips.get(first).cloned().unwrap_or_default(),
+        bind_port: control_plane_endpoint.port,
+        endpoint: endpoint(&control_plane_endpoint.host, control_plane_endpoint.port),
+        cert_sans,
+        pod_subnet: cni.pod_cidr.to_string(),
+        service_subnet: cni.service_cidr.to_string(),
+        dns_domain: shared.cluster_domain.to_owned(),
+        node_mask_v4: cni.ipv4_mask_size,
+        node_mask_v6: cni.ipv6_mask_size,
+        max_pods: cni.max_pods,
+        proxy_mode: config.kubernetes.kube_proxy_mode.as_str().to_owned(),
+        etcd,
+        cri_socket: CRI_SOCKET.to_owned(),
+    }
+}
+
+/// `hosts` with their plan addresses.
+fn with_address(hosts: &[&Host]) -> Result<Vec<(String, IpAddr)>, PlanError> {
+    hosts
+        .iter()
+        .map(|host| Ok((host.name.clone(), address_of(host)?)))
+        .collect()
+}
+
+/// The kubelet's `--node-ip` for `host`: its plan address, and in a dual-stack cluster its
+/// address of the other family too.
+fn node_ips(host: &Host, dual_stack: bool) -> Result<Vec<IpAddr>, PlanError> {
+    let first = address_of(host)?;
+    let mut ips = vec![first];
+    if dual_stack {
+        let other = if first.is_ipv4() {
+            host.internal_ipv6.map(IpAddr::V6)
+        } else {
+            host.internal_ipv4.map(IpAddr::V4)
+        };
+        ips.extend(other);
+    }
+    Ok(ips)
 }
 
 /// What kubeadm itself would refuse, found before any node is touched; each error names the

@@ -86,6 +86,21 @@ fn plan(inventory: &str, spec: &str, skip: &[&str]) -> Result<Plan, PlanError> {
     )
 }
 
+/// The chart of step `id`.
+fn chart_of<'a>(plan: &'a Plan, id: &str) -> &'a ChartInstall {
+    let step = plan.steps.iter().find(|s| s.id == id).expect(id);
+    let Action::Chart { chart } = &step.action else {
+        panic!("{step:?}");
+    };
+    chart
+}
+
+/// The values file of the chart of step `id`, parsed as Helm reads it.
+fn chart_values(plan: &Plan, id: &str) -> serde_json::Value {
+    let yaml = chart_of(plan, id).values.yaml();
+    serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("not YAML: {e}\n{yaml}"))
+}
+
 fn nodes_of(plan: &Plan, id: &str) -> Vec<String> {
     plan.steps
         .iter()
@@ -308,7 +323,8 @@ fn kubernetes_steps_init_once_join_the_rest_and_place_the_endpoint() {
         kubernetes.kube_vip_image.as_deref(),
         Some("ghcr.io/kube-vip/kube-vip:v0.8.9")
     );
-    assert_eq!(kubernetes.calico_registry.as_deref(), Some("quay.io"));
+    let cni = chart_values(&ha, "network.cni");
+    assert_eq!(cni["installation"]["registry"], "quay.io/", "{cni}");
     let step = ha
         .steps
         .iter()
@@ -370,4 +386,138 @@ fn configs_kubeadm_would_refuse_never_reach_a_node() {
     let error = plan(&INVENTORY.replace("w2", "W2"), "", &[]).expect_err("node name");
     assert!(error.to_string().contains("`spec.hosts.W2`"), "{error}");
     plan(INVENTORY, "  kubernetes: {kube_version: v1.33.0}\n", &[]).expect("same version");
+}
+
+#[test]
+fn the_plan_holds_the_cni_values_kubeadms_input_and_the_values_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let values_file = dir.path().join("metrics.yaml");
+    std::fs::write(
+        &values_file,
+        "replicas: 2\nargs: [--kubelet-insecure-tls]\n",
+    )
+    .expect("write");
+    let spec = format!(
+        "  etcd: {{deployment_type: external}}\n  kubernetes:\n    control_plane_endpoint: {{type: kube-vip, port: 8443, kube_vip: {{address: 10.0.0.100}}}}\n  addons:\n  - {{name: metrics, sources: {{chart: {{name: metrics-server, valuesFile: {}, values: [a=b]}}}}}}\n",
+        values_file.display()
+    );
+    let plan = plan(HA_INVENTORY, &spec, &[]).expect("plan");
+    let json = serde_json::to_value(&plan).expect("json");
+
+    assert_eq!(json["cluster_domain"], "cluster.local");
+    let cluster = &json["kubernetes"]["cluster"];
+    assert_eq!(cluster["node_name"], "cp1", "{cluster:#}");
+    assert_eq!(cluster["advertise_address"], "10.0.0.1");
+    assert_eq!(cluster["node_ips"], serde_json::json!(["10.0.0.1"]));
+    assert_eq!(cluster["endpoint"], "lb.kubesphere.local:8443");
+    assert_eq!(cluster["bind_port"], 8443);
+    assert_eq!(
+        cluster["cert_sans"],
+        serde_json::json!(["lb.kubesphere.local", "10.0.0.100"])
+    );
+    assert_eq!(cluster["dns_domain"], "cluster.local");
+    assert_eq!(cluster["pod_subnet"], "10.233.64.0/18");
+    assert_eq!(cluster["etcd"]["kind"], "external");
+    assert_eq!(
+        cluster["etcd"]["endpoints"],
+        serde_json::json!([
+            "https://10.0.0.1:2379",
+            "https://10.0.0.2:2379",
+            "https://10.0.0.3:2379"
+        ])
+    );
+    // The token is made when the install runs: never in the plan.
+    assert!(cluster.get("token").is_none(), "{cluster:#}");
+
+    let step = |id: &str| {
+        json["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .find(|step| step["id"] == id)
+            .unwrap_or_else(|| panic!("no step {id}"))
+            .clone()
+    };
+    let cni = step("network.cni");
+    let cni_yaml = cni["action"]["chart"]["values"]["yaml"]
+        .as_str()
+        .expect("cni values");
+    assert!(cni_yaml.contains("10.233.64.0/18"), "{cni_yaml}");
+    let addon = &step("addons.metrics")["action"]["chart"]["values"];
+    assert_eq!(addon["kind"], "addon");
+    assert_eq!(
+        addon["yaml"], "replicas: 2\nargs: [--kubelet-insecure-tls]\n",
+        "{addon:#}"
+    );
+    assert_eq!(addon["set"], serde_json::json!(["a=b"]));
+    assert_eq!(chart_values(&plan, "addons.metrics")["replicas"], 2);
+}
+
+#[test]
+fn an_addon_without_a_values_file_gets_empty_values() {
+    let spec = "  addons:\n  - {name: metrics, sources: {chart: {name: metrics-server}}}\n";
+    let plan = plan(INVENTORY, spec, &[]).expect("plan");
+    assert_eq!(chart_of(&plan, "addons.metrics").values.yaml(), "{}\n");
+}
+
+#[test]
+fn dual_stack_nodes_get_both_addresses() {
+    let inventory = INVENTORY
+        .replace(
+            "cp1: {internal_ipv4: 10.0.0.1}",
+            "cp1: {internal_ipv4: 10.0.0.1, internal_ipv6: \"fd00::1\"}",
+        )
+        .replace(
+            "w1: {internal_ipv4: 10.0.0.2}",
+            "w1: {internal_ipv4: 10.0.0.2, internal_ipv6: \"fd00::2\"}",
+        );
+    let dual = "  cni: {service_cidr: \"10.233.0.0/18,fd85::/108\", pod_cidr: \"10.233.64.0/18,fd86::/56\"}\n";
+    let plan = plan(&inventory, dual, &[]).expect("plan");
+    let kubernetes = plan.kubernetes.as_ref().expect("kubernetes");
+    let ips = |name: &str| -> Vec<String> {
+        kubernetes.node_ips[name]
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(ips("cp1"), ["10.0.0.1", "fd00::1"]);
+    assert_eq!(ips("w1"), ["10.0.0.2", "fd00::2"]);
+    assert_eq!(ips("w2"), ["10.0.0.3"]);
+    assert_eq!(kubernetes.cluster.node_ips, kubernetes.node_ips["cp1"]);
+    let single = plan_of_inventory(&inventory);
+    assert_eq!(single.node_ips["cp1"].len(), 1);
+}
+
+fn plan_of_inventory(inventory: &str) -> KubernetesPlan {
+    plan(inventory, "", &[])
+        .expect("plan")
+        .kubernetes
+        .expect("kubernetes")
+}
+
+#[test]
+fn late_failures_are_plan_errors() {
+    let missing = std::env::temp_dir().join("kk-no-such-dir/values.yaml");
+    let spec = format!(
+        "  addons:\n  - {{name: metrics, sources: {{chart: {{name: metrics-server, valuesFile: {}}}}}}}\n",
+        missing.display()
+    );
+    let error = plan(INVENTORY, &spec, &[]).expect_err("missing values file");
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("`{}`", missing.display())) && text.contains("addon `metrics`"),
+        "{text}"
+    );
+    assert!(matches!(error, PlanError::ValuesFile { .. }), "{error:?}");
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
+
+    let error = plan(INVENTORY, "", &["node"]).expect_err("no calico/node");
+    assert!(
+        error
+            .to_string()
+            .contains("no `calico/node` image, which `spec.cni.type: calico` needs"),
+        "{error}"
+    );
+    // Without the CNI's chart the image is not needed.
+    plan(INVENTORY, "  cni: {type: none}\n", &["node"]).expect("no CNI");
 }

@@ -21,7 +21,7 @@ mod kubeadm;
 pub use endpoint::{
     HAPROXY_HEALTH_PORT, KubeVipInput, VipMode, haproxy_cfg, haproxy_manifest, kube_vip_manifest,
 };
-pub use kubeadm::{ClusterInput, EtcdMode, JoinInput, init_config, join_config};
+pub use kubeadm::{ClusterInput, EtcdMode, InitToken, JoinInput, init_config, join_config};
 
 /// Where the files of this module live on the nodes.
 pub mod paths {
@@ -47,6 +47,12 @@ pub mod paths {
     pub const PKI: &str = "/etc/kubernetes/pki";
     /// kk's kubeadm configs and rendered charts (mode 0600: the configs hold the token).
     pub const KK_CONFIGS: &str = "/etc/kubernetes/kk";
+    /// containerd's CRI socket, as kubeadm and the kubelet take it.
+    pub const CRI_SOCKET: &str = "unix:///run/containerd/containerd.sock";
+    /// kube-apiserver's client certificate for kk's external etcd.
+    pub const APISERVER_ETCD_CLIENT_CERT: &str = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
+    /// Its key.
+    pub const APISERVER_ETCD_CLIENT_KEY: &str = "/etc/kubernetes/pki/apiserver-etcd-client.key";
 }
 
 /// kubeadm's newest config API: from kubeadm v1.31.

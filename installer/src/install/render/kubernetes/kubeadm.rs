@@ -4,6 +4,8 @@
 
 use std::net::IpAddr;
 
+use serde::Serialize;
+
 use super::{V1BETA4, Yaml, documents, kubeadm_api, map, paths, strings};
 
 /// The config API for `version`, or the error init and join report.
@@ -17,7 +19,8 @@ fn api_for(version: &str) -> Result<&'static str, String> {
 }
 
 /// How the external etcd (kk's own members) or kubeadm's stacked etcd is reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EtcdMode {
     /// kk's etcd members, reached with client certificates.
     External {
@@ -34,8 +37,9 @@ pub enum EtcdMode {
     Stacked,
 }
 
-/// What `kubeadm init` needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `kubeadm init` needs, but the bootstrap token ([`InitToken`]): all of it is decided by
+/// the plan, before any node is touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClusterInput {
     /// `v1.33.0`: `kubernetesVersion`, and the config API.
     pub version: String,
@@ -69,12 +73,18 @@ pub struct ClusterInput {
     pub proxy_mode: String,
     /// External or stacked etcd.
     pub etcd: EtcdMode,
-    /// The bootstrap token joins use (`bootstrapTokens[0].token`).
-    pub token: String,
-    /// Its lifetime (`24h0m0s`).
-    pub token_ttl: String,
     /// `unix:///run/containerd/containerd.sock`.
     pub cri_socket: String,
+}
+
+/// The bootstrap token `kubeadm init` registers. Made (or renewed) when the install runs, so it
+/// is the one part of init's configuration the plan cannot hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitToken<'a> {
+    /// The token joins use (`bootstrapTokens[0].token`).
+    pub token: &'a str,
+    /// Its remaining lifetime (`24h0m0s`).
+    pub ttl: &'a str,
 }
 
 /// kubeadm's extra arguments in the config API's shape: v1beta4 lists `{name, value}` (so a
@@ -125,7 +135,7 @@ fn families(cidrs: &str) -> (bool, bool) {
 ///   present only: it refuses a family-specific mask for a family the cluster lacks.
 /// - The kubelet uses the systemd cgroup driver (as containerd's runc is configured), and
 ///   kube-proxy's `clusterCIDR` is the pod subnet (comma-separated when dual stack).
-pub fn init_config(input: &ClusterInput) -> Result<String, String> {
+pub fn init_config(input: &ClusterInput, token: InitToken<'_>) -> Result<String, String> {
     let api = api_for(&input.version)?;
     let node_ip = node_ip_arg(&input.node_ips);
 
@@ -135,8 +145,8 @@ pub fn init_config(input: &ClusterInput) -> Result<String, String> {
         (
             "bootstrapTokens",
             Yaml::List(vec![map([
-                ("token", input.token.as_str().into()),
-                ("ttl", input.token_ttl.as_str().into()),
+                ("token", token.token.into()),
+                ("ttl", token.ttl.into()),
             ])]),
         ),
         (

@@ -90,12 +90,15 @@ fn cluster(version: &str, etcd: EtcdMode) -> ClusterInput {
         max_pods: 110,
         proxy_mode: "ipvs".to_owned(),
         etcd,
-        // Digits only in the secret half: it must stay a string, never become a number.
-        token: "abcdef.0123456789012345".to_owned(),
-        token_ttl: "24h0m0s".to_owned(),
         cri_socket: "unix:///run/containerd/containerd.sock".to_owned(),
     }
 }
+
+/// Digits only in the secret half: it must stay a string, never become a number.
+const TOKEN: InitToken<'static> = InitToken {
+    token: "abcdef.0123456789012345",
+    ttl: "24h0m0s",
+};
 
 fn external() -> EtcdMode {
     EtcdMode::External {
@@ -135,7 +138,7 @@ fn init_config_has_what_kubeadm_reads_in_each_api() {
         ("v1.33.0", "kubeadm.k8s.io/v1beta4", external()),
     ] {
         let stacked = etcd == EtcdMode::Stacked;
-        let text = init_config(&cluster(version, etcd)).expect("config");
+        let text = init_config(&cluster(version, etcd), TOKEN).expect("config");
         let docs = yaml_docs(&text);
         assert_eq!(docs.len(), 4, "{text}");
         assert!(!has_key(&Value::Array(docs.clone()), "imageRepository"));
@@ -218,7 +221,7 @@ fn init_config_has_what_kubeadm_reads_in_each_api() {
 #[test]
 fn init_config_refuses_versions_before_v1beta3() {
     for version in ["v1.21.0", "v1.19.16", "not-a-version"] {
-        let error = init_config(&cluster(version, EtcdMode::Stacked)).expect_err(version);
+        let error = init_config(&cluster(version, EtcdMode::Stacked), TOKEN).expect_err(version);
         assert!(error.contains(version), "{error}");
         let join = join_config(&join_input(version, None)).expect_err(version);
         assert!(join.contains(version), "{join}");
@@ -247,7 +250,7 @@ fn init_config_sets_the_node_masks_of_the_families_present() {
             let mut input = cluster(version, EtcdMode::Stacked);
             input.pod_subnet = pod_subnet.to_owned();
             input.service_subnet = "10.233.0.0/18,fd85:ee78:d8a6:8607::1000/116".to_owned();
-            let docs = yaml_docs(&init_config(&input).expect("config"));
+            let docs = yaml_docs(&init_config(&input, TOKEN).expect("config"));
             let config = kind(&docs, "ClusterConfiguration");
             assert_eq!(at(config, "/networking/podSubnet"), pod_subnet);
             assert_eq!(
@@ -271,7 +274,7 @@ fn init_config_sets_the_node_masks_of_the_families_present() {
             );
             // The kubelet reports both families when given both.
             input.node_ips.push(ip("fd85::11"));
-            let docs = yaml_docs(&init_config(&input).expect("config"));
+            let docs = yaml_docs(&init_config(&input, TOKEN).expect("config"));
             assert_eq!(
                 args(
                     at(

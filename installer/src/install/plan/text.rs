@@ -1,0 +1,127 @@
+//! `kk-install plan` as text: what the cluster gets in a few lines (kubeadm's input and every
+//! chart's values in full are in `--output json`), then per node, its steps in order.
+
+use std::fmt::Write as _;
+
+use super::{Action, ChartValues, KubernetesPlan, Plan, Step};
+use crate::install::render::kubernetes::EtcdMode;
+use crate::inventory::Inventory;
+
+impl Plan {
+    /// The plan as text: per node, its steps in order.
+    pub fn render(&self, inventory: &Inventory) -> String {
+        let mut text = format!(
+            "bundle {}\nregistry {} on {} ({})\ncluster domain {}\n",
+            self.bundle,
+            self.registry.address,
+            self.registry.node,
+            self.registry.ip,
+            self.cluster_domain
+        );
+        if let Some(kubernetes) = &self.kubernetes {
+            text.push_str(&kubernetes_summary(kubernetes));
+        }
+        // Step ids in one column, as wide as the longest.
+        let width = self.steps.iter().map(|s| s.id.len()).max().unwrap_or(0);
+        for host in inventory.hosts() {
+            let _ = writeln!(text, "\n{}:", host.name);
+            for step in self.steps.iter().filter(|s| s.nodes.contains(&host.name)) {
+                let _ = writeln!(text, "  {:<width$} {}", step.id, describe(&step.action));
+            }
+        }
+        let once: Vec<&Step> = self.steps.iter().filter(|s| s.nodes.is_empty()).collect();
+        if !once.is_empty() {
+            text.push_str("\non the installer machine:\n");
+            for step in once {
+                let _ = writeln!(text, "  {:<width$} {}", step.id, describe(&step.action));
+            }
+        }
+        text
+    }
+}
+
+/// Kubernetes in a few lines: who initialises, the endpoint, the ranges, etcd, every chart and
+/// where its values come from.
+fn kubernetes_summary(kubernetes: &KubernetesPlan) -> String {
+    let cluster = &kubernetes.cluster;
+    let etcd = match &cluster.etcd {
+        EtcdMode::Stacked => "stacked".to_owned(),
+        EtcdMode::External { endpoints, .. } => format!("external, {} members", endpoints.len()),
+    };
+    let mut text = format!(
+        "kubernetes {}: kubeadm init on {}, endpoint {}, pods {}, services {}, etcd {etcd}\n",
+        cluster.version,
+        cluster.node_name,
+        cluster.endpoint,
+        cluster.pod_subnet,
+        cluster.service_subnet,
+    );
+    for (phase, what, chart) in kubernetes.charts() {
+        let lines = chart.values.yaml().lines().count();
+        let source = match &chart.values {
+            ChartValues::Cni { .. } => "rendered from the config".to_owned(),
+            ChartValues::Addon {
+                file: None, set, ..
+            } => format!("{} --set", set.len()),
+            ChartValues::Addon {
+                file: Some(file),
+                set,
+                ..
+            } => format!("{}, {} --set", file.display(), set.len()),
+        };
+        let _ = writeln!(
+            text,
+            "chart {} as {phase}.{what}: values {source} ({lines} lines)",
+            chart.fetch.name
+        );
+    }
+    text.push_str("(`--output json` shows kubeadm's input and every chart's values)\n");
+    text
+}
+
+/// A short description of an action for `kk-install plan`.
+fn describe(action: &Action) -> String {
+    match action {
+        Action::Hooks => "run the hook scripts".to_owned(),
+        Action::Precheck => "gather facts, check every rule".to_owned(),
+        Action::Installer => "copy kk-install to /usr/local/bin".to_owned(),
+        Action::Hostname => "host name = the inventory name".to_owned(),
+        Action::Swap => "swap off, now and in /etc/fstab".to_owned(),
+        Action::Modules => "load overlay, br_netfilter; /etc/modules-load.d/kk.conf".to_owned(),
+        Action::Sysctl { ipv6 } => format!(
+            "forwarding{} and bridge netfilter; /etc/sysctl.d/99-kk.conf",
+            if *ipv6 { " (IPv4 and IPv6)" } else { "" }
+        ),
+        Action::Hosts => "map every node and the registry in /etc/hosts".to_owned(),
+        Action::VerifyOs => "check swap, modules and sysctls for real".to_owned(),
+        Action::IssueCertificates => "make the cluster's certificates in <work dir>/pki".to_owned(),
+        Action::Certificates => "copy this node's certificates".to_owned(),
+        Action::UnpackBundle => "copy the bundle, unpack it into /var/lib/kk/store".to_owned(),
+        Action::RegistryService => "install and start kk-registry.service".to_owned(),
+        Action::RegistryReady => "wait for the registry over TLS".to_owned(),
+        Action::Fetch { binaries } => format!(
+            "fetch {} from the registry",
+            binaries
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Action::Containerd => "containerd config, mirrors, unit; start".to_owned(),
+        Action::PullProbe => "pull the pause image through the mirrors".to_owned(),
+        Action::EtcdService => "etcd unit; start the member".to_owned(),
+        Action::EtcdHealth => "wait until every member is healthy".to_owned(),
+        Action::KubeletService => "kubelet unit and kubeadm drop-in; enable".to_owned(),
+        Action::BootstrapToken => "make the bootstrap token, or replace it once expired".to_owned(),
+        Action::KubeVipBootstrap => "kube-vip static pod for kubeadm init".to_owned(),
+        Action::KubeadmInit => "kubeadm config; kubeadm init".to_owned(),
+        Action::JoinControlPlane => "kubeadm join --control-plane".to_owned(),
+        Action::InternalLoadBalancer => "haproxy static pod over the control planes".to_owned(),
+        Action::JoinWorker => "kubeadm join".to_owned(),
+        Action::KubeVip => "kube-vip static pod".to_owned(),
+        Action::Chart { chart } => format!(
+            "chart {} into namespace {}: helm template, check images, kubectl apply",
+            chart.fetch.name, chart.namespace
+        ),
+    }
+}
