@@ -137,8 +137,11 @@ pub async fn measure(
             etcd_fsync_p99_seconds.insert(node.name().to_owned(), p99);
         }
     }
-    let vip_answers = match &config.kubernetes.control_plane_endpoint.kind {
-        EndpointKind::KubeVip(vip) => Some(answers(vip.address).await),
+    let endpoint = &config.kubernetes.control_plane_endpoint;
+    let vip_answers = match &endpoint.kind {
+        EndpointKind::KubeVip(vip) => {
+            Some(answers(probe_addresses(vip.address, endpoint.port)).await)
+        }
         _ => None,
     };
     ClusterFacts {
@@ -193,15 +196,28 @@ fn fio_p99(json: &str) -> Option<f64> {
     Some(nanos / 1e9)
 }
 
-/// Whether anything answers at `address`: a TCP connection to the API server port or SSH that
-/// is accepted or actively refused means a machine holds the address.
-async fn answers(address: IpAddr) -> bool {
+/// SSH's port: a machine holding the address most likely answers there.
+const SSH_PORT: u16 = 22;
+
+/// Where the VIP probe knocks for `address`: the API server's port of the control-plane
+/// endpoint (what would clash with kube-vip), then SSH.
+fn probe_addresses(address: IpAddr, api_server_port: u16) -> Vec<SocketAddr> {
+    let mut ports = vec![api_server_port];
+    if api_server_port != SSH_PORT {
+        ports.push(SSH_PORT);
+    }
+    ports
+        .into_iter()
+        .map(|port| SocketAddr::new(address, port))
+        .collect()
+}
+
+/// Whether anything answers at one of `addresses`: a TCP connection that is accepted or
+/// actively refused means a machine holds the address.
+async fn answers(addresses: Vec<SocketAddr>) -> bool {
     tokio::task::spawn_blocking(move || {
-        [6443, 22].iter().any(|port| {
-            match TcpStream::connect_timeout(
-                &SocketAddr::new(address, *port),
-                Duration::from_secs(1),
-            ) {
+        addresses.iter().any(|address| {
+            match TcpStream::connect_timeout(address, Duration::from_secs(1)) {
                 Ok(_) => true,
                 Err(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
             }
@@ -253,7 +269,23 @@ pub fn bundle_facts(bundle: &Bundle) -> BundleFacts {
 
 #[cfg(test)]
 mod tests {
-    use super::fio_p99;
+    use super::{fio_p99, probe_addresses};
+
+    #[test]
+    fn the_vip_probe_knocks_at_the_endpoint_port_then_ssh() {
+        let vip = "10.0.0.100".parse().expect("ip");
+        for (port, expected) in [
+            (6443, &["10.0.0.100:6443", "10.0.0.100:22"][..]),
+            (8443, &["10.0.0.100:8443", "10.0.0.100:22"][..]),
+            (22, &["10.0.0.100:22"][..]),
+        ] {
+            let addresses: Vec<String> = probe_addresses(vip, port)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            assert_eq!(addresses, expected, "{port}");
+        }
+    }
 
     #[test]
     fn reads_the_p99_fdatasync_latency_of_fio() {
