@@ -46,7 +46,9 @@ fn kubernetes_summary(kubernetes: &KubernetesPlan) -> String {
     let cluster = &kubernetes.cluster;
     let etcd = match &cluster.etcd {
         EtcdMode::Stacked => "stacked".to_owned(),
-        EtcdMode::External { endpoints, .. } => format!("external, {} members", endpoints.len()),
+        EtcdMode::External { endpoints, .. } => {
+            format!("external ({})", count(endpoints.len(), "member"))
+        }
     };
     let mut text = format!(
         "kubernetes {}: kubeadm init on {}, endpoint {}, pods {}, services {}, etcd {etcd}\n",
@@ -57,26 +59,50 @@ fn kubernetes_summary(kubernetes: &KubernetesPlan) -> String {
         cluster.service_subnet,
     );
     for (phase, what, chart) in kubernetes.charts() {
-        let lines = chart.values.yaml().lines().count();
+        let lines = count(chart.values.yaml().lines().count(), "line");
         let source = match &chart.values {
-            ChartValues::Cni { .. } => "rendered from the config".to_owned(),
+            ChartValues::Cni { .. } => format!("values rendered from the config ({lines})"),
             ChartValues::Addon {
                 file: None, set, ..
-            } => format!("{} --set", set.len()),
+            } => {
+                format!("no values file{}", set_pairs(set))
+            }
             ChartValues::Addon {
                 file: Some(file),
                 set,
                 ..
-            } => format!("{}, {} --set", file.display(), set.len()),
+            } => format!(
+                "values from `{}` ({lines}){}",
+                file.display(),
+                set_pairs(set)
+            ),
         };
         let _ = writeln!(
             text,
-            "chart {} as {phase}.{what}: values {source} ({lines} lines)",
+            "chart {} as {phase}.{what}: {source}",
             chart.fetch.name
         );
     }
     text.push_str("(`--output json` shows kubeadm's input and every chart's values)\n");
     text
+}
+
+/// `n` and `word`, plural but for one.
+fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// An addon's `--set` pairs, after a comma; nothing without any.
+fn set_pairs(set: &[String]) -> String {
+    if set.is_empty() {
+        String::new()
+    } else {
+        format!(", --set {}", set.join(" "))
+    }
 }
 
 /// A short description of an action for `kk-install plan`.
