@@ -14,11 +14,13 @@ use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventor
 mod charts;
 mod content;
 mod kubernetes;
+mod pki;
 mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
 pub use kubernetes::KubernetesPlan;
+pub use pki::{CertificateSet, PkiPlan};
 
 /// The phases of an install, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -292,6 +294,8 @@ pub struct Plan {
     pub image_hosts: Vec<String>,
     /// The `etcd` hosts with their addresses, in inventory order.
     pub etcd_members: Vec<(String, IpAddr)>,
+    /// The cluster's certificates and which node gets which.
+    pub pki: PkiPlan,
     /// Kubernetes, when the bundle carries kubeadm.
     pub kubernetes: Option<KubernetesPlan>,
     /// Every image of the bundle by its original reference.
@@ -363,6 +367,7 @@ impl Plan {
             steps.extend(post);
         }
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         Ok(Self {
             bundle: identity,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
@@ -372,6 +377,7 @@ impl Plan {
             pause_image,
             image_hosts: content.image_hosts.clone(),
             etcd_members,
+            pki,
             kubernetes,
             images: content.images,
             steps,

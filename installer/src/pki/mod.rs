@@ -70,7 +70,7 @@ pub const KUBERNETES_PKI: &str = "/etc/kubernetes/pki";
 pub const KK_PKI: &str = "/etc/kk/pki";
 
 /// What the cluster's certificates must cover.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PkiSpec {
     /// The cluster's DNS domain, e.g. `cluster.local`.
     pub cluster_domain: String,
@@ -89,7 +89,7 @@ pub struct PkiSpec {
 }
 
 /// A node as its certificates name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Member {
     /// Its name: a DNS name, which for etcd members is also a directory name.
     pub name: String,
@@ -98,7 +98,7 @@ pub struct Member {
 }
 
 /// The names the kk registry is reached by.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RegistryNames {
     /// DNS names.
     pub dns: Vec<String>,

@@ -521,3 +521,48 @@ fn late_failures_are_plan_errors() {
     // Without the CNI's chart the image is not needed.
     plan(INVENTORY, "  cni: {type: none}\n", &["node"]).expect("no CNI");
 }
+
+#[test]
+fn the_pki_plan_names_the_cluster_and_gives_each_node_its_certificates() {
+    use CertificateSet::{ControlPlane, EtcdMember, Registry, StackedEtcd, Trust};
+    let kube_vip = "  kubernetes:\n    control_plane_endpoint: {type: kube-vip, kube_vip: {address: 10.0.0.100}}\n";
+    let external = plan(
+        INVENTORY,
+        &format!("  etcd: {{deployment_type: external}}\n{kube_vip}"),
+        &[],
+    )
+    .expect("plan");
+    let pki = &external.pki;
+    assert_eq!(
+        pki.nodes["cp1"],
+        [Trust, Registry, ControlPlane, EtcdMember]
+    );
+    assert_eq!(pki.nodes["w1"], [Trust, EtcdMember]);
+    let spec = &pki.spec;
+    assert_eq!(spec.cluster_domain, "cluster.local");
+    let names = |members: &[crate::pki::Member]| -> Vec<String> {
+        members.iter().map(|m| m.name.clone()).collect()
+    };
+    assert_eq!(names(&spec.control_planes), ["cp1"]);
+    assert_eq!(names(&spec.etcd_members), ["cp1", "w1", "w2"]);
+    assert_eq!(
+        spec.service_ips,
+        ["10.233.0.1".parse::<IpAddr>().expect("ip")]
+    );
+    assert_eq!(spec.extra_apiserver_sans, ["10.0.0.100"]);
+    assert_eq!(spec.endpoint_host, "lb.kubesphere.local");
+    assert_eq!(spec.registry.dns, ["dockerhub.kubekey.local"]);
+    assert_eq!(
+        spec.registry.ips,
+        ["10.0.0.1".parse::<IpAddr>().expect("ip")]
+    );
+
+    let stacked = plan(INVENTORY, "  etcd: {deployment_type: internal}\n", &[]).expect("plan");
+    assert_eq!(
+        stacked.pki.nodes["cp1"],
+        [Trust, Registry, ControlPlane, StackedEtcd]
+    );
+    assert_eq!(stacked.pki.nodes["w2"], [Trust]);
+    assert!(stacked.pki.spec.etcd_members.is_empty());
+    assert!(stacked.pki.spec.extra_apiserver_sans.is_empty());
+}
