@@ -13,12 +13,14 @@ use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventor
 
 mod charts;
 mod content;
+mod kube_vip;
 mod kubernetes;
 mod pki;
 mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
+pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
 pub use pki::{CertificateSet, PkiPlan};
 
@@ -363,7 +365,7 @@ impl Plan {
         let mut steps = steps(&groups, ipv6, runtime_binaries, etcd_binary);
         if let Some(kubernetes) = &kubernetes {
             let post = steps.pop();
-            steps.extend(kubernetes.steps(config));
+            steps.extend(kubernetes.steps());
             steps.extend(post);
         }
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;

@@ -6,19 +6,14 @@
 //! been initialised or joined, and kubeadm is not run there again (a changed config is written
 //! but not applied to a running node — kubeadm has no such operation).
 
-use std::net::IpAddr;
-
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::bootstrap::{self, BootstrapToken};
-use crate::install::plan::KubernetesPlan;
+use crate::install::plan::{KubeVipPlan, KubernetesPlan, VipInterface};
 use crate::install::render::kubernetes::paths::{
-    ADMIN_CONF, CRI_SOCKET, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST,
-    KUBEADM_DROPIN, KUBELET_UNIT, SUPER_ADMIN_CONF,
+    ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST, KUBEADM_DROPIN,
+    KUBELET_UNIT,
 };
-use crate::install::render::kubernetes::{
-    self as k8s, InitToken, JoinInput, KubeVipInput, VipMode,
-};
-use crate::inventory::{EndpointKind, KubeVipMode};
+use crate::install::render::kubernetes::{self as k8s, InitToken, JoinToken, KubeVipInput};
 use crate::ssh::{Node, quote};
 
 /// The file whose presence means the node has been initialised or joined.
@@ -36,6 +31,13 @@ fn kubernetes<'a>(cx: &'a Cx<'_>) -> Result<&'a KubernetesPlan, String> {
         .kubernetes
         .as_ref()
         .ok_or_else(|| "the bundle carries no Kubernetes (no kubeadm)".to_owned())
+}
+
+fn kube_vip<'a>(cx: &'a Cx<'_>) -> Result<&'a KubeVipPlan, String> {
+    kubernetes(cx)?
+        .kube_vip
+        .as_ref()
+        .ok_or_else(|| "the control-plane endpoint is not kube-vip".to_owned())
 }
 
 fn bootstrap<'a>(cx: &'a Cx<'_>) -> Result<&'a Bootstrap, String> {
@@ -116,52 +118,35 @@ pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, Str
 
 /// The kube-vip manifest for `node`, mounting `kubeconfig`.
 async fn kube_vip_manifest(cx: &Cx<'_>, node: &Node, kubeconfig: &str) -> Result<String, String> {
-    let plan = kubernetes(cx)?;
-    let EndpointKind::KubeVip(vip) = &cx.config.kubernetes.control_plane_endpoint.kind else {
-        return Err("the control-plane endpoint is not kube-vip".to_owned());
+    let vip = kube_vip(cx)?;
+    let announce = vip
+        .nodes
+        .get(node.name())
+        .ok_or_else(|| format!("the plan runs no kube-vip on `{}`", node.name()))?;
+    let interface = match &announce.interface {
+        VipInterface::Named { name } => name.clone(),
+        VipInterface::Holding { address } => {
+            let found = sh(
+                node,
+                &format!(
+                    "ip -o addr show | awk -v ip={} '{{split($4, a, \"/\"); if (a[1] == ip) {{print $2; exit}}}}'",
+                    quote(&address.to_string())
+                ),
+            )
+            .await?;
+            let found = found.trim();
+            if found.is_empty() {
+                return Err(format!("no interface of `{}` holds {address}", node.name()));
+            }
+            found.to_owned()
+        }
     };
-    let ip = node_ip(plan, node.name())?;
-    // BGP announces the address from the loopback (kube-vip's and KubeKey's way); ARP answers
-    // on the interface that holds the node's address, found on the node itself.
-    let interface = if vip.mode == KubeVipMode::Bgp {
-        "lo".to_owned()
-    } else {
-        sh(
-        node,
-        &format!(
-            "ip -o addr show | awk -v ip={} '{{split($4, a, \"/\"); if (a[1] == ip) {{print $2; exit}}}}'",
-            quote(&ip.to_string())
-        ),
-    )
-    .await?
-    };
-    let interface = interface.trim();
-    if interface.is_empty() {
-        return Err(format!("no interface of `{}` holds {ip}", node.name()));
-    }
-    let mode = match vip.mode {
-        KubeVipMode::Arp => VipMode::Arp,
-        KubeVipMode::Bgp => VipMode::Bgp {
-            router_id: ip,
-            peers: plan
-                .control_planes
-                .iter()
-                .filter(|(name, _)| name != node.name())
-                .map(|(_, ip)| *ip)
-                .collect(),
-            asn: 65000,
-        },
-    };
-    let image = plan
-        .kube_vip_image
-        .clone()
-        .ok_or("the plan has no kube-vip image")?;
     Ok(k8s::kube_vip_manifest(&KubeVipInput {
-        image,
+        image: vip.image.clone(),
         address: vip.address,
-        port: plan.endpoint_port,
-        interface: interface.to_owned(),
-        mode,
+        port: vip.port,
+        interface,
+        mode: announce.mode.clone(),
         kubeconfig: kubeconfig.to_owned(),
     }))
 }
@@ -174,12 +159,7 @@ pub(super) async fn vip_bootstrap(cx: &Cx<'_>, node: &Node) -> StepResult {
     if is_joined(node).await? {
         return Ok(Outcome::default());
     }
-    let plan = kubernetes(cx)?;
-    let kubeconfig = if k8s::kube_vip_needs_super_admin(&plan.version) {
-        SUPER_ADMIN_CONF
-    } else {
-        ADMIN_CONF
-    };
+    let kubeconfig = &kube_vip(cx)?.bootstrap_kubeconfig;
     let manifest = kube_vip_manifest(cx, node, kubeconfig).await?;
     put(cx, node, manifest.as_bytes(), KUBE_VIP_MANIFEST, 0o600).await
 }
@@ -189,23 +169,6 @@ pub(super) async fn vip_bootstrap(cx: &Cx<'_>, node: &Node) -> StepResult {
 pub(super) async fn vip(cx: &Cx<'_>, node: &Node) -> StepResult {
     let manifest = kube_vip_manifest(cx, node, ADMIN_CONF).await?;
     put(cx, node, manifest.as_bytes(), KUBE_VIP_MANIFEST, 0o600).await
-}
-
-/// The kubelet's `--node-ip` for `node`, as the plan decided it.
-fn node_ips(plan: &KubernetesPlan, name: &str) -> Result<Vec<IpAddr>, String> {
-    plan.node_ips
-        .get(name)
-        .cloned()
-        .ok_or_else(|| format!("`{name}` is not a Kubernetes node of the plan"))
-}
-
-fn node_ip(plan: &KubernetesPlan, name: &str) -> Result<IpAddr, String> {
-    plan.control_planes
-        .iter()
-        .chain(&plan.workers)
-        .find(|(n, _)| n == name)
-        .map(|(_, ip)| *ip)
-        .ok_or_else(|| format!("`{name}` is not a Kubernetes node of the plan"))
 }
 
 /// `kubernetes.init`: kk's kubeadm config, and `kubeadm init` unless the node was initialised.
@@ -253,27 +216,16 @@ pub(super) async fn join(cx: &Cx<'_>, node: &Node, control_plane: bool) -> StepR
             ..Outcome::default()
         });
     }
-    let plan = kubernetes(cx)?;
+    let input = kubernetes(cx)?
+        .joins
+        .get(node.name())
+        .ok_or_else(|| format!("the plan does not join `{}`", node.name()))?;
     let bootstrap = bootstrap(cx)?;
-    let ip = node_ip(plan, node.name())?;
-    // haproxy's static pod is in place before a worker joins (the kubelet needs the endpoint
-    // to register), and kubeadm's join refuses a non-empty manifests directory unless told.
-    let ignore = if !control_plane && plan.haproxy_image.is_some() {
-        vec!["DirAvailable--etc-kubernetes-manifests".to_owned()]
-    } else {
-        Vec::new()
+    let token = JoinToken {
+        token: &bootstrap.token.token,
+        ca_cert_hash: &bootstrap.ca_cert_hash,
     };
-    let config = k8s::join_config(&JoinInput {
-        version: plan.version.clone(),
-        node_name: node.name().to_owned(),
-        node_ips: node_ips(plan, node.name())?,
-        endpoint: plan.endpoint(),
-        token: bootstrap.token.token.clone(),
-        ca_cert_hash: bootstrap.ca_cert_hash.clone(),
-        control_plane: control_plane.then_some((ip, plan.endpoint_port)),
-        ignore_preflight_errors: ignore,
-        cri_socket: CRI_SOCKET.to_owned(),
-    })?;
+    let config = k8s::join_config(input, token)?;
     let mut outcome = put(cx, node, config.as_bytes(), &path, 0o600).await?;
     let after = if control_plane {
         format!(" && {}", admin_kubeconfig())

@@ -9,13 +9,14 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::{
-    Action, BinaryFetch, ChartInstall, Content, Phase, Step, add_step, address_of, charts,
+    Action, BinaryFetch, ChartInstall, Content, KubeVipPlan, Phase, Step, add_step, address_of,
+    charts,
 };
 use crate::error::PlanError;
 use crate::install::render::kubernetes::paths::{
     APISERVER_ETCD_CLIENT_CERT, APISERVER_ETCD_CLIENT_KEY, CRI_SOCKET,
 };
-use crate::install::render::kubernetes::{ClusterInput, EtcdMode, kubeadm_api};
+use crate::install::render::kubernetes::{ClusterInput, EtcdMode, JoinInput, kubeadm_api};
 use crate::install::render::{etcd_client_urls, paths};
 use crate::inventory::{Config, EndpointKind, EtcdDeploymentType, Host, Inventory, Role};
 
@@ -37,13 +38,16 @@ pub struct KubernetesPlan {
     pub endpoint_port: u16,
     /// etcd as kubeadm's static pods (`etcd.deployment_type: internal`).
     pub stacked_etcd: bool,
-    /// The kube-vip image, with `type: kube-vip`.
-    pub kube_vip_image: Option<String>,
+    /// kube-vip on the control planes, with `type: kube-vip`.
+    pub kube_vip: Option<KubeVipPlan>,
     /// The haproxy image, with `type: haproxy`.
     pub haproxy_image: Option<String>,
     /// kubeadm's input for `kubeadm init` on the first control plane, all but the bootstrap
     /// token (made when the install runs).
     pub cluster: ClusterInput,
+    /// By inventory name: kubeadm's input for `kubeadm join` on every other control plane and
+    /// every worker, all but the token and the CA's hash.
+    pub joins: BTreeMap<String, JoinInput>,
     binaries: Vec<BinaryFetch>,
     helm: Option<BinaryFetch>,
     charts: Vec<(Phase, String, ChartInstall)>,
@@ -88,8 +92,14 @@ impl KubernetesPlan {
             .map(|host| Ok((host.name.clone(), node_ips(host, dual_stack)?)))
             .collect::<Result<BTreeMap<_, _>, PlanError>>()?;
         let endpoint = &config.kubernetes.control_plane_endpoint;
-        let kube_vip_image = match endpoint.kind {
-            EndpointKind::KubeVip(_) => Some(content.image_named("kube-vip/kube-vip")?),
+        let kube_vip = match &endpoint.kind {
+            EndpointKind::KubeVip(vip) => Some(KubeVipPlan::new(
+                vip,
+                content.image_named("kube-vip/kube-vip")?,
+                endpoint.port,
+                version,
+                &control_planes,
+            )),
             _ => None,
         };
         let haproxy_image = match endpoint.kind {
@@ -114,6 +124,13 @@ impl KubernetesPlan {
             Some(content.binary("helm", "/usr/local/bin", &["helm"])?)
         };
         let cluster = cluster_input(config, shared, &control_planes[0], &node_ips);
+        let joins = joins(
+            &cluster,
+            &control_planes,
+            &workers,
+            &node_ips,
+            haproxy_image.is_some(),
+        );
         Ok(Self {
             version: version.to_owned(),
             control_planes,
@@ -122,9 +139,10 @@ impl KubernetesPlan {
             endpoint_host: endpoint.host.clone(),
             endpoint_port: endpoint.port,
             stacked_etcd: config.etcd.deployment_type == EtcdDeploymentType::Internal,
-            kube_vip_image,
+            kube_vip,
             haproxy_image,
             cluster,
+            joins,
             binaries,
             helm,
             charts,
@@ -149,7 +167,7 @@ impl KubernetesPlan {
     }
 
     /// The kubernetes, network and addons steps.
-    pub(super) fn steps(&self, config: &Config) -> Vec<Step> {
+    pub(super) fn steps(&self) -> Vec<Step> {
         let names = |list: &[(String, IpAddr)]| -> Vec<String> {
             list.iter().map(|(name, _)| name.clone()).collect()
         };
@@ -158,10 +176,7 @@ impl KubernetesPlan {
         let first = vec![self.first_control_plane().to_owned()];
         let others = control_planes[1..].to_vec();
         let all: Vec<String> = control_planes.iter().chain(&workers).cloned().collect();
-        let kube_vip = matches!(
-            config.kubernetes.control_plane_endpoint.kind,
-            EndpointKind::KubeVip(_)
-        );
+        let kube_vip = self.kube_vip.is_some();
         let mut steps = Vec::new();
         let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
             add_step(&mut steps, phase, what, action, nodes);
@@ -251,6 +266,42 @@ fn cluster_input(
         etcd,
         cri_socket: CRI_SOCKET.to_owned(),
     }
+}
+
+/// kubeadm's join input of every node but the first control plane, by name.
+fn joins(
+    cluster: &ClusterInput,
+    control_planes: &[(String, IpAddr)],
+    workers: &[(String, IpAddr)],
+    node_ips: &BTreeMap<String, Vec<IpAddr>>,
+    haproxy: bool,
+) -> BTreeMap<String, JoinInput> {
+    let join = |name: &str, control_plane: Option<(IpAddr, u16)>| {
+        // haproxy's static pod is in place before a worker joins (the kubelet needs the
+        // endpoint to register), and kubeadm's join refuses a non-empty manifests directory
+        // unless told.
+        let ignore_preflight_errors = if control_plane.is_none() && haproxy {
+            vec!["DirAvailable--etc-kubernetes-manifests".to_owned()]
+        } else {
+            Vec::new()
+        };
+        JoinInput {
+            version: cluster.version.clone(),
+            node_name: name.to_owned(),
+            node_ips: node_ips.get(name).cloned().unwrap_or_default(),
+            endpoint: cluster.endpoint.clone(),
+            control_plane,
+            ignore_preflight_errors,
+            cri_socket: cluster.cri_socket.clone(),
+        }
+    };
+    let control_planes = control_planes[1..]
+        .iter()
+        .map(|(name, ip)| (name.clone(), join(name, Some((*ip, cluster.bind_port)))));
+    let workers = workers
+        .iter()
+        .map(|(name, _)| (name.clone(), join(name, None)));
+    control_planes.chain(workers).collect()
 }
 
 /// `hosts` with their plan addresses.

@@ -2,6 +2,7 @@ use bundle_spec::ArtifactKind;
 use bundle_spec::description::Artifact;
 
 use super::*;
+use crate::install::render::kubernetes::VipMode;
 
 fn artifact(kind: ArtifactKind, name: &str, version: &str, reference: &str) -> Artifact {
     Artifact {
@@ -320,7 +321,7 @@ fn kubernetes_steps_init_once_join_the_rest_and_place_the_endpoint() {
     assert_eq!(kubernetes.first_control_plane(), "cp1");
     assert_eq!(kubernetes.endpoint(), "lb.kubesphere.local:6443");
     assert_eq!(
-        kubernetes.kube_vip_image.as_deref(),
+        kubernetes.kube_vip.as_ref().map(|vip| vip.image.as_str()),
         Some("ghcr.io/kube-vip/kube-vip:v0.8.9")
     );
     let cni = chart_values(&ha, "network.cni");
@@ -565,4 +566,84 @@ fn the_pki_plan_names_the_cluster_and_gives_each_node_its_certificates() {
     assert_eq!(stacked.pki.nodes["w2"], [Trust]);
     assert!(stacked.pki.spec.etcd_members.is_empty());
     assert!(stacked.pki.spec.extra_apiserver_sans.is_empty());
+}
+
+#[test]
+fn kube_vip_announces_by_arp_on_the_nodes_interface_or_by_bgp_from_lo() {
+    let spec = |mode: &str| {
+        format!(
+            "  kubernetes:\n    control_plane_endpoint: {{type: kube-vip, port: 8443, kube_vip: {{address: 10.0.0.100, mode: {mode}}}}}\n"
+        )
+    };
+    let ip = |text: &str| text.parse::<IpAddr>().expect("ip");
+    let arp = plan(HA_INVENTORY, &spec("ARP"), &[]).expect("plan");
+    let vip = arp
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.kube_vip.clone())
+        .expect("kube-vip");
+    assert_eq!((vip.address, vip.port), (ip("10.0.0.100"), 8443));
+    assert_eq!(vip.bootstrap_kubeconfig, "/etc/kubernetes/super-admin.conf");
+    assert_eq!(vip.nodes.keys().collect::<Vec<_>>(), ["cp1", "cp2"]);
+    assert_eq!(
+        vip.nodes["cp2"],
+        VipAnnounce {
+            interface: VipInterface::Holding {
+                address: ip("10.0.0.4")
+            },
+            mode: VipMode::Arp,
+        }
+    );
+    let bgp = plan(HA_INVENTORY, &spec("BGP"), &[]).expect("plan");
+    let vip = bgp
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.kube_vip.clone())
+        .expect("kube-vip");
+    assert_eq!(
+        vip.nodes["cp1"],
+        VipAnnounce {
+            interface: VipInterface::Named {
+                name: "lo".to_owned()
+            },
+            mode: VipMode::Bgp {
+                router_id: ip("10.0.0.1"),
+                peers: vec![ip("10.0.0.4")],
+                asn: 65000,
+            },
+        }
+    );
+}
+
+#[test]
+fn every_node_but_the_first_control_plane_joins_as_the_plan_says() {
+    let ha = plan(
+        HA_INVENTORY,
+        "  kubernetes:\n    control_plane_endpoint: {type: haproxy}\n",
+        &[],
+    )
+    .expect("plan");
+    let kubernetes = ha.kubernetes.as_ref().expect("kubernetes");
+    assert_eq!(
+        kubernetes.joins.keys().collect::<Vec<_>>(),
+        ["cp2", "w1", "w2"]
+    );
+    let cp2 = &kubernetes.joins["cp2"];
+    assert_eq!(
+        cp2.control_plane,
+        Some(("10.0.0.4".parse().expect("ip"), 6443))
+    );
+    assert!(cp2.ignore_preflight_errors.is_empty());
+    assert_eq!(cp2.endpoint, "lb.kubesphere.local:6443");
+    let w1 = &kubernetes.joins["w1"];
+    assert_eq!(w1.control_plane, None);
+    assert_eq!(w1.node_ips, ["10.0.0.2".parse::<IpAddr>().expect("ip")]);
+    // haproxy's static pod is in the manifests directory before a worker joins.
+    assert_eq!(
+        w1.ignore_preflight_errors,
+        ["DirAvailable--etc-kubernetes-manifests"]
+    );
+    let local = plan(HA_INVENTORY, "", &[]).expect("plan");
+    let kubernetes = local.kubernetes.as_ref().expect("kubernetes");
+    assert!(kubernetes.joins["w1"].ignore_preflight_errors.is_empty());
 }

@@ -4,13 +4,16 @@
 
 use std::net::IpAddr;
 
+use serde::Serialize;
+
 use super::{Yaml, documents, map, paths, strings};
 
 /// The port of haproxy's `/healthz` frontend, which the Pod's probes ask (as KubeKey's).
 pub const HAPROXY_HEALTH_PORT: u16 = 8081;
 
 /// How kube-vip announces the control plane's virtual address.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum VipMode {
     /// Gratuitous ARP from the elected leader (one layer-2 segment).
     Arp,

@@ -247,8 +247,9 @@ fn node_ip_arg(ips: &[IpAddr]) -> String {
         .join(",")
 }
 
-/// What `kubeadm join` needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `kubeadm join` needs, but the bootstrap token and the CA's hash ([`JoinToken`]): all
+/// of it is decided by the plan, before any node is touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JoinInput {
     /// `v1.33.0`: the config API.
     pub version: String,
@@ -258,10 +259,6 @@ pub struct JoinInput {
     pub node_ips: Vec<IpAddr>,
     /// The API server to discover the cluster through (`host:port`).
     pub endpoint: String,
-    /// The bootstrap token.
-    pub token: String,
-    /// `sha256:<hex>` of the cluster CA's public key (`caCertHashes`).
-    pub ca_cert_hash: String,
     /// For a control plane, the address and port its API server advertises.
     pub control_plane: Option<(IpAddr, u16)>,
     /// `nodeRegistration.ignorePreflightErrors`.
@@ -270,11 +267,21 @@ pub struct JoinInput {
     pub cri_socket: String,
 }
 
+/// How a joining node finds and trusts the cluster: made when the install runs (the token may
+/// be renewed, the CA is issued then), so not part of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JoinToken<'a> {
+    /// The bootstrap token.
+    pub token: &'a str,
+    /// `sha256:<hex>` of the cluster CA's public key (`caCertHashes`).
+    pub ca_cert_hash: &'a str,
+}
+
 /// `kubeadm join --config`'s `JoinConfiguration`, in the config API of the version: discovery
 /// through the bootstrap token with the CA pinned by its hash, and for a control plane its
 /// `localAPIEndpoint`. No `certificateKey`: kk copies the shared certificates itself, so
 /// kubeadm has nothing to download.
-pub fn join_config(input: &JoinInput) -> Result<String, String> {
+pub fn join_config(input: &JoinInput, token: JoinToken<'_>) -> Result<String, String> {
     let api = api_for(&input.version)?;
     let mut registration = vec![
         ("name", input.node_name.as_str().into()),
@@ -299,8 +306,8 @@ pub fn join_config(input: &JoinInput) -> Result<String, String> {
                 "bootstrapToken",
                 map([
                     ("apiServerEndpoint", input.endpoint.as_str().into()),
-                    ("token", input.token.as_str().into()),
-                    ("caCertHashes", strings([&input.ca_cert_hash])),
+                    ("token", token.token.into()),
+                    ("caCertHashes", strings([token.ca_cert_hash])),
                 ]),
             )]),
         ),

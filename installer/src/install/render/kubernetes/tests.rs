@@ -223,7 +223,7 @@ fn init_config_refuses_versions_before_v1beta3() {
     for version in ["v1.21.0", "v1.19.16", "not-a-version"] {
         let error = init_config(&cluster(version, EtcdMode::Stacked), TOKEN).expect_err(version);
         assert!(error.contains(version), "{error}");
-        let join = join_config(&join_input(version, None)).expect_err(version);
+        let join = join_config(&join_input(version, None), JOIN_TOKEN).expect_err(version);
         assert!(join.contains(version), "{join}");
     }
 }
@@ -293,15 +293,17 @@ fn init_config_sets_the_node_masks_of_the_families_present() {
     }
 }
 
+const JOIN_TOKEN: JoinToken<'static> = JoinToken {
+    token: "abcdef.0123456789abcdef",
+    ca_cert_hash: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+};
+
 fn join_input(version: &str, control_plane: Option<(IpAddr, u16)>) -> JoinInput {
     JoinInput {
         version: version.to_owned(),
         node_name: "node2".to_owned(),
         node_ips: vec![ip("192.168.0.12")],
         endpoint: "lb.kubesphere.local:6443".to_owned(),
-        token: "abcdef.0123456789abcdef".to_owned(),
-        ca_cert_hash: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-            .to_owned(),
         control_plane,
         ignore_preflight_errors: Vec::new(),
         cri_socket: "unix:///run/containerd/containerd.sock".to_owned(),
@@ -321,7 +323,7 @@ fn join_config_discovers_by_token_and_pins_the_ca() {
                 input.ignore_preflight_errors =
                     vec!["FileAvailable--etc-kubernetes-pki-ca.crt".to_owned()];
             }
-            let join = yaml(&join_config(&input).expect("config"));
+            let join = yaml(&join_config(&input, JOIN_TOKEN).expect("config"));
             assert_eq!(join["apiVersion"], api);
             assert_eq!(join["kind"], "JoinConfiguration");
             assert!(!has_key(&join, "certificateKey"));
@@ -335,7 +337,7 @@ fn join_config_discovers_by_token_and_pins_the_ca() {
             );
             assert_eq!(
                 at(&join, "/discovery/bootstrapToken/caCertHashes"),
-                &json!([input.ca_cert_hash])
+                &json!([JOIN_TOKEN.ca_cert_hash])
             );
             assert_eq!(at(&join, "/nodeRegistration/name"), "node2");
             assert_eq!(
