@@ -1,0 +1,264 @@
+//! The decisions the plan makes for the phases: chart values, kubeadm's input, certificates,
+//! kube-vip; and the failures it raises before any node is touched.
+
+use std::net::IpAddr;
+
+use super::*;
+use crate::install::render::kubernetes::VipMode;
+
+#[test]
+fn the_plan_holds_the_cni_values_kubeadms_input_and_the_values_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let values_file = dir.path().join("metrics.yaml");
+    std::fs::write(
+        &values_file,
+        "replicas: 2\nargs: [--kubelet-insecure-tls]\n",
+    )
+    .expect("write");
+    let spec = format!(
+        "  etcd: {{deployment_type: external}}\n  kubernetes:\n    control_plane_endpoint: {{type: kube-vip, port: 8443, kube_vip: {{address: 10.0.0.100}}}}\n  addons:\n  - {{name: metrics, sources: {{chart: {{name: metrics-server, valuesFile: {}, values: [a=b]}}}}}}\n",
+        values_file.display()
+    );
+    let plan = plan(HA_INVENTORY, &spec, &[]).expect("plan");
+    let json = serde_json::to_value(&plan).expect("json");
+
+    assert_eq!(json["cluster_domain"], "cluster.local");
+    let cluster = &json["kubernetes"]["cluster"];
+    assert_eq!(cluster["node_name"], "cp1", "{cluster:#}");
+    assert_eq!(cluster["advertise_address"], "10.0.0.1");
+    assert_eq!(cluster["node_ips"], serde_json::json!(["10.0.0.1"]));
+    assert_eq!(cluster["endpoint"], "lb.kubesphere.local:8443");
+    assert_eq!(cluster["bind_port"], 8443);
+    assert_eq!(
+        cluster["cert_sans"],
+        serde_json::json!(["lb.kubesphere.local", "10.0.0.100"])
+    );
+    assert_eq!(cluster["dns_domain"], "cluster.local");
+    assert_eq!(cluster["pod_subnet"], "10.233.64.0/18");
+    assert_eq!(cluster["etcd"]["kind"], "external");
+    assert_eq!(
+        cluster["etcd"]["endpoints"],
+        serde_json::json!([
+            "https://10.0.0.1:2379",
+            "https://10.0.0.2:2379",
+            "https://10.0.0.3:2379"
+        ])
+    );
+    // The token is made when the install runs: never in the plan.
+    assert!(cluster.get("token").is_none(), "{cluster:#}");
+
+    let step = |id: &str| {
+        json["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .find(|step| step["id"] == id)
+            .unwrap_or_else(|| panic!("no step {id}"))
+            .clone()
+    };
+    let cni = step("network.cni");
+    let cni_yaml = cni["action"]["chart"]["values"]["yaml"]
+        .as_str()
+        .expect("cni values");
+    assert!(cni_yaml.contains("10.233.64.0/18"), "{cni_yaml}");
+    let addon = &step("addons.metrics")["action"]["chart"]["values"];
+    assert_eq!(addon["kind"], "addon");
+    assert_eq!(
+        addon["yaml"], "replicas: 2\nargs: [--kubelet-insecure-tls]\n",
+        "{addon:#}"
+    );
+    assert_eq!(addon["set"], serde_json::json!(["a=b"]));
+    assert_eq!(chart_values(&plan, "addons.metrics")["replicas"], 2);
+}
+
+#[test]
+fn an_addon_without_a_values_file_gets_empty_values() {
+    let spec = "  addons:\n  - {name: metrics, sources: {chart: {name: metrics-server}}}\n";
+    let plan = plan(INVENTORY, spec, &[]).expect("plan");
+    assert_eq!(chart_of(&plan, "addons.metrics").values.yaml(), "{}\n");
+}
+
+#[test]
+fn dual_stack_nodes_get_both_addresses() {
+    let inventory = INVENTORY
+        .replace(
+            "cp1: {internal_ipv4: 10.0.0.1}",
+            "cp1: {internal_ipv4: 10.0.0.1, internal_ipv6: \"fd00::1\"}",
+        )
+        .replace(
+            "w1: {internal_ipv4: 10.0.0.2}",
+            "w1: {internal_ipv4: 10.0.0.2, internal_ipv6: \"fd00::2\"}",
+        );
+    let dual = "  cni: {service_cidr: \"10.233.0.0/18,fd85::/108\", pod_cidr: \"10.233.64.0/18,fd86::/56\"}\n";
+    let dual_stack = plan(&inventory, dual, &[]).expect("plan");
+    let kubernetes = dual_stack.kubernetes.as_ref().expect("kubernetes");
+    let ips = |name: &str| -> Vec<String> {
+        kubernetes.node_ips[name]
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(ips("cp1"), ["10.0.0.1", "fd00::1"]);
+    assert_eq!(ips("w1"), ["10.0.0.2", "fd00::2"]);
+    assert_eq!(ips("w2"), ["10.0.0.3"]);
+    assert_eq!(kubernetes.cluster.node_ips, kubernetes.node_ips["cp1"]);
+    // A single-stack cluster uses one address even where the host has two.
+    let single = plan(&inventory, "", &[]).expect("plan");
+    let single = single.kubernetes.as_ref().expect("kubernetes");
+    assert_eq!(
+        single.node_ips["cp1"],
+        ["10.0.0.1".parse::<IpAddr>().expect("ip")]
+    );
+}
+
+#[test]
+fn late_failures_are_plan_errors() {
+    let missing = std::env::temp_dir().join("kk-no-such-dir/values.yaml");
+    let spec = format!(
+        "  addons:\n  - {{name: metrics, sources: {{chart: {{name: metrics-server, valuesFile: {}}}}}}}\n",
+        missing.display()
+    );
+    let error = plan(INVENTORY, &spec, &[]).expect_err("missing values file");
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("`{}`", missing.display())) && text.contains("addon `metrics`"),
+        "{text}"
+    );
+    assert!(matches!(error, PlanError::ValuesFile { .. }), "{error:?}");
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
+
+    let error = plan(INVENTORY, "", &["node"]).expect_err("no calico/node");
+    assert!(
+        error
+            .to_string()
+            .contains("no `calico/node` image, which `spec.cni.type: calico` needs"),
+        "{error}"
+    );
+    // Without the CNI's chart the image is not needed.
+    plan(INVENTORY, "  cni: {type: none}\n", &["node"]).expect("no CNI");
+}
+
+#[test]
+fn the_pki_plan_names_the_cluster_and_gives_each_node_its_certificates() {
+    use CertificateSet::{ControlPlane, EtcdMember, Registry, StackedEtcd, Trust};
+    let kube_vip = "  kubernetes:\n    control_plane_endpoint: {type: kube-vip, kube_vip: {address: 10.0.0.100}}\n";
+    let external = plan(
+        INVENTORY,
+        &format!("  etcd: {{deployment_type: external}}\n{kube_vip}"),
+        &[],
+    )
+    .expect("plan");
+    let pki = &external.pki;
+    assert_eq!(
+        pki.nodes["cp1"],
+        [Trust, Registry, ControlPlane, EtcdMember]
+    );
+    assert_eq!(pki.nodes["w1"], [Trust, EtcdMember]);
+    let spec = &pki.spec;
+    assert_eq!(spec.cluster_domain, "cluster.local");
+    let names = |members: &[crate::pki::Member]| -> Vec<String> {
+        members.iter().map(|m| m.name.clone()).collect()
+    };
+    assert_eq!(names(&spec.control_planes), ["cp1"]);
+    assert_eq!(names(&spec.etcd_members), ["cp1", "w1", "w2"]);
+    assert_eq!(
+        spec.service_ips,
+        ["10.233.0.1".parse::<IpAddr>().expect("ip")]
+    );
+    assert_eq!(spec.extra_apiserver_sans, ["10.0.0.100"]);
+    assert_eq!(spec.endpoint_host, "lb.kubesphere.local");
+    assert_eq!(spec.registry.dns, ["dockerhub.kubekey.local"]);
+    assert_eq!(
+        spec.registry.ips,
+        ["10.0.0.1".parse::<IpAddr>().expect("ip")]
+    );
+
+    let stacked = plan(INVENTORY, "  etcd: {deployment_type: internal}\n", &[]).expect("plan");
+    assert_eq!(
+        stacked.pki.nodes["cp1"],
+        [Trust, Registry, ControlPlane, StackedEtcd]
+    );
+    assert_eq!(stacked.pki.nodes["w2"], [Trust]);
+    assert!(stacked.pki.spec.etcd_members.is_empty());
+    assert!(stacked.pki.spec.extra_apiserver_sans.is_empty());
+}
+
+#[test]
+fn kube_vip_announces_by_arp_on_the_nodes_interface_or_by_bgp_from_lo() {
+    let spec = |mode: &str| {
+        format!(
+            "  kubernetes:\n    control_plane_endpoint: {{type: kube-vip, port: 8443, kube_vip: {{address: 10.0.0.100, mode: {mode}}}}}\n"
+        )
+    };
+    let ip = |text: &str| text.parse::<IpAddr>().expect("ip");
+    let arp = plan(HA_INVENTORY, &spec("ARP"), &[]).expect("plan");
+    let vip = arp
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.kube_vip.clone())
+        .expect("kube-vip");
+    assert_eq!((vip.address, vip.port), (ip("10.0.0.100"), 8443));
+    assert_eq!(vip.bootstrap_kubeconfig, "/etc/kubernetes/super-admin.conf");
+    assert_eq!(vip.nodes.keys().collect::<Vec<_>>(), ["cp1", "cp2"]);
+    assert_eq!(
+        vip.nodes["cp2"],
+        VipAnnounce {
+            interface: VipInterface::Holding {
+                address: ip("10.0.0.4")
+            },
+            mode: VipMode::Arp,
+        }
+    );
+    let bgp = plan(HA_INVENTORY, &spec("BGP"), &[]).expect("plan");
+    let vip = bgp
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.kube_vip.clone())
+        .expect("kube-vip");
+    assert_eq!(
+        vip.nodes["cp1"],
+        VipAnnounce {
+            interface: VipInterface::Named {
+                name: "lo".to_owned()
+            },
+            mode: VipMode::Bgp {
+                router_id: ip("10.0.0.1"),
+                peers: vec![ip("10.0.0.4")],
+                asn: 65000,
+            },
+        }
+    );
+}
+
+#[test]
+fn every_node_but_the_first_control_plane_joins_as_the_plan_says() {
+    let ha = plan(
+        HA_INVENTORY,
+        "  kubernetes:\n    control_plane_endpoint: {type: haproxy}\n",
+        &[],
+    )
+    .expect("plan");
+    let kubernetes = ha.kubernetes.as_ref().expect("kubernetes");
+    assert_eq!(
+        kubernetes.joins.keys().collect::<Vec<_>>(),
+        ["cp2", "w1", "w2"]
+    );
+    let cp2 = &kubernetes.joins["cp2"];
+    assert_eq!(
+        cp2.control_plane,
+        Some(("10.0.0.4".parse().expect("ip"), 6443))
+    );
+    assert!(cp2.ignore_preflight_errors.is_empty());
+    assert_eq!(cp2.endpoint, "lb.kubesphere.local:6443");
+    let w1 = &kubernetes.joins["w1"];
+    assert_eq!(w1.control_plane, None);
+    assert_eq!(w1.node_ips, ["10.0.0.2".parse::<IpAddr>().expect("ip")]);
+    // haproxy's static pod is in the manifests directory before a worker joins.
+    assert_eq!(
+        w1.ignore_preflight_errors,
+        ["DirAvailable--etc-kubernetes-manifests"]
+    );
+    let local = plan(HA_INVENTORY, "", &[]).expect("plan");
+    let kubernetes = local.kubernetes.as_ref().expect("kubernetes");
+    assert!(kubernetes.joins["w1"].ignore_preflight_errors.is_empty());
+}
