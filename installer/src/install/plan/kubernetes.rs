@@ -36,8 +36,6 @@ pub struct KubernetesPlan {
     pub endpoint_host: String,
     /// `control_plane_endpoint.port`, which every API server listens on too.
     pub endpoint_port: u16,
-    /// etcd as kubeadm's static pods (`etcd.deployment_type: internal`).
-    pub stacked_etcd: bool,
     /// kube-vip on the control planes, with `type: kube-vip`.
     pub kube_vip: Option<KubeVipPlan>,
     /// The haproxy image, with `type: haproxy`.
@@ -138,7 +136,6 @@ impl KubernetesPlan {
             node_ips,
             endpoint_host: endpoint.host.clone(),
             endpoint_port: endpoint.port,
-            stacked_etcd: config.etcd.deployment_type == EtcdDeploymentType::Internal,
             kube_vip,
             haproxy_image,
             cluster,
