@@ -396,4 +396,30 @@ mod tests {
             "kk-install needs an about text"
         );
     }
+
+    /// Every command's `--help`, pinned: a change to the grammar shows in the snapshot diff.
+    #[test]
+    fn help_of_every_command() {
+        let mut cli = Cli::command().term_width(100);
+        cli.build();
+        let mut pages = Vec::new();
+        help_pages(&mut cli, "kk-install", &mut pages);
+        assert!(pages.len() > 1, "no subcommands");
+        for (name, help) in pages {
+            insta::assert_snapshot!(format!("help_{name}"), help);
+        }
+    }
+
+    /// `(command path, long help)` of `command` and every subcommand below it.
+    fn help_pages(command: &mut clap::Command, path: &str, pages: &mut Vec<(String, String)>) {
+        pages.push((path.to_owned(), command.render_long_help().to_string()));
+        // clap's generated `help` subcommand only repeats the pages taken here.
+        for sub in command
+            .get_subcommands_mut()
+            .filter(|sub| sub.get_name() != "help")
+        {
+            let path = format!("{path}_{}", sub.get_name());
+            help_pages(sub, &path, pages);
+        }
+    }
 }

@@ -124,3 +124,70 @@ fn inspect_sbom_prints_the_bundles_spdx_document() {
     });
     assert!(out.status.success(), "{}", describe(&validate, &out));
 }
+
+/// Output of a command with the test's temporary directory replaced by `[TMP]`, for snapshots.
+fn redacted(text: &str, tmp: &std::path::Path) -> String {
+    text.replace(&tmp.display().to_string(), "[TMP]")
+}
+
+/// A one-image bundle both binaries inspect.
+fn small_bundle(dir: &std::path::Path) -> std::path::PathBuf {
+    let image = TestImage {
+        reference: "docker.io/library/app:1",
+        layers: &[&layer(1000, 3)],
+    };
+    write_images(dir, "a", &[image], None).path
+}
+
+/// `inspect`'s text and JSON, the same from both binaries, pinned.
+#[test]
+fn inspect_text_and_json_snapshots() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    for (name, format) in [("text", "text"), ("json", "json")] {
+        let (bundler, _) = run_ok(
+            Command::new(binary("kk-bundle"))
+                .args(["inspect", "--output", format])
+                .arg(&bundle),
+        );
+        let (installer, _) = run_ok(&mut kk_install(&["inspect", "--output", format], &bundle));
+        assert_eq!(installer, bundler, "both binaries inspect alike");
+        insta::assert_snapshot!(format!("inspect_{name}"), redacted(&bundler, tmp.path()));
+    }
+}
+
+/// The errors an operator meets first, pinned: a bad manifest, a bad inventory, a tampered bundle.
+#[test]
+fn error_message_snapshots() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let manifest = tmp.path().join("bad.yaml");
+    fs::write(
+        &manifest,
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: m}\nspec:\n  imagess: [docker.io/library/app:1]\n",
+    )
+    .expect("manifest");
+    let bad_manifest = crate::support::run_failing(
+        Command::new(binary("kk-bundle"))
+            .arg("build")
+            .arg(&manifest)
+            .arg("--cache")
+            .arg(tmp.path().join("cache")),
+    );
+    insta::assert_snapshot!("error_bad_manifest", redacted(&bad_manifest, tmp.path()));
+
+    let bundle = small_bundle(tmp.path());
+    let inventory = tmp.path().join("inventory.yaml");
+    fs::write(
+        &inventory,
+        "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hostz:\n    cp1: {internal_ipv4: 10.0.0.1}\n",
+    )
+    .expect("inventory");
+    let bad_inventory =
+        crate::support::run_failing(kk_install(&["plan"], &bundle).arg("-i").arg(&inventory));
+    insta::assert_snapshot!("error_bad_inventory", redacted(&bad_inventory, tmp.path()));
+
+    let tampered = tmp.path().join("tampered.tar.zst");
+    crate::install_bundle::tamper(&bundle, &tampered);
+    let verify = crate::support::run_failing(&mut kk_install(&["verify"], &tampered));
+    insta::assert_snapshot!("error_tampered_bundle", redacted(&verify, tmp.path()));
+}
