@@ -191,3 +191,137 @@ fn error_message_snapshots() {
     let verify = crate::support::run_failing(&mut kk_install(&["verify"], &tampered));
     insta::assert_snapshot!("error_tampered_bundle", redacted(&verify, tmp.path()));
 }
+
+/// `verify` and `unpack` print JSON with `--output json`, and take the bundle as their first
+/// argument or with `--bundle`, in both binaries where they exist.
+#[test]
+fn verify_and_unpack_print_json_and_take_the_bundle_either_way() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let json = |cmd: &mut Command| -> serde_json::Value {
+        let (out, _) = run_ok(cmd);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+    };
+    let verified = json(
+        Command::new(binary("kk-install"))
+            .args(["verify", "--output", "json"])
+            .arg(&bundle),
+    );
+    assert_eq!(verified["members"], 8, "{verified:#}");
+    assert!(
+        verified["identity"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("sha256:")),
+        "{verified:#}"
+    );
+    let store = tmp.path().join("store");
+    let unpacked =
+        json(kk_install(&["unpack", "--output", "json", "--store"], &bundle).arg(&store));
+    assert_eq!(unpacked["identity"], verified["identity"], "{unpacked:#}");
+    assert_eq!(unpacked["blobsPresent"], 0, "{unpacked:#}");
+    assert!(unpacked["blobsWritten"].as_u64() > Some(0), "{unpacked:#}");
+    let (flagged, _) = run_ok(
+        Command::new(binary("kk-bundle"))
+            .args(["inspect", "--bundle"])
+            .arg(&bundle),
+    );
+    let (positional, _) = run_ok(
+        Command::new(binary("kk-bundle"))
+            .arg("inspect")
+            .arg(&bundle),
+    );
+    assert_eq!(flagged, positional);
+}
+
+/// An inventory of one node reached over SSH with `key` at an address where nothing listens.
+fn key_inventory(dir: &std::path::Path, key: &std::path::Path) -> std::path::PathBuf {
+    let inventory = dir.join("inventory.yaml");
+    fs::write(
+        &inventory,
+        format!(
+            "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {{name: t}}\nspec:\n  hosts:\n    n1:\n      connector: {{host: 127.0.0.1, port: 1, private_key: {}}}\n      internal_ipv4: 127.0.0.1\n  groups:\n    kube_control_plane: {{hosts: [n1]}}\n    etcd: {{hosts: [n1]}}\n",
+            key.display()
+        ),
+    )
+    .expect("inventory");
+    inventory
+}
+
+/// `plan` refuses a private key file that is missing or open to others (OpenSSH would refuse
+/// the latter), naming the file, its mode and the fix; it used to pass both.
+#[test]
+fn plan_refuses_a_missing_or_open_private_key() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let key = tmp.path().join("id_ed25519");
+    let inventory = key_inventory(tmp.path(), &key);
+    let plan = || {
+        let mut cmd = Command::new(binary("kk-install"));
+        cmd.arg("plan").arg(&bundle).arg("-i").arg(&inventory);
+        cmd
+    };
+    let missing = crate::support::run_failing(&mut plan());
+    assert!(
+        missing.contains(&format!("cannot read the private key `{}`", key.display())),
+        "{missing}"
+    );
+    fs::write(&key, "not checked before the mode").expect("key");
+    fs::set_permissions(&key, fs::Permissions::from_mode(0o644)).expect("chmod");
+    let open = crate::support::run_failing(&mut plan());
+    assert!(
+        open.contains("has mode 0644") && open.contains(&format!("chmod 600 {}", key.display())),
+        "{open}"
+    );
+}
+
+/// `--resume` without a recorded install is refused before anything is created or any node is
+/// reached, and does not claim to resume a file that does not exist.
+#[test]
+fn resume_without_a_recorded_install_is_refused_first() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let key = tmp.path().join("id_ed25519");
+    fs::write(&key, "key").expect("key");
+    let inventory = key_inventory(tmp.path(), &key);
+    let work = tmp.path().join("work");
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.arg("--bundle")
+        .arg(&bundle)
+        .arg("-i")
+        .arg(&inventory)
+        .arg("--resume")
+        .arg("--work-dir")
+        .arg(&work);
+    let error = crate::support::run_failing(&mut cmd);
+    assert!(error.contains("no install is recorded"), "{error}");
+    assert!(!error.contains("resuming"), "claims to resume: {error}");
+    assert!(!work.exists(), "the work directory was created: {error}");
+}
+
+/// `registry serve` on a busy port fails naming the address, and never says it serves.
+#[test]
+fn registry_serve_on_a_busy_port_names_the_address() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = busy.local_addr().expect("address");
+    // `--bundle`, which kk-install has always taken here.
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.args(["registry", "serve", "--bundle"])
+        .arg(&bundle)
+        .arg("--store")
+        .arg(tmp.path().join("store"))
+        .arg("--listen")
+        .arg(address.to_string());
+    let out = crate::support::run(&mut cmd);
+    let context = describe(&cmd, &out);
+    assert_eq!(out.status.code(), Some(1), "{context}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on `{address}`")),
+        "the address is not named:\n{context}"
+    );
+    assert!(!stderr.contains("serving"), "says it serves:\n{context}");
+    drop(busy);
+}
