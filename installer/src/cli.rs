@@ -76,7 +76,8 @@ pub(crate) struct ReachArgs {
     /// (a changed key is always refused).
     #[arg(long)]
     pub(crate) accept_new_host_keys: bool,
-    /// Nodes worked on at once (`--concurrency` is the old name).
+    /// Nodes worked on at once.
+    // `--concurrency`, the old name, still works for existing scripts (a hidden alias).
     #[arg(short = 'j', long, alias = "concurrency", default_value_t = 10)]
     pub(crate) jobs: usize,
     /// Where hook scripts are taken from, and logs (`logs/<node>.log`) and facts

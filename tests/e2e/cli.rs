@@ -7,7 +7,7 @@ use std::process::Command;
 use bundle_spec::test_support::{TestImage, write_images};
 
 use crate::install_bundle::{kk_install, layer};
-use crate::support::{BINARIES, VERSION, binary, describe, run, run_ok};
+use crate::support::{BINARIES, VERSION, binary, describe, run, run_failing, run_ok};
 
 /// Words each binary's about text must contain, so `--help` says what the tool is.
 fn about_words(name: &str) -> &'static [&'static str] {
@@ -166,7 +166,7 @@ fn error_message_snapshots() {
         "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: m}\nspec:\n  imagess: [docker.io/library/app:1]\n",
     )
     .expect("manifest");
-    let bad_manifest = crate::support::run_failing(
+    let bad_manifest = run_failing(
         Command::new(binary("kk-bundle"))
             .arg("build")
             .arg(&manifest)
@@ -182,13 +182,12 @@ fn error_message_snapshots() {
         "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hostz:\n    cp1: {internal_ipv4: 10.0.0.1}\n",
     )
     .expect("inventory");
-    let bad_inventory =
-        crate::support::run_failing(kk_install(&["plan"], &bundle).arg("-i").arg(&inventory));
+    let bad_inventory = run_failing(kk_install(&["plan"], &bundle).arg("-i").arg(&inventory));
     insta::assert_snapshot!("error_bad_inventory", redacted(&bad_inventory, tmp.path()));
 
     let tampered = tmp.path().join("tampered.tar.zst");
     crate::install_bundle::tamper(&bundle, &tampered);
-    let verify = crate::support::run_failing(&mut kk_install(&["verify"], &tampered));
+    let verify = run_failing(&mut kk_install(&["verify"], &tampered));
     insta::assert_snapshot!("error_tampered_bundle", redacted(&verify, tmp.path()));
 }
 
@@ -261,14 +260,14 @@ fn plan_refuses_a_missing_or_open_private_key() {
         cmd.arg("plan").arg(&bundle).arg("-i").arg(&inventory);
         cmd
     };
-    let missing = crate::support::run_failing(&mut plan());
+    let missing = run_failing(&mut plan());
     assert!(
         missing.contains(&format!("cannot read the private key `{}`", key.display())),
         "{missing}"
     );
     fs::write(&key, "not checked before the mode").expect("key");
     fs::set_permissions(&key, fs::Permissions::from_mode(0o644)).expect("chmod");
-    let open = crate::support::run_failing(&mut plan());
+    let open = run_failing(&mut plan());
     assert!(
         open.contains("has mode 0644") && open.contains(&format!("chmod 600 {}", key.display())),
         "{open}"
@@ -293,7 +292,7 @@ fn resume_without_a_recorded_install_is_refused_first() {
         .arg("--resume")
         .arg("--work-dir")
         .arg(&work);
-    let error = crate::support::run_failing(&mut cmd);
+    let error = run_failing(&mut cmd);
     assert!(error.contains("no install is recorded"), "{error}");
     assert!(!error.contains("resuming"), "claims to resume: {error}");
     assert!(!work.exists(), "the work directory was created: {error}");
@@ -314,7 +313,7 @@ fn registry_serve_on_a_busy_port_names_the_address() {
         .arg(tmp.path().join("store"))
         .arg("--listen")
         .arg(address.to_string());
-    let out = crate::support::run(&mut cmd);
+    let out = run(&mut cmd);
     let context = describe(&cmd, &out);
     assert_eq!(out.status.code(), Some(1), "{context}");
     let stderr = String::from_utf8_lossy(&out.stderr);
