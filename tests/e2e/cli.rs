@@ -272,6 +272,8 @@ fn plan_refuses_a_missing_or_open_private_key() {
         open.contains("has mode 0644") && open.contains(&format!("chmod 600 {}", key.display())),
         "{open}"
     );
+    insta::assert_snapshot!("error_missing_key", redacted(&missing, tmp.path()));
+    insta::assert_snapshot!("error_open_key", redacted(&open, tmp.path()));
 }
 
 /// `--resume` without a recorded install is refused before anything is created or any node is
@@ -296,6 +298,7 @@ fn resume_without_a_recorded_install_is_refused_first() {
     assert!(error.contains("no install is recorded"), "{error}");
     assert!(!error.contains("resuming"), "claims to resume: {error}");
     assert!(!work.exists(), "the work directory was created: {error}");
+    insta::assert_snapshot!("error_resume_without_install", redacted(&error, tmp.path()));
 }
 
 /// `registry serve` on a busy port fails naming the address, and never says it serves.
@@ -322,5 +325,10 @@ fn registry_serve_on_a_busy_port_names_the_address() {
         "the address is not named:\n{context}"
     );
     assert!(!stderr.contains("serving"), "says it serves:\n{context}");
+    let port = address.port().to_string();
+    insta::assert_snapshot!(
+        "error_busy_port",
+        stderr.replace(&format!(":{port}`"), ":[PORT]`")
+    );
     drop(busy);
 }

@@ -11,9 +11,8 @@ use super::Store;
 #[non_exhaustive]
 pub enum ServeError {
     /// The address could not be bound.
-    #[error(
-        "cannot listen on `{address}`; hint: is another server using it? pick another with `--listen`"
-    )]
+    // The cause follows the message (`…: Address already in use`), so no hint after it.
+    #[error("cannot listen on `{address}`")]
     Bind {
         /// The address.
         address: SocketAddr,

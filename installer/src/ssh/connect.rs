@@ -368,7 +368,8 @@ fn refusal(
 #[non_exhaustive]
 pub enum KeyFileError {
     /// The file cannot be read.
-    #[error("node `{node}`: cannot read the private key `{}`; hint: check `private_key` in the inventory", path.display())]
+    // No hint after the message: the cause follows it (`…: No such file or directory`).
+    #[error("node `{node}`: cannot read the private key `{}` (`private_key` in the inventory)", path.display())]
     Missing {
         /// The inventory name.
         node: String,
