@@ -56,8 +56,8 @@ step "kk-bundle build $demo/k8s.yaml"
 step "kk-bundle inspect $demo/cluster.tar.zst"
 "$kk_bundle" inspect "$demo/cluster.tar.zst"
 
-step "kk-install verify --bundle $demo/cluster.tar.zst (the airgap side)"
-"$kk_install" verify --bundle "$demo/cluster.tar.zst"
+step "kk-install verify $demo/cluster.tar.zst (the airgap side)"
+"$kk_install" verify "$demo/cluster.tar.zst"
 
 step "starting three systemd lab nodes in $NODES_DIR (no route out of $NODES_NET.0/24)"
 bash scripts/lab/nspawn.sh down >/dev/null 2>&1 || true   # fresh machines

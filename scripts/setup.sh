@@ -59,7 +59,7 @@ done
 if [ "${#missing[@]}" -eq 0 ]; then
   log "all ${#PACKAGES[@]} Debian packages present"
 else
-  [ "$(id -u)" -eq 0 ] || die "missing packages: ${missing[*]}; run as root (sudo bash scripts/setup.sh)"
+  [ "$(id -u)" -eq 0 ] || die "missing packages: ${missing[*]}; run it as root (bash scripts/setup.sh)"
   log "installing missing packages: ${missing[*]}"
   # Package scripts must not start system services (docker-registry would listen on :5000, etcd on :2379,
   # sshd on :22): invoke-rc.d asks policy-rc.d, and exit 101 means "action forbidden". A policy-rc.d we

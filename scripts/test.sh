@@ -36,6 +36,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "the lab's kubeadm/kubelet/kubectl/crictl stand-ins behave as scripts/lab/standins/README.md says"
 bash scripts/lab/standins/selftest.sh
 
+# A missing or changed snapshot fails the run (insta would otherwise write `.snap.new` files and,
+# outside CI, pass); `cargo insta review` is how a developer accepts a change.
+export INSTA_UPDATE=no
+unset INSTA_FORCE_PASS
 step "cargo nextest run --workspace --locked --profile ci"
 cargo nextest run --workspace --locked --profile ci
 

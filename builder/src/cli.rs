@@ -15,6 +15,24 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Say more on stderr, repeatable: `-v` debug messages, `-vv` everything (`KK_LOG` overrides).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", help_heading = "Global options")]
+    pub(crate) verbose: u8,
+    /// Only warnings and errors on stderr: no progress bar, no progress lines.
+    #[arg(short, long, global = true, help_heading = "Global options")]
+    pub(crate) quiet: bool,
+}
+
+impl Cli {
+    /// The tracing filter `-v`/`-q` ask for.
+    pub(crate) fn log_filter(&self) -> &'static str {
+        match (self.quiet, self.verbose) {
+            (true, _) => "warn",
+            (false, 0) => "info",
+            (false, 1) => "debug",
+            (false, _) => "trace",
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -31,14 +49,19 @@ pub(crate) enum Command {
 pub(crate) struct BuildArgs {
     /// The bundle manifest (YAML).
     pub(crate) manifest: PathBuf,
-    /// Where to write the bundle.
-    #[arg(short, long, default_value = "cluster.tar.zst")]
-    pub(crate) output: PathBuf,
+    /// Where to write the bundle (a file; `--output` is a format in every command that has it).
+    #[arg(
+        short = 'o',
+        long = "output-file",
+        value_name = "FILE",
+        default_value = "cluster.tar.zst"
+    )]
+    pub(crate) output_file: PathBuf,
     /// The content-addressed download cache [default: the user's cache dir, `kk-bundle/`].
     #[arg(long)]
     pub(crate) cache: Option<PathBuf>,
     /// How many downloads run at once.
-    #[arg(long, default_value_t = 8)]
+    #[arg(short = 'j', long, default_value_t = 8)]
     pub(crate) jobs: usize,
     /// Rebuild exactly from the lock file; fail if upstream drifted.
     #[arg(long)]
@@ -70,10 +93,10 @@ pub(crate) struct BuildArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct InspectArgs {
-    /// The bundle: a file, a `.split.json` parts index, or a first part.
-    pub(crate) bundle: PathBuf,
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
     /// Print the bundle's SBOM (SPDX 2.3 JSON) instead, verified, without unpacking the bundle.
     #[arg(long, conflicts_with = "output")]
@@ -91,8 +114,30 @@ pub(crate) struct CatalogArgs {
     #[arg(long, default_value = "calico")]
     pub(crate) cni: String,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+}
+
+/// The bundle a command reads: its first argument, or `--bundle B` (as `kk-install` takes it).
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct BundleArg {
+    /// The bundle: a file, a `.split.json` parts index, or a first part (`--bundle BUNDLE` works
+    /// too).
+    #[arg(value_name = "BUNDLE")]
+    positional: Option<PathBuf>,
+    #[arg(long = "bundle", value_name = "BUNDLE", hide = true)]
+    flag: Option<PathBuf>,
+}
+
+impl BundleArg {
+    /// The bundle's path, however it was given.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.positional
+            .as_deref()
+            .or(self.flag.as_deref())
+            .unwrap_or_else(|| unreachable!("clap requires one of the two"))
+    }
 }
 
 /// How to print.
@@ -125,12 +170,51 @@ mod tests {
         let parse = |args: &[&str]| Cli::try_parse_from([&["kk-bundle", "inspect"], args].concat());
         let Ok(Cli {
             command: super::Command::Inspect(args),
+            ..
         }) = parse(&["b.tar.zst", "--sbom"])
         else {
             panic!("`inspect --sbom` does not parse");
         };
         assert!(args.sbom);
         assert!(parse(&["b.tar.zst", "--sbom", "--output", "json"]).is_err());
+    }
+
+    /// The grammar shared with `kk-install`: a positional bundle or `--bundle`, `-o FILE` a
+    /// file and `--output` a format, `-j` the parallelism, `-v`/`-q` on every command.
+    #[test]
+    fn one_grammar_with_kk_install() {
+        for form in [&["b.tar.zst"][..], &["--bundle", "b.tar.zst"]] {
+            let cli = Cli::try_parse_from([&["kk-bundle", "inspect"][..], form].concat())
+                .unwrap_or_else(|e| panic!("{form:?}: {e}"));
+            let super::Command::Inspect(args) = cli.command else {
+                panic!("not inspect");
+            };
+            assert_eq!(args.bundle.path(), std::path::Path::new("b.tar.zst"));
+        }
+        let cli = Cli::try_parse_from([
+            "kk-bundle",
+            "build",
+            "m.yaml",
+            "-o",
+            "c.tar.zst",
+            "-j",
+            "2",
+            "-q",
+        ])
+        .expect("parses");
+        let super::Command::Build(args) = &cli.command else {
+            panic!("not build");
+        };
+        assert_eq!(args.output_file, std::path::Path::new("c.tar.zst"));
+        assert_eq!(args.jobs, 2);
+        assert_eq!(cli.log_filter(), "warn");
+        assert!(
+            Cli::try_parse_from(["kk-bundle", "build", "m.yaml", "--output", "json"]).is_err(),
+            "`--output` is never a file"
+        );
+        let verbose =
+            Cli::try_parse_from(["kk-bundle", "-vv", "catalog", "v1.33.0"]).expect("parses");
+        assert_eq!(verbose.log_filter(), "trace");
     }
 
     #[test]
@@ -151,5 +235,31 @@ mod tests {
                 .is_some_and(|about| !about.to_string().is_empty()),
             "kk-bundle needs an about text"
         );
+    }
+
+    /// Every command's `--help`, pinned: a change to the grammar shows in the snapshot diff.
+    #[test]
+    fn help_of_every_command() {
+        let mut cli = Cli::command().term_width(100);
+        cli.build();
+        let mut pages = Vec::new();
+        help_pages(&mut cli, "kk-bundle", &mut pages);
+        assert!(pages.len() > 1, "no subcommands");
+        for (name, help) in pages {
+            insta::assert_snapshot!(format!("help_{name}"), help);
+        }
+    }
+
+    /// `(command path, long help)` of `command` and every subcommand below it.
+    fn help_pages(command: &mut clap::Command, path: &str, pages: &mut Vec<(String, String)>) {
+        pages.push((path.to_owned(), command.render_long_help().to_string()));
+        // clap's generated `help` subcommand only repeats the pages taken here.
+        for sub in command
+            .get_subcommands_mut()
+            .filter(|sub| sub.get_name() != "help")
+        {
+            let path = format!("{path}_{}", sub.get_name());
+            help_pages(sub, &path, pages);
+        }
     }
 }

@@ -17,7 +17,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KK_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("KK_LOG")
+                .unwrap_or_else(|_| cli.log_filter().into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -34,11 +35,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    let quiet = cli.quiet;
     match cli.command {
         Command::Build(args) => {
             let options = BuildOptions {
                 manifest: args.manifest,
-                output: args.output,
+                output: args.output_file,
                 cache_dir: args.cache.unwrap_or_else(Cache::default_dir),
                 jobs: args.jobs,
                 locked: args.locked,
@@ -52,8 +54,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let runtime =
                 tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            let progress = if quiet {
+                Progress::hidden()
+            } else {
+                Progress::new()
+            };
             let report = runtime
-                .block_on(build(&options, &Progress::new()))
+                .block_on(build(&options, &progress))
                 .with_context(|| {
                     format!(
                         "cannot build a bundle from `{}`",
@@ -68,18 +75,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
-    let context = || format!("cannot inspect `{}`", args.bundle.display());
+    let bundle = args.bundle.path();
+    let context = || format!("cannot inspect `{}`", bundle.display());
     if args.sbom {
-        let sbom = bundle_spec::inspect::inspect_sbom(&args.bundle).with_context(context)?;
+        let sbom = bundle_spec::inspect::inspect_sbom(bundle).with_context(context)?;
         return print_bytes(&[sbom.as_slice(), b"\n"].concat());
     }
     match args.output {
-        Output::Text => {
-            print(&bundle_spec::inspect::inspect_text(&args.bundle).with_context(context)?)
-        }
+        Output::Text => print(&bundle_spec::inspect::inspect_text(bundle).with_context(context)?),
         Output::Json => print(&format!(
             "{:#}\n",
-            bundle_spec::inspect::inspect_json(&args.bundle).with_context(context)?
+            bundle_spec::inspect::inspect_json(bundle).with_context(context)?
         )),
     }
 }

@@ -9,9 +9,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// kk-install runs on the disconnected side, with nothing but the bundle file (or its parts): it opens and
 /// verifies the bundle, checks the nodes, and installs the cluster from the bundle's content.
 ///
-/// Without a subcommand, `kk-install --bundle B -i inventory.yaml` runs the install: `pre_hook`,
-/// precheck, os, pki, registry, runtime, etcd, `post_hook`; a rerun continues where the last run
-/// stopped.
+/// Without a subcommand, `kk-install --bundle B -i inventory.yaml` runs the install, every phase
+/// in order (see `--phase`); a rerun continues where the last run stopped. Every subcommand that
+/// reads a bundle takes it as its first argument (`kk-install verify B`; `--bundle B` works too).
 #[derive(Debug, Parser)]
 #[command(
     name = "kk-install",
@@ -26,24 +26,63 @@ pub(crate) struct Cli {
     pub(crate) install: InstallArgs,
     #[command(flatten)]
     pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) verbosity: Verbosity,
 }
 
-/// How to reach the nodes: flags every command that talks to nodes shares.
+/// How much the tool says on stderr; flags of every command.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct Verbosity {
+    /// Say more on stderr, repeatable: `-v` what it does, `-vv` debug messages (`KK_LOG` overrides).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", help_heading = "Global options")]
+    pub(crate) verbose: u8,
+    /// Only warnings and errors on stderr: no progress bar, no progress lines.
+    #[arg(short, long, global = true, help_heading = "Global options")]
+    pub(crate) quiet: bool,
+}
+
+impl Verbosity {
+    /// The tracing filter these flags ask for, from a command's usual level: `warn` for a command
+    /// whose result is its output, `info` for a server whose log is.
+    pub(crate) fn filter(self, usual: Level) -> &'static str {
+        const LEVELS: [&str; 4] = ["warn", "info", "debug", "trace"];
+        if self.quiet {
+            return LEVELS[0];
+        }
+        let usual = match usual {
+            Level::Warn => 0,
+            Level::Info => 1,
+        };
+        LEVELS[(usual + usize::from(self.verbose)).min(LEVELS.len() - 1)]
+    }
+}
+
+/// The log level a command runs at without `-v`/`-q`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Level {
+    /// Warnings and errors only.
+    Warn,
+    /// Also what a server does.
+    Info,
+}
+
+/// How to reach the nodes: flags of the commands that talk to nodes (and only of them).
 #[derive(Debug, Args)]
 pub(crate) struct ReachArgs {
     /// The `known_hosts` file host keys are checked against (default: `~/.ssh/known_hosts`).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub(crate) known_hosts: Option<PathBuf>,
     /// Record the host key of a node `known_hosts` does not know instead of refusing it
     /// (a changed key is always refused).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub(crate) accept_new_host_keys: bool,
     /// Nodes worked on at once.
-    #[arg(long, global = true, default_value_t = 10)]
-    pub(crate) concurrency: usize,
+    // `--concurrency`, the old name, still works for existing scripts (a hidden alias).
+    #[arg(short = 'j', long, alias = "concurrency", default_value_t = 10)]
+    pub(crate) jobs: usize,
     /// Where hook scripts are taken from, and logs (`logs/<node>.log`) and facts
     /// (`facts/<node>.json`) written to.
-    #[arg(long, global = true, default_value = ".")]
+    #[arg(long, default_value = ".")]
     pub(crate) work_dir: PathBuf,
 }
 
@@ -64,22 +103,21 @@ pub(crate) struct InstallArgs {
     /// Continue the install recorded in the work directory (an error when there is none).
     #[arg(long)]
     pub(crate) resume: bool,
-    /// Run only this phase, its steps again even if done (`pre_hook`, `precheck`, `os`, `pki`,
-    /// `registry`, `runtime`, `etcd`, `post_hook`).
-    #[arg(long, value_name = "NAME", value_parser = phase)]
+    /// Run only this phase, its steps again even if done.
+    #[arg(long, value_name = "NAME", value_parser = phase_parser())]
     pub(crate) phase: Option<kk_install::install::Phase>,
     /// How to print the final table (progress lines go to stderr).
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
 }
 
-fn phase(name: &str) -> Result<kk_install::install::Phase, String> {
-    kk_install::install::Phase::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = kk_install::install::Phase::ALL
-            .iter()
-            .map(|p| p.name())
-            .collect();
-        format!("`{name}` is not a phase; phases: {}", names.join(", "))
+/// The phases by name, from [`Phase::ALL`](kk_install::install::Phase::ALL): the help lists them
+/// all and a wrong name is refused with the list.
+fn phase_parser() -> impl clap::builder::TypedValueParser<Value = kk_install::install::Phase> {
+    use clap::builder::TypedValueParser as _;
+    use kk_install::install::Phase;
+    clap::builder::PossibleValuesParser::new(Phase::ALL.map(Phase::name)).map(|name: String| {
+        Phase::from_name(&name).unwrap_or_else(|| unreachable!("`{name}` is in Phase::ALL"))
     })
 }
 
@@ -110,9 +148,8 @@ fn fio_size(text: &str) -> Result<String, String> {
 /// The bundle and the cluster a command works on, and how it prints.
 #[derive(Debug, Args)]
 pub(crate) struct ClusterArgs {
-    /// The bundle: a file, a `.split.json` parts index, or a first part.
-    #[arg(long)]
-    pub(crate) bundle: PathBuf,
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
     /// The inventory (KubeKey `kind: Inventory`).
     #[arg(short = 'i', long)]
     pub(crate) inventory: PathBuf,
@@ -120,8 +157,19 @@ pub(crate) struct ClusterArgs {
     #[arg(short = 'c', long)]
     pub(crate) config: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+}
+
+/// `kk-install plan`.
+#[derive(Debug, Args)]
+pub(crate) struct PlanArgs {
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+    // The plan reaches no node, but takes the install's flags so that any install command line
+    // can be turned into its plan by inserting `plan`.
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +186,8 @@ pub(crate) struct ResetArgs {
     /// Also deletes the data: etcd's, the registry's store, containerd's images.
     #[arg(long)]
     pub(crate) purge: bool,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +196,8 @@ pub(crate) struct PrecheckArgs {
     pub(crate) cluster: ClusterArgs,
     #[command(flatten)]
     pub(crate) checks: CheckOptions,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
 }
 
 /// `kk-install fetch`, run on a node by the install.
@@ -170,7 +222,7 @@ pub(crate) struct FetchArgs {
     #[arg(long = "file", value_name = "NAME")]
     pub(crate) files: Vec<String>,
     /// How to print what was installed.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
 }
 
@@ -185,7 +237,7 @@ pub(crate) enum Command {
     /// Checks every node of the inventory and says every reason the install would fail.
     Precheck(PrecheckArgs),
     /// Prints the install's steps per node, without touching a node.
-    Plan(ClusterArgs),
+    Plan(PlanArgs),
     /// Takes the cluster off every node of the inventory (`kubeadm reset`, kk's units and files).
     Reset(ResetArgs),
     /// On a node: fetches a binary from kk's registry, verifies and installs it.
@@ -250,7 +302,7 @@ pub(crate) struct PushArgs {
     #[arg(long, requires = "username")]
     pub(crate) password_env: Option<String>,
     /// Uploads at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(short = 'j', long, default_value_t = 4)]
     pub(crate) jobs: usize,
 }
 
@@ -279,11 +331,26 @@ pub(crate) struct ServeArgs {
     pub(crate) tls_key: Option<PathBuf>,
 }
 
+/// The bundle a command reads: its first argument, or `--bundle B` (the older form).
 #[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
 pub(crate) struct BundleArg {
-    /// The bundle: a file, a `.split.json` parts index, or a first part.
-    #[arg(long)]
-    pub(crate) bundle: PathBuf,
+    /// The bundle: a file, a `.split.json` parts index, or a first part (`--bundle BUNDLE` works
+    /// too).
+    #[arg(value_name = "BUNDLE")]
+    positional: Option<PathBuf>,
+    #[arg(long = "bundle", value_name = "BUNDLE", hide = true)]
+    flag: Option<PathBuf>,
+}
+
+impl BundleArg {
+    /// The bundle's path, however it was given.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        self.positional
+            .as_deref()
+            .or(self.flag.as_deref())
+            .unwrap_or_else(|| unreachable!("clap requires one of the two"))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -294,6 +361,9 @@ pub(crate) struct VerifyArgs {
     /// delta takes from its base.
     #[arg(long)]
     pub(crate) store: Option<PathBuf>,
+    /// How to print what was verified.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
+    pub(crate) output: Output,
 }
 
 #[derive(Debug, Args)]
@@ -301,7 +371,7 @@ pub(crate) struct InspectArgs {
     #[command(flatten)]
     pub(crate) bundle: BundleArg,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
     /// Print the bundle's SBOM (SPDX 2.3 JSON) instead, verified, without unpacking the bundle.
     #[arg(long, conflicts_with = "output")]
@@ -315,6 +385,9 @@ pub(crate) struct UnpackArgs {
     /// The content store (an OCI image layout), created if needed; shared by all bundles.
     #[arg(long, default_value = DEFAULT_STORE)]
     pub(crate) store: PathBuf,
+    /// How to print what was unpacked.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
+    pub(crate) output: Output,
 }
 
 /// Where the registry's content lives unless `--store` says otherwise.
@@ -326,12 +399,22 @@ pub(crate) const DEFAULT_STORE: &str = "/var/lib/kk/store";
 /// and writes only what the store lacks.
 #[derive(Debug, Args)]
 pub(crate) struct StoreSource {
-    /// Unpack this bundle (a file, a `.split.json` parts index, or a first part) into the store first.
-    #[arg(long)]
-    pub(crate) bundle: Option<PathBuf>,
+    /// Unpack this bundle (a file, a `.split.json` parts index, or a first part) into the store
+    /// first (`--bundle BUNDLE` works too).
+    #[arg(value_name = "BUNDLE", conflicts_with = "bundle_flag")]
+    bundle: Option<PathBuf>,
+    #[arg(long = "bundle", value_name = "BUNDLE", hide = true)]
+    bundle_flag: Option<PathBuf>,
     /// The content store made by `kk-install unpack`.
     #[arg(long, default_value = DEFAULT_STORE)]
     pub(crate) store: PathBuf,
+}
+
+impl StoreSource {
+    /// The bundle to unpack first, however it was given.
+    pub(crate) fn bundle(&self) -> Option<&std::path::Path> {
+        self.bundle.as_deref().or(self.bundle_flag.as_deref())
+    }
 }
 
 /// How to print.
@@ -372,6 +455,68 @@ mod tests {
     }
 
     #[test]
+    fn verbosity_flags_set_the_log_level() {
+        use super::Level::{Info, Warn};
+        let cases: &[(&[&str], super::Level, &str)] = &[
+            (&[], Warn, "warn"),
+            (&["-v"], Warn, "info"),
+            (&["-vv"], Warn, "debug"),
+            (&["-vvvv"], Warn, "trace"),
+            (&[], Info, "info"),
+            (&["-v"], Info, "debug"),
+            (&["-q"], Info, "warn"),
+        ];
+        for (flags, usual, filter) in cases {
+            let cli = Cli::try_parse_from([&["kk-install", "registry", "serve"], *flags].concat())
+                .expect("parses");
+            assert_eq!(cli.verbosity.filter(*usual), *filter, "{flags:?}");
+        }
+        assert!(Cli::try_parse_from(["kk-install", "verify", "b", "-v", "-q"]).is_err());
+    }
+
+    /// The grammar: a bundle is the first argument of every command that reads one, `--bundle`
+    /// still works; `-j` (or the old `--concurrency`) sets the parallelism of node commands.
+    #[test]
+    fn a_bundle_is_positional_or_given_with_bundle() {
+        for command in [
+            &["verify"][..],
+            &["inspect"],
+            &["unpack"],
+            &["plan", "-i", "inv.yaml"],
+        ] {
+            for form in [&["b.tar.zst"][..], &["--bundle", "b.tar.zst"]] {
+                let args = [&["kk-install"][..], command, form].concat();
+                let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+                let path = match cli.command {
+                    Some(super::Command::Verify(a)) => a.bundle.path().to_owned(),
+                    Some(super::Command::Inspect(a)) => a.bundle.path().to_owned(),
+                    Some(super::Command::Unpack(a)) => a.bundle.path().to_owned(),
+                    Some(super::Command::Plan(a)) => a.cluster.bundle.path().to_owned(),
+                    other => panic!("{args:?} parsed as {other:?}"),
+                };
+                assert_eq!(path, std::path::Path::new("b.tar.zst"), "{args:?}");
+            }
+        }
+        assert!(
+            Cli::try_parse_from(["kk-install", "verify"]).is_err(),
+            "a bundle is needed"
+        );
+        assert!(
+            Cli::try_parse_from(["kk-install", "verify", "a", "--bundle", "b"]).is_err(),
+            "one bundle only"
+        );
+        for jobs in ["-j", "--jobs", "--concurrency"] {
+            let cli = Cli::try_parse_from(["kk-install", "--bundle", "b", "-i", "i", jobs, "3"])
+                .unwrap_or_else(|e| panic!("{jobs}: {e}"));
+            assert_eq!(cli.reach.jobs, 3, "{jobs}");
+        }
+        assert!(
+            Cli::try_parse_from(["kk-install", "verify", "b", "--known-hosts", "k"]).is_err(),
+            "SSH flags only on the commands that reach nodes"
+        );
+    }
+
+    #[test]
     fn fio_sizes_are_checked_before_they_reach_a_shell() {
         for (text, ok) in [
             ("22m", true),
@@ -395,5 +540,31 @@ mod tests {
                 .is_some_and(|about| !about.to_string().is_empty()),
             "kk-install needs an about text"
         );
+    }
+
+    /// Every command's `--help`, pinned: a change to the grammar shows in the snapshot diff.
+    #[test]
+    fn help_of_every_command() {
+        let mut cli = Cli::command().term_width(100);
+        cli.build();
+        let mut pages = Vec::new();
+        help_pages(&mut cli, "kk-install", &mut pages);
+        assert!(pages.len() > 1, "no subcommands");
+        for (name, help) in pages {
+            insta::assert_snapshot!(format!("help_{name}"), help);
+        }
+    }
+
+    /// `(command path, long help)` of `command` and every subcommand below it.
+    fn help_pages(command: &mut clap::Command, path: &str, pages: &mut Vec<(String, String)>) {
+        pages.push((path.to_owned(), command.render_long_help().to_string()));
+        // clap's generated `help` subcommand only repeats the pages taken here.
+        for sub in command
+            .get_subcommands_mut()
+            .filter(|sub| sub.get_name() != "help")
+        {
+            let path = format!("{path}_{}", sub.get_name());
+            help_pages(sub, &path, pages);
+        }
     }
 }

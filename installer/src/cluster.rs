@@ -52,6 +52,19 @@ pub fn targets(inventory: &Inventory) -> Vec<Target> {
         .collect()
 }
 
+/// Checks every private key file the inventory names (it exists, it is closed to group and
+/// others) before any node is reached.
+pub fn check_keys(inventory: &Inventory) -> Result<(), crate::ssh::KeyFileError> {
+    for host in inventory.hosts() {
+        if let inventory::Connector::Ssh(ssh) = &host.connector
+            && let Some(key) = &ssh.private_key
+        {
+            crate::ssh::check_key_file(&host.name, key)?;
+        }
+    }
+    Ok(())
+}
+
 /// A given key first, then a given password; else the agent when one runs, else the user's
 /// default key (as `ssh` would try them).
 fn auth_of(ssh: &inventory::SshConnector) -> Auth {

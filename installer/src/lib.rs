@@ -13,3 +13,6 @@ pub mod precheck;
 pub mod push;
 pub mod registry;
 pub mod ssh;
+
+#[cfg(test)]
+mod snapshot_tests;

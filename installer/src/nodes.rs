@@ -12,6 +12,8 @@ use kk_install::inventory::{Config, Inventory};
 use kk_install::precheck::Report;
 use kk_install::ssh::{HostKeyPolicy, Node};
 
+use tokio::runtime::Runtime;
+
 use crate::cli::{Output, ReachArgs};
 
 /// What every node command reads first.
@@ -30,7 +32,7 @@ impl Cluster {
         reach: &ReachArgs,
     ) -> anyhow::Result<Self> {
         let (inventory, config) = read_files(inventory, config)?;
-        let bundle = crate::open_listed(bundle)?;
+        let bundle = crate::bundles::open_listed(bundle)?;
         Ok(Self {
             inventory,
             config,
@@ -52,17 +54,19 @@ fn reach_of(reach: &ReachArgs) -> Reach {
             known_hosts,
             accept_new: reach.accept_new_host_keys,
         },
-        concurrency: reach.concurrency,
+        concurrency: reach.jobs,
         work_dir: reach.work_dir.clone(),
     }
 }
 
-/// The inventory and the config (defaults without one), their warnings printed.
+/// The inventory and the config (defaults without one), their warnings printed; the private
+/// key files the inventory names are checked here, before any command reaches a node.
 fn read_files(inventory: &Path, config: Option<&Path>) -> anyhow::Result<(Inventory, Config)> {
     let inventory = Inventory::from_path(inventory)?;
     for warning in inventory.warnings() {
         eprintln!("warning: {warning}");
     }
+    cluster::check_keys(&inventory)?;
     let config = match config {
         Some(path) => Config::from_path(path)?,
         None => Config::default(),
@@ -74,13 +78,13 @@ fn read_files(inventory: &Path, config: Option<&Path>) -> anyhow::Result<(Invent
 }
 
 /// `kk-install precheck`: prints the report; fails if any check failed.
-pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> anyhow::Result<()> {
+pub(crate) fn precheck(runtime: &Runtime, args: &crate::cli::PrecheckArgs) -> anyhow::Result<()> {
     let cluster_args = &args.cluster;
     let read = Cluster::open(
-        &cluster_args.bundle,
+        cluster_args.bundle.path(),
         &cluster_args.inventory,
         cluster_args.config.as_deref(),
-        reach,
+        &args.reach,
     )?;
     let bundle_facts = cluster::bundle_facts(&read.bundle);
     let checks = Checks {
@@ -91,7 +95,7 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
         fio_size: &args.checks.fio_size,
         ignore: &args.checks.ignore.iter().cloned().collect(),
     };
-    let report = runtime()?.block_on(async {
+    let report = runtime.block_on(async {
         let nodes = cluster::connect(&read.inventory, &read.reach).await?;
         let all: Vec<&Node> = nodes.iter().collect();
         let report = kk_install::install::run::precheck_report(&checks, &all).await;
@@ -106,9 +110,10 @@ pub(crate) fn precheck(args: &crate::cli::PrecheckArgs, reach: &ReachArgs) -> an
 }
 
 /// `kk-install plan`: the steps per node, from the inventory, config and bundle alone.
-pub(crate) fn plan(args: &crate::cli::ClusterArgs) -> anyhow::Result<()> {
+pub(crate) fn plan(args: &crate::cli::PlanArgs) -> anyhow::Result<()> {
+    let args = &args.cluster;
     let (inventory, config) = read_files(&args.inventory, args.config.as_deref())?;
-    let bundle = crate::open_listed(&args.bundle)?;
+    let bundle = crate::bundles::open_listed(args.bundle.path())?;
     let plan = Plan::new(&inventory, &config, bundle.identity(), bundle.description())
         .context("cannot plan the install")?;
     match args.output {
@@ -118,7 +123,7 @@ pub(crate) fn plan(args: &crate::cli::ClusterArgs) -> anyhow::Result<()> {
 }
 
 /// `kk-install reset`: the cluster taken off every node; one line per node.
-pub(crate) fn reset(args: &crate::cli::ResetArgs, reach: &ReachArgs) -> anyhow::Result<()> {
+pub(crate) fn reset(runtime: &Runtime, args: &crate::cli::ResetArgs) -> anyhow::Result<()> {
     if !args.yes {
         bail!(
             "reset removes Kubernetes and everything kk installed from every node of `{}`; hint: add `--yes` to go ahead",
@@ -126,8 +131,8 @@ pub(crate) fn reset(args: &crate::cli::ResetArgs, reach: &ReachArgs) -> anyhow::
         );
     }
     let (inventory, _config) = read_files(&args.inventory, args.config.as_deref())?;
-    let reach = reach_of(reach);
-    let done = runtime()?.block_on(async {
+    let reach = reach_of(&args.reach);
+    let done = runtime.block_on(async {
         let nodes = cluster::connect(&inventory, &reach).await?;
         let result = kk_install::install::reset::reset(
             &nodes,
@@ -154,10 +159,24 @@ pub(crate) fn reset(args: &crate::cli::ResetArgs, reach: &ReachArgs) -> anyhow::
 }
 
 /// The install: every phase of the plan on every node; the final table.
-pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyhow::Result<()> {
+pub(crate) fn install(
+    runtime: &Runtime,
+    args: &crate::cli::InstallArgs,
+    reach: &ReachArgs,
+    quiet: bool,
+) -> anyhow::Result<()> {
     let (Some(bundle_path), Some(inventory)) = (&args.bundle, &args.inventory) else {
         bail!("the install needs `--bundle` and `-i/--inventory`; see `kk-install --help`");
     };
+    let state = kk_install::install::run::state_path(&reach.work_dir);
+    // Refused before anything is read, created or connected: there is nothing to resume.
+    if args.resume && !state.is_file() {
+        bail!(
+            "`--resume`: no install is recorded in `{}` (`{}` does not exist); hint: run without `--resume` to start one, or give the `--work-dir` of the install to continue",
+            reach.work_dir.display(),
+            state.display()
+        );
+    }
     let read = Cluster::open(bundle_path, inventory, args.config.as_deref(), reach)?;
     let plan = Plan::new(
         &read.inventory,
@@ -187,13 +206,11 @@ pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyh
         phase: args.phase,
         resume: args.resume,
     };
-    if args.resume {
-        eprintln!(
-            "resuming the install recorded in {}",
-            kk_install::install::run::state_path(&read.reach.work_dir).display()
-        );
+    if args.resume && !quiet {
+        eprintln!("resuming the install recorded in {}", state.display());
     }
-    let summary = runtime()?.block_on(async {
+    let report = |event: Event<'_>| report(event, quiet);
+    let summary = runtime.block_on(async {
         let nodes = cluster::connect(&read.inventory, &read.reach).await?;
         let result = kk_install::install::run::run(&install, &nodes, &options, &report).await;
         close(nodes).await;
@@ -206,9 +223,11 @@ pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyh
     }
 }
 
-/// Progress for the operator: one line per step and node as it finishes, on stderr.
-fn report(event: Event<'_>) {
+/// Progress for the operator: one line per step and node as it finishes, on stderr (not when
+/// `quiet`; the precheck's table is a finding, shown always).
+fn report(event: Event<'_>, quiet: bool) {
     match event {
+        Event::Step(_) | Event::Note(_) if quiet => {}
         Event::Step(step) => {
             let status = match step.status {
                 StepStatus::Changed => "changed",
@@ -239,8 +258,4 @@ async fn close(nodes: Vec<Node>) {
     for node in nodes {
         node.close().await;
     }
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Runtime::new().context("cannot start the async runtime")
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `kk-install precheck` wall time on 3 and on 20 lab nodes, in one run: connecting, gathering
 # every node's facts in one round trip, the etcd disk check (fio, 2m, on the one etcd node) and
-# the rules, fanned out over the nodes (--concurrency 20).
+# the rules, fanned out over the nodes (--jobs 20).
 #
 #   bash scripts/bench/precheck.sh [runs, default 3] [big N, default 20]
 #
@@ -61,7 +61,7 @@ inventory "$big" "$bench/inventory-$big.yaml"
 printf 'apiVersion: kubekey.kubesphere.io/v1\nkind: Config\nmetadata: {name: bench}\nspec:\n  kubernetes: {kube_version: v1.31.4}\n' > "$bench/config.yaml"
 
 run() {
-  printf "'%s' precheck --bundle '%s' -i '%s' -c '%s' --known-hosts '%s' --work-dir '%s' --concurrency %s --fio-size 2m >/dev/null" \
+  printf "'%s' precheck --bundle '%s' -i '%s' -c '%s' --known-hosts '%s' --work-dir '%s' --jobs %s --fio-size 2m >/dev/null" \
     "$kk" "$bench/lab.tar.zst" "$bench/inventory-$1.yaml" "$bench/config.yaml" "$KK_NODES_KNOWN_HOSTS" "$bench/work-$1" "$big"
 }
 # A failed check exits 1 (the lab bundle carries no CNI images, for one); a node that cannot be

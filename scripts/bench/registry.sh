@@ -26,7 +26,7 @@ log() { printf 'bench/registry: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 command -v wrk >/dev/null 2>&1 || bash scripts/setup.sh >/dev/null
-command -v wrk >/dev/null 2>&1 || die "wrk is missing (sudo bash scripts/setup.sh installs it)"
+command -v wrk >/dev/null 2>&1 || die "wrk is missing (as root, bash scripts/setup.sh installs it)"
 if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
 cargo build --release --locked -p kk-bundle -p kk-install >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -120,7 +120,7 @@ def sha256_file(path):
 def real(path, package):
     found = path if os.path.isfile(path) else shutil.which(os.path.basename(path))
     if not found:
-        die(f"{path} is missing: install Debian's {package} (sudo bash scripts/setup.sh)")
+        die(f"{path} is missing: install Debian's {package} (as root: bash scripts/setup.sh)")
     return found
 
 

@@ -34,7 +34,7 @@ lab_require() {
   local tool missing=()
   for tool in "$@"; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
   [ -n "$PYTHON" ] || missing+=(python3)
-  [ "${#missing[@]}" -eq 0 ] || lab_die "missing tools: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
+  [ "${#missing[@]}" -eq 0 ] || lab_die "missing tools: ${missing[*]} (install them as root: bash scripts/setup.sh)"
 }
 
 # A loopback port that was free a moment ago (the kernel picks it).

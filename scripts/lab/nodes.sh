@@ -117,7 +117,7 @@ check_up() {
   done
   [ -x /usr/sbin/sshd ] || missing+=(/usr/sbin/sshd)
   [ -x "$SFTP_SERVER" ] || missing+=("$SFTP_SERVER")
-  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
+  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them as root: bash scripts/setup.sh)"
   for dir in $(overlay_dirs); do
     case "$NODES_DIR/" in
       "/$dir/"*) lab_die "NODES_DIR=$NODES_DIR lies under /$dir, which the nodes overlay (an overlay's" \

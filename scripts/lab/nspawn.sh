@@ -307,7 +307,7 @@ ensure_image() {
   exec 8>"$IMAGES_DIR/.lock"
   flock 8
   if [ -d "$IMAGE" ]; then exec 8>&-; return 0; fi
-  command -v mmdebstrap >/dev/null 2>&1 || lab_die "mmdebstrap missing (install it with: sudo bash scripts/setup.sh)"
+  command -v mmdebstrap >/dev/null 2>&1 || lab_die "mmdebstrap missing (install it as root: bash scripts/setup.sh)"
   # Leftovers of builds that died (nobody else builds while we hold the lock).
   rm -rf "$IMAGES_DIR"/.build-*
   tmp=$IMAGES_DIR/.build-$key-$$
@@ -344,7 +344,7 @@ check_up() {
   for tool in ip systemd-nspawn setsid ssh ssh-keygen flock bc awk mount umount dpkg; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
-  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them with: sudo bash scripts/setup.sh)"
+  [ "${#missing[@]}" -eq 0 ] || lab_die "missing: ${missing[*]} (install them as root: bash scripts/setup.sh)"
   grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || true
   case "$NODES_DIR/" in
     "$IMAGES_DIR/"*) lab_die "NODES_DIR=$NODES_DIR lies under the image cache $IMAGES_DIR" ;;

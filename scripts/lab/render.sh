@@ -17,7 +17,7 @@ LAB_LOG_NAME=lab-render
 template=$1 out=$2
 [ -f "$template" ] || lab_die "template $template does not exist"
 if [ -z "${KK_LAB_REGISTRY:-}" ] || [ -z "${KK_LAB_HTTP:-}" ]; then lab_load_env; fi
-command -v envsubst >/dev/null 2>&1 || lab_die "envsubst is missing (Debian package gettext-base: sudo bash scripts/setup.sh)"
+command -v envsubst >/dev/null 2>&1 || lab_die "envsubst is missing (Debian package gettext-base; as root: bash scripts/setup.sh)"
 
 # envsubst with an explicit list substitutes only those variables (single quotes: literal names).
 # shellcheck disable=SC2016

@@ -7,7 +7,7 @@ use std::process::Command;
 use bundle_spec::test_support::{TestImage, write_images};
 
 use crate::install_bundle::{kk_install, layer};
-use crate::support::{BINARIES, VERSION, binary, describe, run, run_ok};
+use crate::support::{BINARIES, VERSION, binary, describe, run, run_failing, run_ok};
 
 /// Words each binary's about text must contain, so `--help` says what the tool is.
 fn about_words(name: &str) -> &'static [&'static str] {
@@ -123,4 +123,212 @@ fn inspect_sbom_prints_the_bundles_spdx_document() {
         panic!("cannot run `pyspdxtools` ({e}); scripts/test.sh installs it (`python3 -m pip install spdx-tools`)")
     });
     assert!(out.status.success(), "{}", describe(&validate, &out));
+}
+
+/// Output of a command with the test's temporary directory replaced by `[TMP]`, for snapshots.
+fn redacted(text: &str, tmp: &std::path::Path) -> String {
+    text.replace(&tmp.display().to_string(), "[TMP]")
+}
+
+/// A one-image bundle both binaries inspect.
+fn small_bundle(dir: &std::path::Path) -> std::path::PathBuf {
+    let image = TestImage {
+        reference: "docker.io/library/app:1",
+        layers: &[&layer(1000, 3)],
+    };
+    write_images(dir, "a", &[image], None).path
+}
+
+/// `inspect`'s text and JSON, the same from both binaries, pinned.
+#[test]
+fn inspect_text_and_json_snapshots() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    for (name, format) in [("text", "text"), ("json", "json")] {
+        let (bundler, _) = run_ok(
+            Command::new(binary("kk-bundle"))
+                .args(["inspect", "--output", format])
+                .arg(&bundle),
+        );
+        let (installer, _) = run_ok(&mut kk_install(&["inspect", "--output", format], &bundle));
+        assert_eq!(installer, bundler, "both binaries inspect alike");
+        insta::assert_snapshot!(format!("inspect_{name}"), redacted(&bundler, tmp.path()));
+    }
+}
+
+/// The errors an operator meets first, pinned: a bad manifest, a bad inventory, a tampered bundle.
+#[test]
+fn error_message_snapshots() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let manifest = tmp.path().join("bad.yaml");
+    fs::write(
+        &manifest,
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: m}\nspec:\n  imagess: [docker.io/library/app:1]\n",
+    )
+    .expect("manifest");
+    let bad_manifest = run_failing(
+        Command::new(binary("kk-bundle"))
+            .arg("build")
+            .arg(&manifest)
+            .arg("--cache")
+            .arg(tmp.path().join("cache")),
+    );
+    insta::assert_snapshot!("error_bad_manifest", redacted(&bad_manifest, tmp.path()));
+
+    let bundle = small_bundle(tmp.path());
+    let inventory = tmp.path().join("inventory.yaml");
+    fs::write(
+        &inventory,
+        "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hostz:\n    cp1: {internal_ipv4: 10.0.0.1}\n",
+    )
+    .expect("inventory");
+    let bad_inventory = run_failing(kk_install(&["plan"], &bundle).arg("-i").arg(&inventory));
+    insta::assert_snapshot!("error_bad_inventory", redacted(&bad_inventory, tmp.path()));
+
+    let tampered = tmp.path().join("tampered.tar.zst");
+    crate::install_bundle::tamper(&bundle, &tampered);
+    let verify = run_failing(&mut kk_install(&["verify"], &tampered));
+    insta::assert_snapshot!("error_tampered_bundle", redacted(&verify, tmp.path()));
+}
+
+/// `verify` and `unpack` print JSON with `--output json`, and take the bundle as their first
+/// argument or with `--bundle`, in both binaries where they exist.
+#[test]
+fn verify_and_unpack_print_json_and_take_the_bundle_either_way() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let json = |cmd: &mut Command| -> serde_json::Value {
+        let (out, _) = run_ok(cmd);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+    };
+    let verified = json(
+        Command::new(binary("kk-install"))
+            .args(["verify", "--output", "json"])
+            .arg(&bundle),
+    );
+    assert_eq!(verified["members"], 8, "{verified:#}");
+    assert!(
+        verified["identity"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("sha256:")),
+        "{verified:#}"
+    );
+    let store = tmp.path().join("store");
+    let unpacked =
+        json(kk_install(&["unpack", "--output", "json", "--store"], &bundle).arg(&store));
+    assert_eq!(unpacked["identity"], verified["identity"], "{unpacked:#}");
+    assert_eq!(unpacked["blobsPresent"], 0, "{unpacked:#}");
+    assert!(unpacked["blobsWritten"].as_u64() > Some(0), "{unpacked:#}");
+    let (flagged, _) = run_ok(
+        Command::new(binary("kk-bundle"))
+            .args(["inspect", "--bundle"])
+            .arg(&bundle),
+    );
+    let (positional, _) = run_ok(
+        Command::new(binary("kk-bundle"))
+            .arg("inspect")
+            .arg(&bundle),
+    );
+    assert_eq!(flagged, positional);
+}
+
+/// An inventory of one node reached over SSH with `key` at an address where nothing listens.
+fn key_inventory(dir: &std::path::Path, key: &std::path::Path) -> std::path::PathBuf {
+    let inventory = dir.join("inventory.yaml");
+    fs::write(
+        &inventory,
+        format!(
+            "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {{name: t}}\nspec:\n  hosts:\n    n1:\n      connector: {{host: 127.0.0.1, port: 1, private_key: {}}}\n      internal_ipv4: 127.0.0.1\n  groups:\n    kube_control_plane: {{hosts: [n1]}}\n    etcd: {{hosts: [n1]}}\n",
+            key.display()
+        ),
+    )
+    .expect("inventory");
+    inventory
+}
+
+/// `plan` refuses a private key file that is missing or open to others (OpenSSH would refuse
+/// the latter), naming the file, its mode and the fix; it used to pass both.
+#[test]
+fn plan_refuses_a_missing_or_open_private_key() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let key = tmp.path().join("id_ed25519");
+    let inventory = key_inventory(tmp.path(), &key);
+    let plan = || {
+        let mut cmd = Command::new(binary("kk-install"));
+        cmd.arg("plan").arg(&bundle).arg("-i").arg(&inventory);
+        cmd
+    };
+    let missing = run_failing(&mut plan());
+    assert!(
+        missing.contains(&format!("cannot read the private key `{}`", key.display())),
+        "{missing}"
+    );
+    fs::write(&key, "not checked before the mode").expect("key");
+    fs::set_permissions(&key, fs::Permissions::from_mode(0o644)).expect("chmod");
+    let open = run_failing(&mut plan());
+    assert!(
+        open.contains("has mode 0644") && open.contains(&format!("chmod 600 {}", key.display())),
+        "{open}"
+    );
+    insta::assert_snapshot!("error_missing_key", redacted(&missing, tmp.path()));
+    insta::assert_snapshot!("error_open_key", redacted(&open, tmp.path()));
+}
+
+/// `--resume` without a recorded install is refused before anything is created or any node is
+/// reached, and does not claim to resume a file that does not exist.
+#[test]
+fn resume_without_a_recorded_install_is_refused_first() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let key = tmp.path().join("id_ed25519");
+    fs::write(&key, "key").expect("key");
+    let inventory = key_inventory(tmp.path(), &key);
+    let work = tmp.path().join("work");
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.arg("--bundle")
+        .arg(&bundle)
+        .arg("-i")
+        .arg(&inventory)
+        .arg("--resume")
+        .arg("--work-dir")
+        .arg(&work);
+    let error = run_failing(&mut cmd);
+    assert!(error.contains("no install is recorded"), "{error}");
+    assert!(!error.contains("resuming"), "claims to resume: {error}");
+    assert!(!work.exists(), "the work directory was created: {error}");
+    insta::assert_snapshot!("error_resume_without_install", redacted(&error, tmp.path()));
+}
+
+/// `registry serve` on a busy port fails naming the address, and never says it serves.
+#[test]
+fn registry_serve_on_a_busy_port_names_the_address() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bundle = small_bundle(tmp.path());
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = busy.local_addr().expect("address");
+    // `--bundle`, which kk-install has always taken here.
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.args(["registry", "serve", "--bundle"])
+        .arg(&bundle)
+        .arg("--store")
+        .arg(tmp.path().join("store"))
+        .arg("--listen")
+        .arg(address.to_string());
+    let out = run(&mut cmd);
+    let context = describe(&cmd, &out);
+    assert_eq!(out.status.code(), Some(1), "{context}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on `{address}`")),
+        "the address is not named:\n{context}"
+    );
+    assert!(!stderr.contains("serving"), "says it serves:\n{context}");
+    let port = address.port().to_string();
+    insta::assert_snapshot!(
+        "error_busy_port",
+        stderr.replace(&format!(":{port}`"), ":[PORT]`")
+    );
+    drop(busy);
 }

@@ -44,7 +44,7 @@ pub(crate) fn kk_install(args: &[&str], bundle: &Path) -> Command {
 }
 
 /// Changes one byte of the compressed bundle inside the frames of the largest member.
-fn tamper(bundle: &Path, out: &Path) {
+pub(crate) fn tamper(bundle: &Path, out: &Path) {
     let mut bytes = fs::read(bundle).expect("bundle");
     let at = bytes.len() / 2;
     bytes[at] ^= 0x55;

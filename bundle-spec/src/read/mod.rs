@@ -161,6 +161,15 @@ impl Bundle {
         self.walk_all(&mut Discard)
     }
 
+    /// Like [`verify`](Self::verify), calling `progress` with the number of member bytes read
+    /// as the walk goes (for a progress bar).
+    pub fn verify_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Verified, BundleError> {
+        self.walk_all(&mut Counting(progress))
+    }
+
     /// Verifies the bundle while writing its members below `dir` (created if needed). Each
     /// member appears under its name only after it verified; a failure leaves no partial file,
     /// but the members verified before it stay.
@@ -465,6 +474,29 @@ impl MemberVisitor for Discard {
 
     fn receive(&mut self, _: &MemberHeader, _: &mut dyn Read) -> Result<(), BundleError> {
         Ok(())
+    }
+
+    fn accept(&mut self, _: &MemberHeader, (): (), _: Sha256Digest) -> Result<(), BundleError> {
+        Ok(())
+    }
+}
+
+/// Reads and drops, telling the bytes read.
+struct Counting<'a>(&'a mut dyn FnMut(u64));
+
+impl MemberVisitor for Counting<'_> {
+    type Pending = ();
+
+    fn receive(&mut self, _: &MemberHeader, data: &mut dyn Read) -> Result<(), BundleError> {
+        let mut chunk = vec![0u8; 1 << 20];
+        loop {
+            match data.read(&mut chunk) {
+                Ok(0) => return Ok(()),
+                Ok(n) => (self.0)(n as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(BundleError::from_read_error(e)),
+            }
+        }
     }
 
     fn accept(&mut self, _: &MemberHeader, (): (), _: Sha256Digest) -> Result<(), BundleError> {

@@ -72,6 +72,21 @@ fn the_crafted_baseline_is_valid() {
 }
 
 #[test]
+fn verify_with_progress_tells_every_member_byte() {
+    let members = valid_members();
+    let list = list_of(&members);
+    let written = write(&craft(&list, &members));
+    let mut told = 0;
+    Bundle::open(&written.path)
+        .expect("open")
+        .verify_with_progress(&mut |bytes| told += bytes)
+        .expect("verifies");
+    // The checksum list is a member too.
+    let data: usize = list.len() + members.iter().map(|m| m.data.len()).sum::<usize>();
+    assert_eq!(told, data as u64);
+}
+
+#[test]
 fn refuses_a_digest_mismatch() {
     let mut members = valid_members();
     let list = list_of(&members);

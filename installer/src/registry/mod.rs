@@ -60,6 +60,7 @@
 
 mod api;
 mod names;
+mod serve;
 mod store;
 
 use std::time::Duration;
@@ -71,6 +72,7 @@ use axum::routing::any;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub use serve::{ServeError, TlsFiles, bind, serve};
 pub use store::{Store, Unpacked, check_base, unpack};
 
 /// The router serving `store` read-only under `/v2/`, with access logging through `tracing`

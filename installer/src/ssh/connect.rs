@@ -363,6 +363,58 @@ fn refusal(
     }
 }
 
+/// A private key file the inventory names that kk refuses, before any connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyFileError {
+    /// The file cannot be read.
+    // No hint after the message: the cause follows it (`…: No such file or directory`).
+    #[error("node `{node}`: cannot read the private key `{}` (`private_key` in the inventory)", path.display())]
+    Missing {
+        /// The inventory name.
+        node: String,
+        /// The key file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is open to group or others, which OpenSSH refuses to use.
+    #[error(
+        "node `{node}`: the private key `{}` has mode {mode:04o}, open to group or others (OpenSSH refuses such a key); hint: `chmod 600 {}`",
+        path.display(),
+        path.display()
+    )]
+    Mode {
+        /// The inventory name.
+        node: String,
+        /// The key file.
+        path: std::path::PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
+/// Refuses a private key file of `node` that is missing or open to group or others: OpenSSH
+/// would not use the latter, and neither does kk.
+pub(crate) fn check_key_file(node: &str, path: &Path) -> Result<(), KeyFileError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let metadata = std::fs::metadata(path).map_err(|source| KeyFileError::Missing {
+        node: node.to_owned(),
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mode = metadata.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(KeyFileError::Mode {
+            node: node.to_owned(),
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
 /// Authenticates `handle`; `Ok(false)` when the node refused.
 async fn authenticate(
     handle: &mut Handle<Checker>,
@@ -454,6 +506,40 @@ mod tests {
     const ED25519_OTHER: &str =
         "AAAAC3NzaC1lZDI1NTE5AAAAIJnUP9ekR/NebvpyggdrvD31/0E0m2GkZYUunRfF9oAL";
     const ECDSA: &str = "AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBH8VFvcZdLVA9G+JYpwf3+w+08L3P0P0/fCgQzxlNttJViKcGa0R1Ao/TbYMPNvD1YGptZQ7Hf6Bml+WpNAjgsg=";
+
+    #[test]
+    fn a_missing_or_open_private_key_is_refused_naming_file_and_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let key = tmp.path().join("id_ed25519");
+        let missing = check_key_file("n1", &key).expect_err("missing");
+        assert!(
+            missing
+                .to_string()
+                .contains(&format!("`{}`", key.display())),
+            "{missing}"
+        );
+        std::fs::write(&key, "key").expect("key");
+        for (mode, refused) in [
+            (0o644, true),
+            (0o640, true),
+            (0o604, true),
+            (0o600, false),
+            (0o400, false),
+        ] {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let result = check_key_file("n1", &key);
+            assert_eq!(result.is_err(), refused, "{mode:o}");
+            if let Err(error) = result {
+                let message = error.to_string();
+                assert!(message.contains(&format!("mode {mode:04o}")), "{message}");
+                assert!(
+                    message.contains(&format!("chmod 600 {}", key.display())),
+                    "{message}"
+                );
+            }
+        }
+    }
 
     fn key(base64: &str) -> PublicKey {
         russh::keys::parse_public_key_base64(base64).expect("a key")

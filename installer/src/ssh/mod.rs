@@ -4,7 +4,7 @@
 //! turns it into a live [`Node`] that runs shell commands ([`Node::run`]) and uploads files
 //! ([`Node::upload`]). Both connector kinds offer the same operations, so every install step is
 //! written once and runs the same way on a remote node and on the installer's own machine.
-//! [`fan_out`] runs one step on many nodes at once, bounded by `--concurrency`.
+//! [`fan_out`] runs one step on many nodes at once, bounded by `--jobs`.
 //!
 //! # Why it is built this way
 //!
@@ -40,6 +40,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use connect::KeyFileError;
+pub(crate) use connect::check_key_file;
 pub use fanout::fan_out;
 pub use log::NodeLog;
 

@@ -1,0 +1,132 @@
+//! `kk-install registry serve|push|ping|cert`, and `kk-install fetch`, which a node runs against
+//! that registry.
+
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use tokio::runtime::Runtime;
+
+use crate::cli::{CertArgs, FetchArgs, Output, PingArgs, PushArgs, ServeArgs, StoreSource};
+
+/// `registry serve`: the store over HTTP, or HTTPS with rustls when given a certificate. The
+/// address is bound before the store is filled, so a busy port fails first.
+pub(crate) fn serve(runtime: &Runtime, args: &ServeArgs, quiet: bool) -> anyhow::Result<()> {
+    let listener = kk_install::registry::bind(args.listen)?;
+    let store = filled_store(&args.source, quiet)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(kk_install::registry::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
+    runtime.block_on(kk_install::registry::serve(
+        listener,
+        store,
+        &args.source.store,
+        tls.as_ref(),
+    ))?;
+    Ok(())
+}
+
+/// `registry push`: the store into an existing registry.
+pub(crate) fn push(runtime: &Runtime, args: &PushArgs, quiet: bool) -> anyhow::Result<()> {
+    let credentials = match (&args.username, &args.password_env) {
+        (Some(username), Some(variable)) => Some(kk_install::push::Credentials {
+            username: username.clone(),
+            password: std::env::var(variable).with_context(|| {
+                format!("environment variable `{variable}` (the password) is not set")
+            })?,
+        }),
+        _ => None,
+    };
+    let target = kk_install::push::PushTarget {
+        host: args.to.clone(),
+        plain_http: args.plain_http,
+        allow_plain_http_password: args.allow_plain_http_password,
+        ca_file: args.ca.clone(),
+        credentials,
+    };
+    // Refused before a bundle is unpacked for nothing.
+    target.check()?;
+    let store = filled_store(&args.source, quiet)?;
+    let report = runtime
+        .block_on(kk_install::push::push(&store, &target, args.jobs))
+        .with_context(|| {
+            format!(
+                "cannot push `{}` to `{}`",
+                args.source.store.display(),
+                args.to
+            )
+        })?;
+    crate::print(&format!(
+        "pushed {} repositories, {} manifests to {}: {} blobs uploaded ({}), {} mounted, {} already there\n",
+        report.repositories,
+        report.manifests,
+        args.to,
+        report.blobs_uploaded,
+        bytesize::ByteSize(report.bytes_uploaded),
+        report.blobs_mounted,
+        report.blobs_present
+    ))
+}
+
+/// `registry ping`: waits until the registry answers over TLS.
+pub(crate) fn ping(runtime: &Runtime, args: &PingArgs) -> anyhow::Result<()> {
+    let wait = std::time::Duration::from_secs(args.wait);
+    runtime
+        .block_on(kk_install::fetch::ping(&args.registry, &args.ca, wait))
+        .with_context(|| format!("registry `{}` is not ready", args.registry))?;
+    crate::print(&format!("ok: {} answers over TLS\n", args.registry))
+}
+
+/// `registry cert`: the CA (made once) and the registry's serving certificate.
+pub(crate) fn cert(args: &CertArgs) -> anyhow::Result<()> {
+    let issued = crate::tls::issue(&args.ca_out, &args.names)?;
+    crate::print(&format!(
+        "CA          {}\ncertificate {}\nkey         {}\n",
+        issued.ca_cert.display(),
+        issued.cert.display(),
+        issued.key.display()
+    ))
+}
+
+/// `kk-install fetch`: on a node, a binary from kk's registry into a directory.
+pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
+    let request = kk_install::fetch::FetchRequest {
+        registry: args.registry.clone(),
+        ca: args.ca.clone(),
+        reference: args.reference.clone(),
+        expect: args.expect.clone(),
+        into: args.into.clone(),
+        files: args.files.clone(),
+        stamp_dir: kk_install::fetch::STAMP_DIR.into(),
+    };
+    let fetched = runtime
+        .block_on(kk_install::fetch::fetch(&request))
+        .with_context(|| format!("cannot fetch `{}` from `{}`", args.reference, args.registry))?;
+    match args.output {
+        Output::Json => crate::print(&format!("{}\n", serde_json::to_string(&fetched)?)),
+        Output::Text => {
+            let verb = if fetched.unchanged {
+                "already in place"
+            } else {
+                "installed"
+            };
+            let mut text = String::new();
+            for (path, sha) in &fetched.files {
+                let _ = writeln!(text, "{verb}: {} (sha256 {sha})", path.display());
+            }
+            crate::print(&text)
+        }
+    }
+}
+
+/// The store of `source`, after unpacking its bundle into it when one is given.
+fn filled_store(source: &StoreSource, quiet: bool) -> anyhow::Result<kk_install::registry::Store> {
+    if let Some(bundle) = source.bundle() {
+        crate::bundles::unpack_into(bundle, &source.store, Output::Text, quiet)?;
+    }
+    kk_install::registry::Store::open(&source.store)
+        .with_context(|| format!("cannot read the store `{}`", source.store.display()))
+}
