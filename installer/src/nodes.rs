@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use kk_install::cluster::{self, Reach};
 use kk_install::install::run::Checks;
-use kk_install::install::{Event, Install, Phase, Plan, RunOptions, StepStatus};
+use kk_install::install::{Event, Install, Phase, Plan, RunOptions, StateLock, StepStatus};
 use kk_install::inventory::{Config, Inventory};
 use kk_install::precheck::Report;
 use kk_install::ssh::{HostKeyPolicy, Node};
@@ -127,17 +127,19 @@ pub(crate) fn reset(args: &crate::cli::ResetArgs, reach: &ReachArgs) -> anyhow::
     }
     let (inventory, _config) = read_files(&args.inventory, args.config.as_deref())?;
     let reach = reach_of(reach);
+    let lock = StateLock::acquire(&reach.work_dir)?;
     let done = runtime()?.block_on(async {
         let nodes = cluster::connect(&inventory, &reach).await?;
         let result = kk_install::install::reset::reset(
             &nodes,
             &reach.work_dir,
+            &lock,
             args.purge,
             reach.concurrency,
         )
         .await;
         close(nodes).await;
-        result.map_err(anyhow::Error::msg)
+        result.map_err(anyhow::Error::from)
     })?;
     let mut text = String::new();
     for (node, reset) in done {
@@ -193,9 +195,11 @@ pub(crate) fn install(args: &crate::cli::InstallArgs, reach: &ReachArgs) -> anyh
             kk_install::install::run::state_path(&read.reach.work_dir).display()
         );
     }
+    let lock = StateLock::acquire(&read.reach.work_dir)?;
     let summary = runtime()?.block_on(async {
         let nodes = cluster::connect(&read.inventory, &read.reach).await?;
-        let result = kk_install::install::run::run(&install, &nodes, &options, &report).await;
+        let result =
+            kk_install::install::run::run(&install, &lock, &nodes, &options, &report).await;
         close(nodes).await;
         result.map_err(anyhow::Error::from)
     })?;
@@ -218,7 +222,7 @@ fn report(event: Event<'_>) {
             };
             eprintln!(
                 "[{:>3}/{}] {:<12} {:<20} {:<11} {:.1}s",
-                step.finished, step.total, step.node, step.step, status, step.seconds
+                step.finished, step.total, step.target, step.step, status, step.seconds
             );
         }
         Event::Precheck(report) => eprint!("{}", report.render_table()),

@@ -26,6 +26,8 @@
 //!   hooks only run after everything else succeeded.
 
 pub mod bootstrap;
+pub mod error;
+pub mod lock;
 pub mod plan;
 pub mod render;
 pub mod reset;
@@ -34,6 +36,8 @@ pub mod state;
 
 mod phases;
 
+pub use error::{InstallError, PlanError, StepError};
+pub use lock::StateLock;
 pub use plan::{Phase, Plan};
 pub use run::{Event, Install, RunOptions, StepEvent, StepStatus, Summary};
-pub use state::State;
+pub use state::{State, Target};

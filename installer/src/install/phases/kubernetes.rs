@@ -9,7 +9,8 @@
 use std::net::IpAddr;
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
-use crate::install::bootstrap::{self, BootstrapToken};
+use crate::install::bootstrap::{self, BootstrapToken, TokenError};
+use crate::install::error::StepError;
 use crate::install::plan::KubernetesPlan;
 use crate::install::render::kubernetes::paths::{
     ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST, KUBEADM_DROPIN,
@@ -34,20 +35,21 @@ pub(crate) struct Bootstrap {
     pub(crate) ca_cert_hash: String,
 }
 
-fn kubernetes<'a>(cx: &'a Cx<'_>) -> Result<&'a KubernetesPlan, String> {
+fn kubernetes<'a>(cx: &'a Cx<'_>) -> Result<&'a KubernetesPlan, StepError> {
     cx.plan
         .kubernetes
         .as_ref()
-        .ok_or_else(|| "the bundle carries no Kubernetes (no kubeadm)".to_owned())
+        .ok_or_else(|| StepError::not_in_plan("the bundle carries no Kubernetes (no kubeadm)"))
 }
 
-fn bootstrap<'a>(cx: &'a Cx<'_>) -> Result<&'a Bootstrap, String> {
-    cx.bootstrap
-        .get()
-        .ok_or_else(|| "no bootstrap token (step `kubernetes.token` did not run)".to_owned())
+fn bootstrap<'a>(cx: &'a Cx<'_>) -> Result<&'a Bootstrap, StepError> {
+    cx.bootstrap.get().ok_or(StepError::NotRun {
+        what: "no bootstrap token",
+        step: "kubernetes.token",
+    })
 }
 
-async fn is_joined(node: &Node) -> Result<bool, String> {
+async fn is_joined(node: &Node) -> Result<bool, StepError> {
     let said = sh(node, &format!("[ -f {KUBELET_CONF} ] && echo yes || true")).await?;
     Ok(said.trim() == "yes")
 }
@@ -79,20 +81,18 @@ pub(super) async fn kubelet(cx: &Cx<'_>, node: &Node) -> StepResult {
 /// `kubernetes.token` (on the installer machine, every run): the recorded token, or a new one
 /// when there is none or it expired — registered with `kubeadm token create` when the cluster
 /// already exists; and the CA hash from the CA kk issued.
-pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, String> {
-    let issued = cx
-        .pki
-        .get()
-        .ok_or("the certificates were not made (step `pki.issue` did not run)")?;
+pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, StepError> {
+    let issued = cx.pki.get().ok_or(super::pki::NOT_ISSUED)?;
     let ca_cert_hash = bootstrap::ca_cert_hash(issued.ca_cert_pem().as_bytes())?;
     let now = jiff::Timestamp::now();
     let recorded = BootstrapToken::load(cx.work_dir)?;
     let (token, changed) = match recorded {
         Some(token) if token.is_valid_at(now) => (token, false),
         _ => {
-            let token = BootstrapToken::generate(now)
-                .map_err(|e| format!("cannot make a bootstrap token: {e}"))?;
-            let first = first.ok_or("the first control plane is not connected")?;
+            let token = BootstrapToken::generate(now).map_err(TokenError::Generate)?;
+            let first = first.ok_or_else(|| {
+                StepError::not_in_plan("the first control plane is not connected")
+            })?;
             let initialised =
                 sh(first, &format!("[ -f {ADMIN_CONF} ] && echo yes || true")).await?;
             if initialised.trim() == "yes" {
@@ -118,10 +118,16 @@ pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, Str
 }
 
 /// The kube-vip manifest for `node`, mounting `kubeconfig`.
-async fn kube_vip_manifest(cx: &Cx<'_>, node: &Node, kubeconfig: &str) -> Result<String, String> {
+async fn kube_vip_manifest(
+    cx: &Cx<'_>,
+    node: &Node,
+    kubeconfig: &str,
+) -> Result<String, StepError> {
     let plan = kubernetes(cx)?;
     let EndpointKind::KubeVip(vip) = &cx.config.kubernetes.control_plane_endpoint.kind else {
-        return Err("the control-plane endpoint is not kube-vip".to_owned());
+        return Err(StepError::not_in_plan(
+            "the control-plane endpoint is not kube-vip",
+        ));
     };
     let ip = node_ip(plan, node.name())?;
     // BGP announces the address from the loopback (kube-vip's and KubeKey's way); ARP answers
@@ -140,7 +146,10 @@ async fn kube_vip_manifest(cx: &Cx<'_>, node: &Node, kubeconfig: &str) -> Result
     };
     let interface = interface.trim();
     if interface.is_empty() {
-        return Err(format!("no interface of `{}` holds {ip}", node.name()));
+        return Err(StepError::NoInterface {
+            node: node.name().to_owned(),
+            ip,
+        });
     }
     let mode = match vip.mode {
         KubeVipMode::Arp => VipMode::Arp,
@@ -158,7 +167,7 @@ async fn kube_vip_manifest(cx: &Cx<'_>, node: &Node, kubeconfig: &str) -> Result
     let image = plan
         .kube_vip_image
         .clone()
-        .ok_or("the plan has no kube-vip image")?;
+        .ok_or_else(|| StepError::not_in_plan("the plan has no kube-vip image"))?;
     Ok(k8s::kube_vip_manifest(&KubeVipInput {
         image,
         address: vip.address,
@@ -196,7 +205,7 @@ pub(super) async fn vip(cx: &Cx<'_>, node: &Node) -> StepResult {
 
 /// The kubelet's `--node-ip` for `node`: its plan address, and in a dual-stack cluster its
 /// address of the other family too.
-fn node_ips(cx: &Cx<'_>, name: &str) -> Result<Vec<IpAddr>, String> {
+fn node_ips(cx: &Cx<'_>, name: &str) -> Result<Vec<IpAddr>, StepError> {
     let mut ips = vec![node_ip(kubernetes(cx)?, name)?];
     let dual = cx.config.cni.pod_cidr.is_dual_stack();
     if let Some(host) = cx.inventory.host(name)
@@ -212,17 +221,19 @@ fn node_ips(cx: &Cx<'_>, name: &str) -> Result<Vec<IpAddr>, String> {
     Ok(ips)
 }
 
-fn node_ip(plan: &KubernetesPlan, name: &str) -> Result<IpAddr, String> {
+fn node_ip(plan: &KubernetesPlan, name: &str) -> Result<IpAddr, StepError> {
     plan.control_planes
         .iter()
         .chain(&plan.workers)
         .find(|(n, _)| n == name)
         .map(|(_, ip)| *ip)
-        .ok_or_else(|| format!("`{name}` is not a Kubernetes node of the plan"))
+        .ok_or_else(|| {
+            StepError::not_in_plan(format!("`{name}` is not a Kubernetes node of the plan"))
+        })
 }
 
 /// kubeadm's `ClusterConfiguration` inputs for the first control plane.
-fn cluster_input(cx: &Cx<'_>, node: &Node) -> Result<ClusterInput, String> {
+fn cluster_input(cx: &Cx<'_>, node: &Node) -> Result<ClusterInput, StepError> {
     let plan = kubernetes(cx)?;
     let bootstrap = bootstrap(cx)?;
     let cni = &cx.config.cni;
@@ -345,7 +356,7 @@ pub(super) async fn haproxy(cx: &Cx<'_>, node: &Node) -> StepResult {
     let image = plan
         .haproxy_image
         .as_deref()
-        .ok_or("the plan has no haproxy image")?;
+        .ok_or_else(|| StepError::not_in_plan("the plan has no haproxy image"))?;
     let cfg = k8s::haproxy_cfg(plan.endpoint_port, &plan.control_planes);
     let sha = bundle_spec::Sha256Digest::of(cfg.as_bytes()).hex();
     let mut outcome = put(cx, node, cfg.as_bytes(), HAPROXY_CFG, 0o644).await?;

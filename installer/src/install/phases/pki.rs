@@ -1,42 +1,35 @@
 //! The pki phase: the certificates are made once, on the installer machine, in the work
 //! directory (the master copy), then each node gets exactly the files its roles need.
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use super::{Cx, Outcome, StepResult, put_file};
+use crate::install::error::StepError;
 use crate::install::plan::address_of;
 use crate::inventory::{EtcdDeploymentType, Role};
 use crate::pki::{self, Member, PkiSpec, RegistryNames};
 use crate::ssh::Node;
 
-/// `pki.issue`: every certificate the plan needs, under `<work dir>/pki`; what exists is kept.
-pub(super) fn issue(cx: &Cx<'_>) -> Result<(), String> {
+/// `pki.issue` (on the installer machine): every certificate the plan needs, under
+/// `<work dir>/pki`; what exists is kept.
+pub(crate) fn issue(cx: &Cx<'_>) -> Result<(), StepError> {
     let spec = spec(cx)?;
-    let issued = pki::ensure(&cx.work_dir.join("pki"), &spec).map_err(|e| {
-        let mut text = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            let _ = write!(text, ": {cause}");
-            source = cause.source();
-        }
-        text
-    })?;
+    let issued = pki::ensure(&cx.work_dir.join("pki"), &spec)?;
     // A second call in the same run finds the same files; the first result stands.
     let _ = cx.pki.set(issued);
     Ok(())
 }
 
-fn member(cx: &Cx<'_>, name: &str) -> Result<Member, String> {
+fn member(cx: &Cx<'_>, name: &str) -> Result<Member, StepError> {
     let host = cx
         .inventory
         .host(name)
-        .ok_or_else(|| format!("no host `{name}` in the inventory"))?;
+        .ok_or_else(|| StepError::not_in_plan(format!("no host `{name}` in the inventory")))?;
     let mut ips: Vec<IpAddr> = Vec::new();
     ips.extend(host.internal_ipv4.map(IpAddr::V4));
     ips.extend(host.internal_ipv6.map(IpAddr::V6));
     if ips.is_empty() {
-        ips.push(address_of(host).map_err(|e| e.to_string())?);
+        ips.push(address_of(host)?);
     }
     Ok(Member {
         name: name.to_owned(),
@@ -44,7 +37,7 @@ fn member(cx: &Cx<'_>, name: &str) -> Result<Member, String> {
     })
 }
 
-fn spec(cx: &Cx<'_>) -> Result<PkiSpec, String> {
+fn spec(cx: &Cx<'_>) -> Result<PkiSpec, StepError> {
     let control_planes = cx
         .inventory
         .role_members(Role::ControlPlane)
@@ -98,17 +91,19 @@ fn first_host(network: IpAddr) -> Option<IpAddr> {
     }
 }
 
+/// What a step that needs the certificates reports when `pki.issue` has not run.
+pub(super) const NOT_ISSUED: StepError = StepError::NotRun {
+    what: "the certificates were not made",
+    step: "pki.issue",
+};
+
 /// `pki.copy`: the CA every node trusts the registry with; the registry's pair on its host;
 /// kubeadm's tree on control planes; each etcd member's own server and peer pairs.
 pub(super) async fn copy(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let issued = cx
-        .pki
-        .get()
-        .ok_or("the certificates were not made (step `pki.issue` did not run)")?;
-    let host = cx
-        .inventory
-        .host(node.name())
-        .ok_or_else(|| format!("no host `{}` in the inventory", node.name()))?;
+    let issued = cx.pki.get().ok_or(NOT_ISSUED)?;
+    let host = cx.inventory.host(node.name()).ok_or_else(|| {
+        StepError::not_in_plan(format!("no host `{}` in the inventory", node.name()))
+    })?;
     let mut files = issued.trust_files();
     if node.name() == cx.plan.registry.node {
         files.extend(issued.registry_files());

@@ -21,7 +21,9 @@ mod kubeadm;
 pub use endpoint::{
     HAPROXY_HEALTH_PORT, KubeVipInput, VipMode, haproxy_cfg, haproxy_manifest, kube_vip_manifest,
 };
-pub use kubeadm::{ClusterInput, EtcdMode, JoinInput, init_config, join_config};
+pub use kubeadm::{
+    ClusterInput, EtcdMode, JoinInput, KubeadmVersionError, init_config, join_config,
+};
 
 /// Where the files of this module live on the nodes.
 pub mod paths {
