@@ -10,6 +10,7 @@ mod cli;
 mod dist;
 mod install_bundle;
 mod install_lab;
+mod install_lock;
 mod kubernetes_lab;
 mod lab;
 mod labkit;
