@@ -1,5 +1,7 @@
-//! What each step does on a node. Every step checks before it changes: a file is written only
-//! when its content or mode differs, a service is restarted only when something it reads
+//! What each step does: on a node ([`run`]), or once for the cluster on the installer machine
+//! ([`run_cluster`], [`precheck::rules`]). The executor (`run.rs`) only orders the steps,
+//! records them and reports progress. Every step checks before it changes: a file is written
+//! only when its content or mode differs, a service is restarted only when something it reads
 //! changed, so running a step twice changes nothing the second time.
 
 mod etcd;
