@@ -47,7 +47,7 @@ pub struct HookRun {
 /// `work_dir`. Returns what ran, in node order; the first failure (in node order) is the error.
 pub async fn run(
     hook: Hook,
-    nodes: &[Node],
+    nodes: &[&Node],
     work_dir: &Path,
     concurrency: usize,
 ) -> Result<Vec<HookRun>, HookError> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use kk_install::cluster::{self, Reach};
 use kk_install::install::run::Checks;
-use kk_install::install::{Event, Install, Phase, Plan, RunOptions, StepStatus};
+use kk_install::install::{Event, Install, Phase, Plan, RunOptions, StateLock, StepStatus};
 use kk_install::inventory::{Config, Inventory};
 use kk_install::precheck::Report;
 use kk_install::ssh::{HostKeyPolicy, Node};
@@ -132,17 +132,19 @@ pub(crate) fn reset(runtime: &Runtime, args: &crate::cli::ResetArgs) -> anyhow::
     }
     let (inventory, _config) = read_files(&args.inventory, args.config.as_deref())?;
     let reach = reach_of(&args.reach);
+    let lock = StateLock::acquire(&reach.work_dir)?;
     let done = runtime.block_on(async {
         let nodes = cluster::connect(&inventory, &reach).await?;
         let result = kk_install::install::reset::reset(
             &nodes,
             &reach.work_dir,
+            &lock,
             args.purge,
             reach.concurrency,
         )
         .await;
         close(nodes).await;
-        result.map_err(anyhow::Error::msg)
+        result.map_err(anyhow::Error::from)
     })?;
     let mut text = String::new();
     for (node, reset) in done {
@@ -210,9 +212,11 @@ pub(crate) fn install(
         eprintln!("resuming the install recorded in {}", state.display());
     }
     let report = |event: Event<'_>| report(event, quiet);
+    let lock = StateLock::acquire(&read.reach.work_dir)?;
     let summary = runtime.block_on(async {
         let nodes = cluster::connect(&read.inventory, &read.reach).await?;
-        let result = kk_install::install::run::run(&install, &nodes, &options, &report).await;
+        let result =
+            kk_install::install::run::run(&install, &lock, &nodes, &options, &report).await;
         close(nodes).await;
         result.map_err(anyhow::Error::from)
     })?;
@@ -237,7 +241,7 @@ fn report(event: Event<'_>, quiet: bool) {
             };
             eprintln!(
                 "[{:>3}/{}] {:<12} {:<20} {:<11} {:.1}s",
-                step.finished, step.total, step.node, step.step, status, step.seconds
+                step.finished, step.total, step.target, step.step, status, step.seconds
             );
         }
         Event::Precheck(report) => eprint!("{}", report.render_table()),

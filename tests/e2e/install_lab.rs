@@ -35,12 +35,16 @@ pub(crate) mod lab {
     }
 
     impl Cluster {
-        /// Three nodes: node1 control plane and registry, node2 and node3 workers, etcd on all.
-        fn start(tmp: &Path) -> Self {
+        /// Three nodes named `names`: the first control plane and registry, the others
+        /// workers, etcd on all.
+        fn start(tmp: &Path, names: [&str; 3]) -> Self {
             let cluster = Self::start_nodes(tmp, 3);
-            cluster.write_inventory(
-                3,
-                "    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2, node3]}\n    etcd: {hosts: [node1, node2, node3]}\n    image_registry: {hosts: [node1]}\n",
+            let [first, second, third] = names;
+            cluster.write_inventory_named(
+                &names,
+                &format!(
+                    "    kube_control_plane: {{hosts: [{first}]}}\n    kube_worker: {{hosts: [{second}, {third}]}}\n    etcd: {{hosts: [{first}, {second}, {third}]}}\n    image_registry: {{hosts: [{first}]}}\n"
+                ),
             );
             cluster.write_config("  etcd: {deployment_type: external}\n  image_registry:\n    type: kk\n    auth: {registry: \"dockerhub.kubekey.local:5443\"}\n");
             cluster
@@ -73,15 +77,21 @@ pub(crate) mod lab {
         /// The inventory: the first `hosts` nodes (`node1`…) and `groups` (YAML lines under
         /// `groups:`).
         pub(crate) fn write_inventory(&self, hosts: usize, groups: &str) {
-            let ips = &self.nodes.ips()[..hosts];
+            let names: Vec<String> = (1..=hosts).map(|n| format!("node{n}")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            self.write_inventory_named(&names, groups);
+        }
+
+        /// The inventory: the first nodes, named `names` in order, and `groups`.
+        pub(crate) fn write_inventory_named(&self, names: &[&str], groups: &str) {
+            let ips = &self.nodes.ips()[..names.len()];
             let mut inventory = String::from(
                 "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata:\n  name: lab\nspec:\n  hosts:\n",
             );
-            for (i, ip) in ips.iter().enumerate() {
+            for (name, ip) in names.iter().zip(ips) {
                 let _ = write!(
                     inventory,
-                    "    node{n}:\n      connector: {{host: {ip}, private_key: {key}}}\n      internal_ipv4: {ip}\n",
-                    n = i + 1,
+                    "    {name}:\n      connector: {{host: {ip}, private_key: {key}}}\n      internal_ipv4: {ip}\n",
                     key = self.nodes.var("KK_NODES_KEY"),
                 );
             }
@@ -222,7 +232,7 @@ pub(crate) mod lab {
     #[test]
     fn the_install_brings_up_registry_runtime_and_etcd_and_a_rerun_changes_nothing() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let cluster = Cluster::start(tmp.path());
+        let cluster = Cluster::start(tmp.path(), ["node1", "node2", "node3"]);
 
         let (plan, _) = run_ok(&mut cluster.kk_install(&["plan"]));
         for step in [
@@ -461,16 +471,19 @@ pub(crate) mod lab {
         seen
     }
 
+    /// The third host is named `installer`, a valid inventory name that kk once used for its
+    /// cluster-wide steps: its node steps, record and resume must be those of any node.
     #[test]
     fn an_install_killed_or_cut_off_converges_when_run_again() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let cluster = Cluster::start(tmp.path());
+        let third = "installer";
+        let cluster = Cluster::start(tmp.path(), ["node1", "node2", third]);
 
         // A failing pre hook stops the install before anything else, naming node, script and
         // exit code with its output; no post hook runs.
         let work = cluster.work_dir();
         fs::create_dir_all(&work).expect("work dir");
-        let hook = work.join("pre_install_node3.sh");
+        let hook = work.join(format!("pre_install_{third}.sh"));
         fs::write(&hook, "#!/bin/sh\necho 'disk not ready' >&2\nexit 4\n").expect("hook");
         fs::write(
             work.join("post_install_node1.sh"),
@@ -479,8 +492,8 @@ pub(crate) mod lab {
         .expect("post hook");
         let error = run_failing(&mut cluster.kk_install(&[]));
         for part in [
-            "node3",
-            "/etc/kubekey/scripts/pre_install_node3.sh",
+            &format!("node `{third}`"),
+            &format!("/etc/kubekey/scripts/pre_install_{third}.sh"),
             "exit 4",
             "disk not ready",
         ] {
@@ -491,7 +504,10 @@ pub(crate) mod lab {
             "nothing after a failed pre hook: {error}"
         );
         fs::remove_file(&hook).expect("remove hook");
-        cluster.on(2, "rm /etc/kubekey/scripts/pre_install_node3.sh");
+        cluster.on(
+            2,
+            &format!("rm /etc/kubekey/scripts/pre_install_{third}.sh"),
+        );
 
         // Killed at a phase boundary (the first step of pki), then inside the runtime phase.
         kill_at(cluster.kk_install(&[]), "pki.issue");
@@ -531,9 +547,12 @@ pub(crate) mod lab {
         assert!(cut, "the runtime phase never started:\n{seen}");
         assert!(
             !status.success(),
-            "the install went on without node3:\n{seen}"
+            "the install went on without {third}:\n{seen}"
         );
-        assert!(seen.contains("node3"), "the error names node3:\n{seen}");
+        assert!(
+            seen.contains(&format!("node `{third}`")),
+            "the error names {third}:\n{seen}"
+        );
         assert!(
             !seen.contains("post_hook.scripts"),
             "no post_hook after a failure:\n{seen}"
@@ -543,7 +562,7 @@ pub(crate) mod lab {
 
         // Back online: the same command converges.
         let (table, _) = run_ok(&mut cluster.kk_install(&[]));
-        assert!(table.contains("node3"), "{table}");
+        assert!(table.contains(third), "{table}");
         assert_eq!(cluster.on(0, "cat /root/post.log"), "post\n");
         let health = cluster.on(
             0,
@@ -552,6 +571,7 @@ pub(crate) mod lab {
              endpoint health --cluster 2>&1",
         );
         assert_eq!(health.matches("is healthy").count(), 3, "{health}");
+        assert_a_node_like_any_other(&cluster, third);
         let error = run_failing(&mut cluster.kk_install(&["--phase", "nonsense"]));
         // clap refuses the name, listing every phase.
         assert!(
@@ -559,5 +579,50 @@ pub(crate) mod lab {
                 && error.contains("pre_hook, precheck, os, pki, registry, runtime, etcd, kubernetes, network, addons, post_hook"),
             "{error}"
         );
+    }
+
+    /// The node `name` (the third, a worker and etcd member as the second is) has its own steps
+    /// in the state, its phases and files in its record, and a rerun finds every step of it done.
+    fn assert_a_node_like_any_other(cluster: &Cluster, name: &str) {
+        let state: Value = serde_json::from_str(
+            &fs::read_to_string(cluster.work_dir().join("install-state.json")).expect("state"),
+        )
+        .expect("state json");
+        assert!(state["done"][name]["os.hosts"].is_number(), "{state}");
+        assert!(state["done"]["*"]["os.hosts"].is_null(), "{state}");
+        assert!(state["done"]["*"]["pki.issue"].is_number(), "{state}");
+        // Its record lists what the record of the other worker (same roles) lists.
+        let record = |node: usize| -> Value {
+            serde_json::from_str(&cluster.on(node, "cat /etc/kubekey/installed.json"))
+                .expect("json")
+        };
+        let (record, worker) = (record(2), record(1));
+        assert_eq!(record["phases"], worker["phases"], "{record}\n{worker}");
+        assert!(
+            record["phases"]
+                .as_array()
+                .expect("phases")
+                .iter()
+                .any(|p| p == "etcd"),
+            "{record}"
+        );
+        assert!(
+            record["files"]
+                .as_array()
+                .expect("files")
+                .iter()
+                .any(|f| f == "/etc/sysctl.d/99-kk.conf"),
+            "{record}"
+        );
+        let (_, out) = run_ok(&mut cluster.kk_install(&[]));
+        let progress = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = progress
+            .lines()
+            .filter(|line| line.contains(&format!("] {name} ")))
+            .collect();
+        assert!(!lines.is_empty(), "no step on {name}:\n{progress}");
+        for line in lines {
+            assert!(line.contains("done before"), "{line}\n{progress}");
+        }
     }
 }

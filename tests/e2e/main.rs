@@ -10,6 +10,7 @@ mod cli;
 mod dist;
 mod install_bundle;
 mod install_lab;
+mod install_lock;
 mod install_plan;
 mod kubernetes_lab;
 mod lab;

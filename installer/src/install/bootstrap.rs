@@ -71,32 +71,69 @@ impl BootstrapToken {
     }
 
     /// The record in `work_dir`, if any.
-    pub fn load(work_dir: &Path) -> Result<Option<Self>, String> {
+    pub fn load(work_dir: &Path) -> Result<Option<Self>, TokenError> {
         let path = record_path(work_dir);
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice::<Self>(&bytes)
                 .ok()
                 .filter(|token| Self::is_well_formed(&token.token))
                 .map(Some)
-                .ok_or_else(|| {
-                    format!(
-                        "`{}` is not a token record; hint: remove it and run again",
-                        path.display()
-                    )
-                }),
+                .ok_or(TokenError::Damaged { path }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read `{}`: {e}", path.display())),
+            Err(source) => Err(TokenError::Read { path, source }),
         }
     }
 
     /// Writes the record to `work_dir` (mode 0600, durably).
-    pub fn save(&self, work_dir: &Path) -> Result<(), String> {
+    pub fn save(&self, work_dir: &Path) -> Result<(), TokenError> {
         let path = record_path(work_dir);
-        let mut json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+        let write = |source| TokenError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut json = serde_json::to_vec_pretty(self).map_err(|e| write(e.into()))?;
         json.push(b'\n');
-        crate::durable::write(&path, &json, 0o600, ".kubeadm-token")
-            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+        crate::durable::write(&path, &json, 0o600, ".kubeadm-token").map_err(write)
     }
+}
+
+/// The bootstrap token's record, or the CA hash, cannot be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The record is there but is not one.
+    #[error("`{}` is not a token record; hint: remove it and run again", path.display())]
+    Damaged {
+        /// The record.
+        path: PathBuf,
+    },
+    /// The record cannot be read.
+    #[error("cannot read `{}`", path.display())]
+    Read {
+        /// The record.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The record cannot be written.
+    #[error("cannot write `{}`", path.display())]
+    Write {
+        /// The record.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No randomness for a new token.
+    #[error("cannot make a bootstrap token")]
+    Generate(#[source] std::io::Error),
+    /// The CA certificate is not PEM.
+    #[error("the CA certificate is not PEM")]
+    CaPem(#[source] x509_parser::nom::Err<x509_parser::error::PEMError>),
+    /// The CA certificate does not parse.
+    #[error("the CA certificate does not parse")]
+    CaCertificate(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
 }
 
 /// Where the token record is kept.
@@ -106,12 +143,9 @@ pub fn record_path(work_dir: &Path) -> PathBuf {
 
 /// `sha256:<hex>` of the DER `SubjectPublicKeyInfo` of the CA certificate `ca_pem`: what
 /// `--discovery-token-ca-cert-hash` pins.
-pub fn ca_cert_hash(ca_pem: &[u8]) -> Result<String, String> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(ca_pem)
-        .map_err(|e| format!("the CA certificate is not PEM: {e}"))?;
-    let certificate = pem
-        .parse_x509()
-        .map_err(|e| format!("the CA certificate does not parse: {e}"))?;
+pub fn ca_cert_hash(ca_pem: &[u8]) -> Result<String, TokenError> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(ca_pem).map_err(TokenError::CaPem)?;
+    let certificate = pem.parse_x509().map_err(TokenError::CaCertificate)?;
     let spki = certificate.tbs_certificate.subject_pki.raw;
     Ok(format!("sha256:{}", hex::encode(Sha256::digest(spki))))
 }
@@ -154,7 +188,7 @@ mod tests {
         assert_eq!(BootstrapToken::load(dir.path()).expect("load"), Some(token));
         std::fs::write(record_path(dir.path()), b"{}").expect("damage");
         let error = BootstrapToken::load(dir.path()).expect_err("damaged");
-        assert!(error.contains(TOKEN_FILE), "{error}");
+        assert!(error.to_string().contains(TOKEN_FILE), "{error}");
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! phase, step by step across nodes, each node step implemented in `phases` against a
 //! [`crate::ssh::Node`]; the files those steps write are rendered by [`render`], pure and
 //! tested against what containerd, systemd and etcd read. [`state::State`] records every
-//! finished step in the work directory, so a rerun continues from the first step not done.
+//! finished step in the work directory, so a rerun continues from the first step not done. A step
+//! runs for a [`state::Target`]: a node, or the cluster as a whole (the cluster-wide steps run on
+//! the installer machine). An install or reset holds the work directory's [`lock::StateLock`]
+//! from before it connects to a node until it ends, so two never run on one state.
 //!
 //! # Why it is built this way
 //!
@@ -26,6 +29,8 @@
 //!   hooks only run after everything else succeeded.
 
 pub mod bootstrap;
+pub mod error;
+pub mod lock;
 pub mod plan;
 pub mod render;
 pub mod reset;
@@ -34,6 +39,8 @@ pub mod state;
 
 mod phases;
 
+pub use error::{InstallError, PlanError, StepError};
+pub use lock::StateLock;
 pub use plan::{Phase, Plan};
 pub use run::{Event, Install, RunOptions, StepEvent, StepStatus, Summary};
-pub use state::State;
+pub use state::{State, Target};

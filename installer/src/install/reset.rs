@@ -14,6 +14,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{InstallError, StepError};
+use super::lock::StateLock;
 use super::phases::sh as run;
 use super::render::{self, paths};
 use crate::ssh::{Node, fan_out, quote};
@@ -54,18 +56,23 @@ struct Record {
 }
 
 /// Resets every node in `nodes` (all at once, bounded by `concurrency`), then forgets the
-/// install in `work_dir`. The first node that fails is the error; the others still ran.
+/// install in `work_dir`, whose `lock` the caller holds. The first node that fails is the
+/// error; the others still ran.
 pub async fn reset(
     nodes: &[Node],
     work_dir: &Path,
+    _lock: &StateLock,
     purge: bool,
     concurrency: usize,
-) -> Result<Vec<(String, NodeReset)>, String> {
+) -> Result<Vec<(String, NodeReset)>, InstallError> {
     let targets: Vec<&Node> = nodes.iter().collect();
     let results = fan_out(&targets, concurrency, |node| async move {
         reset_node(node, purge)
             .await
-            .map_err(|e| format!("reset of node `{}` failed: {e}", node.name()))
+            .map_err(|source| InstallError::Reset {
+                node: node.name().to_owned(),
+                source: Box::new(source),
+            })
     })
     .await;
     let mut done = Vec::new();
@@ -77,13 +84,13 @@ pub async fn reset(
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot remove `{}`: {e}", path.display())),
+            Err(source) => return Err(InstallError::State { path, source }),
         }
     }
     Ok(done)
 }
 
-async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, String> {
+async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, StepError> {
     let mut done = NodeReset::default();
     let kubeadm = run(
         node,
@@ -139,7 +146,7 @@ async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, String> {
 }
 
 /// The files `/etc/kubekey/installed.json` lists (none when there is no record).
-async fn recorded_files(node: &Node) -> Result<Vec<String>, String> {
+async fn recorded_files(node: &Node) -> Result<Vec<String>, StepError> {
     let text = run(
         node,
         &format!("cat {} 2>/dev/null || true", paths::INSTALLED),
@@ -148,13 +155,15 @@ async fn recorded_files(node: &Node) -> Result<Vec<String>, String> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let record: Record = serde_json::from_str(&text)
-        .map_err(|e| format!("`{}` is not kk's record: {e}", paths::INSTALLED))?;
+    let record: Record = serde_json::from_str(&text).map_err(|source| StepError::NotARecord {
+        path: paths::INSTALLED,
+        source,
+    })?;
     Ok(record.files)
 }
 
 /// Removes `files` (kk's block out of `/etc/hosts`); returns how many were removed.
-async fn remove_files(node: &Node, files: &[String]) -> Result<usize, String> {
+async fn remove_files(node: &Node, files: &[String]) -> Result<usize, StepError> {
     let mut removable: BTreeSet<&str> = files
         .iter()
         .map(String::as_str)

@@ -14,33 +14,18 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::error::InstallError;
+use super::lock::StateLock;
+use super::phases::precheck::Rules;
 use super::phases::{self, Cx};
 use super::plan::{Action, Phase, Plan, Step};
 use super::render::paths;
-use super::state::{CLUSTER, State};
-use crate::cluster::{self, Reach};
-use crate::error::InstallError;
-use crate::hooks::{self, Hook};
-use crate::inventory::{Config, Inventory};
-use crate::precheck::{self, BundleFacts, Context, Report};
+use super::state::{State, Target};
+use crate::inventory::Inventory;
+use crate::precheck::Report;
 use crate::ssh::{Node, fan_out};
 
-/// What the precheck reads: the cluster as configured, the bundle, the nodes.
-#[derive(Debug, Clone, Copy)]
-pub struct Checks<'a> {
-    /// The inventory.
-    pub inventory: &'a Inventory,
-    /// The config.
-    pub config: &'a Config,
-    /// What the precheck needs from the bundle.
-    pub bundle: &'a BundleFacts,
-    /// How nodes are reached; the work directory.
-    pub reach: &'a Reach,
-    /// fio's data size for the etcd disk check.
-    pub fio_size: &'a str,
-    /// Rules waived by id or prefix.
-    pub ignore: &'a BTreeSet<String>,
-}
+pub use super::phases::precheck::{Checks, report as precheck_report};
 
 /// Everything an install reads.
 #[derive(Debug)]
@@ -81,8 +66,8 @@ pub enum StepStatus {
 /// A step finished on a node (or, for a cluster-wide step, on the installer machine).
 #[derive(Debug, Clone, Serialize)]
 pub struct StepEvent {
-    /// The node; `installer` for cluster-wide steps.
-    pub node: String,
+    /// The node, or the cluster for cluster-wide steps.
+    pub target: Target,
     /// The step id.
     pub step: String,
     /// What happened.
@@ -160,34 +145,32 @@ impl Progress<'_> {
     /// Records a finished step (persisted at once) and tells the caller.
     fn finish(
         &self,
-        node: &str,
+        target: &Target,
         step: &Step,
         status: StepStatus,
         seconds: f64,
         outcome: Option<&phases::Outcome>,
     ) -> Result<(), InstallError> {
-        let key = if node == "installer" { CLUSTER } else { node };
         if status != StepStatus::Failed {
             let mut state = Self::lock(&self.state);
             if status != StepStatus::Done {
-                state.mark_done(key, &step.id, seconds);
+                state.mark_done(target, &step.id, seconds);
             }
-            if let Some(outcome) = outcome {
-                state.add_files(key, outcome.files.iter().cloned());
+            if let (Some(outcome), Target::Node(node)) = (outcome, target) {
+                state.add_files(node, outcome.files.iter().cloned());
             }
             state.save(self.work_dir)?;
         }
-        if let Some(outcome) = outcome {
+        if let (Some(outcome), Target::Node(node)) = (outcome, target) {
             let mut summary = Self::lock(&self.summary);
-            *summary.sent.entry(node.to_owned()).or_default() += outcome.sent;
+            *summary.sent.entry(node.clone()).or_default() += outcome.sent;
         }
         if status != StepStatus::Failed {
             // A cluster-wide step (hooks, precheck) counts as done on every node it covered;
             // "changed" is kept for what changed a node itself.
-            let (cells, changed): (Vec<&str>, bool) = if node == "installer" {
-                (step.nodes.iter().map(String::as_str).collect(), false)
-            } else {
-                (vec![node], status == StepStatus::Changed)
+            let (cells, changed): (Vec<&str>, bool) = match target {
+                Target::Cluster => (step.nodes.iter().map(String::as_str).collect(), false),
+                Target::Node(node) => (vec![node.as_str()], status == StepStatus::Changed),
             };
             let mut summary = Self::lock(&self.summary);
             for name in cells {
@@ -208,7 +191,7 @@ impl Progress<'_> {
             *finished
         };
         (self.report)(Event::Step(&StepEvent {
-            node: node.to_owned(),
+            target: target.clone(),
             step: step.id.clone(),
             status,
             seconds,
@@ -219,9 +202,11 @@ impl Progress<'_> {
     }
 }
 
-/// Runs the install on the connected `nodes` (every host of the inventory).
+/// Runs the install on the connected `nodes` (every host of the inventory), holding the work
+/// directory's `lock` (taken before the nodes were connected).
 pub async fn run(
     install: &Install<'_>,
+    _lock: &StateLock,
     nodes: &[Node],
     options: &RunOptions,
     report: &(dyn Fn(Event<'_>) + Sync),
@@ -262,6 +247,7 @@ pub async fn run(
         plan: install.plan,
         inventory: install.checks.inventory,
         config: install.checks.config,
+        checks: &install.checks,
         bundle_path: install.bundle_path,
         installer_binary: install.installer_binary,
         work_dir,
@@ -270,7 +256,7 @@ pub async fn run(
     };
     for phase in &phases {
         for step in steps.iter().filter(|s| s.phase == *phase) {
-            run_step(install, &cx, nodes, step, &progress).await?;
+            run_step(&cx, nodes, step, &progress).await?;
         }
         record(&cx, nodes, Some(*phase), &progress).await?;
     }
@@ -323,54 +309,49 @@ fn nodes_of<'n>(step: &Step, nodes: &'n [Node]) -> Vec<&'n Node> {
 }
 
 async fn run_step(
-    install: &Install<'_>,
     cx: &Cx<'_>,
     nodes: &[Node],
     step: &Step,
     progress: &Progress<'_>,
 ) -> Result<(), InstallError> {
     if step.action.is_cluster_wide() {
-        return run_cluster_step(install, cx, nodes, step, progress).await;
+        return run_cluster_step(cx, nodes, step, progress).await;
     }
     let targets = nodes_of(step, nodes);
-    let results = fan_out(
-        &targets,
-        install.checks.reach.concurrency,
-        |node| async move {
-            if Progress::lock(&progress.state).is_done(node.name(), &step.id) {
-                progress.finish(node.name(), step, StepStatus::Done, 0.0, None)?;
-                return Ok(());
+    let results = fan_out(&targets, cx.checks.reach.concurrency, |node| async move {
+        let target = Target::node(node.name());
+        if Progress::lock(&progress.state).is_done(&target, &step.id) {
+            progress.finish(&target, step, StepStatus::Done, 0.0, None)?;
+            return Ok(());
+        }
+        let started = Instant::now();
+        let result = phases::run(cx, &step.action, node).await;
+        let seconds = started.elapsed().as_secs_f64();
+        match result {
+            Ok(outcome) => {
+                let status = if outcome.changed {
+                    StepStatus::Changed
+                } else {
+                    StepStatus::Unchanged
+                };
+                progress.finish(&target, step, status, seconds, Some(&outcome))
             }
-            let started = Instant::now();
-            let result = phases::run(cx, &step.action, node).await;
-            let seconds = started.elapsed().as_secs_f64();
-            match result {
-                Ok(outcome) => {
-                    let status = if outcome.changed {
-                        StepStatus::Changed
-                    } else {
-                        StepStatus::Unchanged
-                    };
-                    progress.finish(node.name(), step, status, seconds, Some(&outcome))
-                }
-                Err(cause) => {
-                    progress.finish(node.name(), step, StepStatus::Failed, seconds, None)?;
-                    Err(InstallError::Step {
-                        phase: step.phase.name().to_owned(),
-                        step: step.id.clone(),
-                        node: node.name().to_owned(),
-                        cause,
-                    })
-                }
+            Err(source) => {
+                progress.finish(&target, step, StepStatus::Failed, seconds, None)?;
+                Err(InstallError::Step {
+                    phase: step.phase.name().to_owned(),
+                    step: step.id.clone(),
+                    target,
+                    source: Box::new(source),
+                })
             }
-        },
-    )
+        }
+    })
     .await;
     results.into_iter().collect()
 }
 
 async fn run_cluster_step(
-    install: &Install<'_>,
     cx: &Cx<'_>,
     nodes: &[Node],
     step: &Step,
@@ -380,72 +361,28 @@ async fn run_cluster_step(
     // them: `pki.issue` always runs (it keeps every file that exists) and is never reported
     // as skipped.
     // Likewise the bootstrap token: joins in this run need it, and an expired one is replaced.
-    let done = Progress::lock(&progress.state).is_done(CLUSTER, &step.id);
+    let done = Progress::lock(&progress.state).is_done(&Target::Cluster, &step.id);
     let always = matches!(
         step.action,
         Action::IssueCertificates | Action::BootstrapToken
     );
-    if done && step.action == Action::Precheck {
-        return precheck_new_nodes(install, nodes, step, progress).await;
+    if step.action == Action::Precheck {
+        return precheck(cx, nodes, step, progress, done).await;
     }
     if done && !always {
-        return progress.finish("installer", step, StepStatus::Done, 0.0, None);
+        return progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
     }
     let started = Instant::now();
-    let failed = |cause: String| InstallError::Step {
-        phase: step.phase.name().to_owned(),
-        step: step.id.clone(),
-        node: "installer".to_owned(),
-        cause,
-    };
-    match &step.action {
-        Action::Hooks => {
-            let hook = if step.phase == Phase::PreHook {
-                Hook::Pre
-            } else {
-                Hook::Post
-            };
-            let ran = hooks::run(
-                hook,
-                nodes,
-                &install.checks.reach.work_dir,
-                install.checks.reach.concurrency,
-            )
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-            let count: usize = ran.iter().map(|r| r.scripts.len()).sum();
-            (progress.report)(Event::Note(format!(
-                "{}: {count} scripts on {} nodes",
-                step.phase,
-                ran.len()
-            )));
-        }
-        Action::Precheck => {
-            let all: Vec<&Node> = nodes.iter().collect();
-            let report = precheck_report(&install.checks, &all).await?;
-            (progress.report)(Event::Precheck(&report));
-            if report.failed() {
-                return Err(InstallError::Precheck);
-            }
-        }
-        Action::IssueCertificates => {
-            tokio::task::block_in_place(|| phases::issue_certificates(cx)).map_err(failed)?;
-        }
-        Action::VerifyOs => {
-            verify_os(&install.checks, &nodes_of(step, nodes))
-                .await
-                .map_err(failed)?;
-        }
-        Action::BootstrapToken => {
-            let first = nodes_of(step, nodes).first().copied();
-            let replaced = phases::kubernetes::token(cx, first).await.map_err(failed)?;
-            if replaced && done {
-                (progress.report)(Event::Note(
-                    "kubernetes: the bootstrap token had expired and was replaced".to_owned(),
-                ));
-            }
-        }
-        _ => return Err(failed(format!("`{}` is not a cluster-wide step", step.id))),
+    let note = phases::run_cluster(cx, &step.action, step.phase, &nodes_of(step, nodes), done)
+        .await
+        .map_err(|source| InstallError::Step {
+            phase: step.phase.name().to_owned(),
+            step: step.id.clone(),
+            target: Target::Cluster,
+            source: Box::new(source),
+        })?;
+    if let Some(note) = note {
+        (progress.report)(Event::Note(note));
     }
     let status = if done {
         StepStatus::Unchanged
@@ -453,7 +390,7 @@ async fn run_cluster_step(
         StepStatus::Changed
     };
     progress.finish(
-        "installer",
+        &Target::Cluster,
         step,
         status,
         started.elapsed().as_secs_f64(),
@@ -461,99 +398,46 @@ async fn run_cluster_step(
     )
 }
 
-/// The precheck of a rerun: done for the nodes it covered, it runs again for nodes added to the
-/// inventory since (no step done there yet), with their node rules only — the cluster rules
-/// would now see kk's own cluster (its etcd's ports, its virtual IP answering).
-async fn precheck_new_nodes(
-    install: &Install<'_>,
+/// The precheck: on every node the first time; on a rerun (`done`), again for the nodes added
+/// to the inventory since (no step done there yet), with their node rules only.
+async fn precheck(
+    cx: &Cx<'_>,
     nodes: &[Node],
     step: &Step,
     progress: &Progress<'_>,
+    done: bool,
 ) -> Result<(), InstallError> {
-    let new: Vec<&Node> = {
+    let (targets, rules): (Vec<&Node>, Rules) = if done {
         let state = Progress::lock(&progress.state);
-        nodes_of(step, nodes)
+        let new = nodes_of(step, nodes)
             .into_iter()
-            .filter(|n| !state.done.contains_key(n.name()))
-            .collect()
+            .filter(|n| !state.has_node(n.name()))
+            .collect();
+        (new, Rules::NodesOnly)
+    } else {
+        (nodes.iter().collect(), Rules::All)
     };
-    if new.is_empty() {
-        return progress.finish("installer", step, StepStatus::Done, 0.0, None);
+    if targets.is_empty() {
+        return progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
     }
     let started = Instant::now();
-    let mut report = precheck_report(&install.checks, &new).await?;
-    report.cluster.clear();
+    let report = phases::precheck::rules(cx.checks, &targets, rules).await?;
     (progress.report)(Event::Precheck(&report));
     if report.failed() {
         return Err(InstallError::Precheck);
     }
+    let status = if done {
+        StepStatus::Unchanged
+    } else {
+        StepStatus::Changed
+    };
     progress.finish(
-        "installer",
+        &Target::Cluster,
         step,
-        StepStatus::Unchanged,
+        status,
         started.elapsed().as_secs_f64(),
         None,
     )
-}
-
-/// Gathers facts and measurements from every node and evaluates every rule.
-pub async fn precheck_report(checks: &Checks<'_>, nodes: &[&Node]) -> Result<Report, InstallError> {
-    let facts = cluster::gather(nodes, checks.reach).await?;
-    let measured = cluster::measure(
-        checks.inventory,
-        checks.config,
-        nodes,
-        &facts,
-        checks.fio_size,
-    )
-    .await;
-    let context = Context {
-        inventory: checks.inventory,
-        config: checks.config,
-        facts: &facts,
-        bundle: checks.bundle,
-        cluster: &measured,
-    };
-    Ok(precheck::evaluate(&context, checks.ignore))
-}
-
-/// `os.verify`: the nodes' facts gathered again, and the precheck rules the os phase
-/// establishes judged for real; any that fails stops the install, naming node and rule.
-async fn verify_os(checks: &Checks<'_>, nodes: &[&Node]) -> Result<(), String> {
-    let gathered = fan_out(nodes, checks.reach.concurrency, |node| {
-        crate::facts::gather(node)
-    })
-    .await;
-    let mut facts = BTreeMap::new();
-    for (node, result) in nodes.iter().zip(gathered) {
-        facts.insert(node.name().to_owned(), result.map_err(|e| e.to_string())?);
-    }
-    let context = Context {
-        inventory: checks.inventory,
-        config: checks.config,
-        facts: &facts,
-        bundle: checks.bundle,
-        cluster: &precheck::ClusterFacts::default(),
-    };
-    let report = precheck::established_by_os(&context, checks.ignore);
-    let failures: Vec<String> = report
-        .nodes
-        .iter()
-        .flat_map(|(node, results)| {
-            results
-                .iter()
-                .filter(|r| r.status == precheck::Status::Fail)
-                .map(move |r| format!("{node}: {}: {}", r.id, r.message))
-        })
-        .collect();
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "after the os phase, still not as the install needs:\n{}",
-            failures.join("\n")
-        ))
-    }
 }
 
 /// `/etc/kubekey/installed.json` on every node of `phase`: the bundle, the Kubernetes version,
@@ -576,15 +460,15 @@ async fn record(
         .iter()
         .filter(|n| involved.contains(n.name()))
         .collect();
-    let results = fan_out(&targets, 10, |node| async move {
+    let results = fan_out(&targets, cx.checks.reach.concurrency, |node| async move {
         let content = installed_json(cx.plan, &Progress::lock(&progress.state), node.name());
         phases::put_record(cx, node, &content)
             .await
-            .map_err(|cause| InstallError::Step {
+            .map_err(|source| InstallError::Step {
                 phase: phase.map_or("record", Phase::name).to_owned(),
                 step: step.to_owned(),
-                node: node.name().to_owned(),
-                cause,
+                target: Target::node(node.name()),
+                source: Box::new(source),
             })
     })
     .await;
@@ -609,12 +493,12 @@ pub fn installed_json(plan: &Plan, state: &State, node: &str) -> Vec<u8> {
                 .peekable();
             steps.peek().is_some()
                 && steps.all(|s| {
-                    let key = if s.action.is_cluster_wide() {
-                        CLUSTER
+                    let target = if s.action.is_cluster_wide() {
+                        Target::Cluster
                     } else {
-                        node
+                        Target::node(node)
                     };
-                    state.is_done(key, &s.id)
+                    state.is_done(&target, &s.id)
                 })
         })
         .map(Phase::name)
@@ -665,11 +549,12 @@ mod tests {
 
         let mut state = starting_state(&plan, dir.path(), &fresh).expect("fresh");
         assert_eq!(state.bundle, plan.bundle.to_string());
-        state.mark_done("cp1", "os.swap", 0.1);
-        state.mark_done("cp1", "runtime.pull", 0.1);
+        let cp1 = Target::node("cp1");
+        state.mark_done(&cp1, "os.swap", 0.1);
+        state.mark_done(&cp1, "runtime.pull", 0.1);
         state.save(dir.path()).expect("save");
         let resumed = starting_state(&plan, dir.path(), &resume).expect("resume");
-        assert!(resumed.is_done("cp1", "os.swap") && resumed.is_done("cp1", "runtime.pull"));
+        assert!(resumed.is_done(&cp1, "os.swap") && resumed.is_done(&cp1, "runtime.pull"));
 
         let os_again = RunOptions {
             phase: Some(Phase::Os),
@@ -677,11 +562,11 @@ mod tests {
         };
         let again = starting_state(&plan, dir.path(), &os_again).expect("phase");
         assert!(
-            !again.is_done("cp1", "os.swap"),
+            !again.is_done(&cp1, "os.swap"),
             "`--phase os` runs os again"
         );
         assert!(
-            again.is_done("cp1", "runtime.pull"),
+            again.is_done(&cp1, "runtime.pull"),
             "other phases stay done"
         );
 
@@ -729,12 +614,12 @@ mod tests {
         let plan = sample_plan();
         let mut state = State::new(&plan.bundle.to_string());
         for step in plan.phase(Phase::Os) {
-            let key = if step.action.is_cluster_wide() {
-                CLUSTER
+            let target = if step.action.is_cluster_wide() {
+                Target::Cluster
             } else {
-                "w1"
+                Target::node("w1")
             };
-            state.mark_done(key, &step.id, 0.1);
+            state.mark_done(&target, &step.id, 0.1);
         }
         state.add_files("w1", ["/etc/sysctl.d/99-kk.conf".to_owned()]);
         let record: serde_json::Value =
@@ -749,5 +634,62 @@ mod tests {
             installed_json(&plan, &state, "w1"),
             "the same state gives the same bytes"
         );
+    }
+
+    #[test]
+    fn a_node_named_installer_has_its_steps_files_row_and_record_as_any_node() {
+        // `installer` is a valid inventory name: nothing may take its steps for the cluster's.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut plan = sample_plan();
+        for name in plan.steps.iter_mut().flat_map(|s| s.nodes.iter_mut()) {
+            if name == "w1" {
+                "installer".clone_into(name);
+            }
+        }
+        let events = Mutex::new(Vec::new());
+        let report = |event: Event<'_>| {
+            if let Event::Step(step) = event {
+                Progress::lock(&events).push(step.target.clone());
+            }
+        };
+        let progress = Progress {
+            state: Mutex::new(State::new(&plan.bundle.to_string())),
+            summary: Mutex::new(Summary::default()),
+            work_dir: dir.path(),
+            finished: Mutex::new(0),
+            total: 0,
+            report: &report,
+        };
+        let installer = Target::node("installer");
+        let outcome = phases::Outcome {
+            changed: true,
+            files: vec!["/etc/sysctl.d/99-kk.conf".to_owned()],
+            sent: 7,
+        };
+        for step in plan.phase(Phase::Os) {
+            let target = if step.action.is_cluster_wide() {
+                Target::Cluster
+            } else {
+                installer.clone()
+            };
+            progress
+                .finish(&target, step, StepStatus::Changed, 0.1, Some(&outcome))
+                .expect("finish");
+        }
+        let state = State::load(dir.path()).expect("load").expect("saved");
+        assert!(state.is_done(&installer, "os.swap"), "{state:?}");
+        assert!(!state.is_done(&Target::Cluster, "os.swap"), "{state:?}");
+        assert!(state.is_done(&Target::Cluster, "os.verify"), "{state:?}");
+        let record: serde_json::Value =
+            serde_json::from_slice(&installed_json(&plan, &state, "installer")).expect("json");
+        assert_eq!(record["phases"], serde_json::json!(["os"]));
+        assert_eq!(
+            record["files"],
+            serde_json::json!(["/etc/kubekey/installed.json", "/etc/sysctl.d/99-kk.conf"])
+        );
+        let summary = Progress::lock(&progress.summary);
+        assert_eq!(summary.nodes["installer"]["os"], "changed");
+        assert!(summary.sent["installer"] > 0);
+        assert!(Progress::lock(&events).contains(&installer));
     }
 }

@@ -9,12 +9,13 @@
 //! step checks before it changes, so redoing it changes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::InstallError;
+use super::error::InstallError;
 
 /// The state file's name in the work directory.
 pub const STATE_FILE: &str = "install-state.json";
@@ -24,16 +25,79 @@ pub const STATE_FILE: &str = "install-state.json";
 pub struct State {
     /// The identity (`sha256:…`) of the bundle being installed.
     pub bundle: String,
-    /// Per node, the steps done and how long each took (seconds). Cluster-wide steps are kept
-    /// under [`CLUSTER`].
-    pub done: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Per target, the steps done and how long each took (seconds).
+    pub done: BTreeMap<Target, BTreeMap<String, f64>>,
     /// Per node, the files kk wrote there (for `/etc/kubekey/installed.json` and reset).
     #[serde(default)]
     pub files: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// The key of cluster-wide steps in [`State::done`].
-pub const CLUSTER: &str = "*";
+/// The key of [`Target::Cluster`] in the state file: no inventory host can be named `*` (host
+/// names are DNS names), so it cannot be mistaken for a node.
+const CLUSTER_KEY: &str = "*";
+
+/// Where a step runs: once for the whole cluster (on the installer machine: hooks, precheck,
+/// certificates, token) or on one node.
+///
+/// A type rather than a reserved name: every string is a possible inventory host name (a host
+/// may well be called `installer`), so a node's steps must never be told from the cluster's by
+/// its name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// The cluster as a whole.
+    Cluster,
+    /// The node of this inventory name.
+    Node(String),
+}
+
+impl Target {
+    /// The node `name`.
+    pub fn node(name: &str) -> Self {
+        Self::Node(name.to_owned())
+    }
+
+    /// How the state file and the progress name it: the node's name, or `*` for the cluster.
+    pub fn key(&self) -> &str {
+        match self {
+            Self::Cluster => CLUSTER_KEY,
+            Self::Node(name) => name,
+        }
+    }
+}
+
+impl Target {
+    /// Where a step failed, for messages: on node `name`, or on the installer machine.
+    pub fn place(&self) -> String {
+        match self {
+            Self::Cluster => "on the installer machine".to_owned(),
+            Self::Node(name) => format!("on node `{name}`"),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so the progress lines' column widths apply.
+        f.pad(self.key())
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(deserializer)?;
+        Ok(if key == CLUSTER_KEY {
+            Self::Cluster
+        } else {
+            Self::Node(key)
+        })
+    }
+}
 
 impl State {
     /// A fresh state for `bundle`.
@@ -65,17 +129,24 @@ impl State {
         crate::durable::write(&path, &json, 0o600, ".install-state.").map_err(state_error(&path))
     }
 
-    /// Whether `step` is done on `node`.
-    pub fn is_done(&self, node: &str, step: &str) -> bool {
+    /// Whether `step` is done on `target`.
+    pub fn is_done(&self, target: &Target, step: &str) -> bool {
         self.done
-            .get(node)
+            .get(target)
             .is_some_and(|steps| steps.contains_key(step))
     }
 
-    /// Records `step` done on `node` after `seconds`.
-    pub fn mark_done(&mut self, node: &str, step: &str, seconds: f64) {
+    /// Whether any step is done on the node `name`.
+    pub fn has_node(&self, name: &str) -> bool {
         self.done
-            .entry(node.to_owned())
+            .keys()
+            .any(|target| matches!(target, Target::Node(node) if node == name))
+    }
+
+    /// Records `step` done on `target` after `seconds`.
+    pub fn mark_done(&mut self, target: &Target, step: &str, seconds: f64) {
+        self.done
+            .entry(target.clone())
             .or_default()
             .insert(step.to_owned(), seconds);
     }
@@ -106,20 +177,41 @@ mod tests {
     fn steps_are_recorded_saved_and_read_back() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert_eq!(State::load(dir.path()).expect("load"), None);
+        let node1 = Target::node("node1");
         let mut state = State::new("sha256:ab");
-        assert!(!state.is_done("node1", "os.swap"));
-        state.mark_done("node1", "os.swap", 0.5);
-        state.mark_done(CLUSTER, "pki.issue", 0.1);
+        assert!(!state.is_done(&node1, "os.swap"));
+        state.mark_done(&node1, "os.swap", 0.5);
+        state.mark_done(&Target::Cluster, "pki.issue", 0.1);
         state.add_files("node1", ["/etc/sysctl.d/99-kk.conf".to_owned()]);
         state.save(dir.path()).expect("save");
         let read = State::load(dir.path()).expect("load").expect("state");
         assert_eq!(read, state);
-        assert!(read.is_done("node1", "os.swap"));
-        assert!(!read.is_done("node2", "os.swap"));
+        assert!(read.is_done(&node1, "os.swap"));
+        assert!(!read.is_done(&Target::node("node2"), "os.swap"));
         let mut again = read.clone();
         again.forget("os.swap");
-        assert!(!again.is_done("node1", "os.swap"));
-        assert!(again.is_done(CLUSTER, "pki.issue"));
+        assert!(!again.is_done(&node1, "os.swap"));
+        assert!(again.is_done(&Target::Cluster, "pki.issue"));
+    }
+
+    #[test]
+    fn a_node_named_installer_is_a_node_and_the_cluster_is_kept_as_before() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let installer = Target::node("installer");
+        let mut state = State::new("sha256:ab");
+        state.mark_done(&installer, "os.swap", 0.5);
+        state.mark_done(&Target::Cluster, "pki.issue", 0.1);
+        state.save(dir.path()).expect("save");
+        let json: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.path().join(STATE_FILE)).expect("read"))
+                .expect("json");
+        // The file keeps the format of earlier releases: `*` for the cluster.
+        assert_eq!(json["done"]["installer"]["os.swap"], 0.5);
+        assert_eq!(json["done"]["*"]["pki.issue"], 0.1);
+        let read = State::load(dir.path()).expect("load").expect("state");
+        assert!(read.is_done(&installer, "os.swap") && read.has_node("installer"));
+        assert!(!read.is_done(&Target::Cluster, "os.swap"));
+        assert!(!read.has_node("*"), "the cluster is no node");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! member would wait for members that are started after it.
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
+use crate::install::error::StepError;
 use crate::install::render::{self, paths};
 use crate::ssh::Node;
 
@@ -18,7 +19,12 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
         .etcd_members
         .iter()
         .find(|(name, _)| name == node.name())
-        .ok_or_else(|| format!("`{}` is not an etcd member of the plan", node.name()))?;
+        .ok_or_else(|| {
+            StepError::not_in_plan(format!(
+                "`{}` is not an etcd member of the plan",
+                node.name()
+            ))
+        })?;
     let said = sh(
         node,
         "if [ ! -d /var/lib/etcd ]; then mkdir -p /var/lib/etcd && echo made; fi; \
@@ -62,10 +68,11 @@ pub(super) async fn health(cx: &Cx<'_>, node: &Node) -> StepResult {
     let said = sh(node, &command).await?;
     let healthy = said.matches("is healthy").count();
     if healthy < cx.plan.etcd_members.len() {
-        return Err(format!(
-            "{healthy} of {} etcd members report healthy:\n{said}",
-            cx.plan.etcd_members.len()
-        ));
+        return Err(StepError::EtcdUnhealthy {
+            healthy,
+            members: cx.plan.etcd_members.len(),
+            said,
+        });
     }
     Ok(Outcome::default())
 }

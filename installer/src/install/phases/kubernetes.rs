@@ -7,7 +7,8 @@
 //! but not applied to a running node — kubeadm has no such operation).
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
-use crate::install::bootstrap::{self, BootstrapToken};
+use crate::install::bootstrap::{self, BootstrapToken, TokenError};
+use crate::install::error::StepError;
 use crate::install::plan::{KubeVipPlan, KubernetesPlan, VipInterface};
 use crate::install::render::kubernetes::paths::{
     ADMIN_CONF, HAPROXY_CFG, HAPROXY_MANIFEST, KK_CONFIGS, KUBE_VIP_MANIFEST, KUBEADM_DROPIN,
@@ -26,27 +27,28 @@ pub(crate) struct Bootstrap {
     pub(crate) ca_cert_hash: String,
 }
 
-fn kubernetes<'a>(cx: &'a Cx<'_>) -> Result<&'a KubernetesPlan, String> {
+fn kubernetes<'a>(cx: &'a Cx<'_>) -> Result<&'a KubernetesPlan, StepError> {
     cx.plan
         .kubernetes
         .as_ref()
-        .ok_or_else(|| "the bundle carries no Kubernetes (no kubeadm)".to_owned())
+        .ok_or_else(|| StepError::not_in_plan("the bundle carries no Kubernetes (no kubeadm)"))
 }
 
-fn kube_vip<'a>(cx: &'a Cx<'_>) -> Result<&'a KubeVipPlan, String> {
+fn kube_vip<'a>(cx: &'a Cx<'_>) -> Result<&'a KubeVipPlan, StepError> {
     kubernetes(cx)?
         .kube_vip
         .as_ref()
-        .ok_or_else(|| "the control-plane endpoint is not kube-vip".to_owned())
+        .ok_or_else(|| StepError::not_in_plan("the control-plane endpoint is not kube-vip"))
 }
 
-fn bootstrap<'a>(cx: &'a Cx<'_>) -> Result<&'a Bootstrap, String> {
-    cx.bootstrap
-        .get()
-        .ok_or_else(|| "no bootstrap token (step `kubernetes.token` did not run)".to_owned())
+fn bootstrap<'a>(cx: &'a Cx<'_>) -> Result<&'a Bootstrap, StepError> {
+    cx.bootstrap.get().ok_or(StepError::NotRun {
+        what: "no bootstrap token",
+        step: "kubernetes.token",
+    })
 }
 
-async fn is_joined(node: &Node) -> Result<bool, String> {
+async fn is_joined(node: &Node) -> Result<bool, StepError> {
     let said = sh(node, &format!("[ -f {KUBELET_CONF} ] && echo yes || true")).await?;
     Ok(said.trim() == "yes")
 }
@@ -78,20 +80,18 @@ pub(super) async fn kubelet(cx: &Cx<'_>, node: &Node) -> StepResult {
 /// `kubernetes.token` (on the installer machine, every run): the recorded token, or a new one
 /// when there is none or it expired — registered with `kubeadm token create` when the cluster
 /// already exists; and the CA hash from the CA kk issued.
-pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, String> {
-    let issued = cx
-        .pki
-        .get()
-        .ok_or("the certificates were not made (step `pki.issue` did not run)")?;
+pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, StepError> {
+    let issued = cx.pki.get().ok_or(super::pki::NOT_ISSUED)?;
     let ca_cert_hash = bootstrap::ca_cert_hash(issued.ca_cert_pem().as_bytes())?;
     let now = jiff::Timestamp::now();
     let recorded = BootstrapToken::load(cx.work_dir)?;
     let (token, changed) = match recorded {
         Some(token) if token.is_valid_at(now) => (token, false),
         _ => {
-            let token = BootstrapToken::generate(now)
-                .map_err(|e| format!("cannot make a bootstrap token: {e}"))?;
-            let first = first.ok_or("the first control plane is not connected")?;
+            let token = BootstrapToken::generate(now).map_err(TokenError::Generate)?;
+            let first = first.ok_or_else(|| {
+                StepError::not_in_plan("the first control plane is not connected")
+            })?;
             let initialised =
                 sh(first, &format!("[ -f {ADMIN_CONF} ] && echo yes || true")).await?;
             if initialised.trim() == "yes" {
@@ -117,12 +117,15 @@ pub(crate) async fn token(cx: &Cx<'_>, first: Option<&Node>) -> Result<bool, Str
 }
 
 /// The kube-vip manifest for `node`, mounting `kubeconfig`.
-async fn kube_vip_manifest(cx: &Cx<'_>, node: &Node, kubeconfig: &str) -> Result<String, String> {
+async fn kube_vip_manifest(
+    cx: &Cx<'_>,
+    node: &Node,
+    kubeconfig: &str,
+) -> Result<String, StepError> {
     let vip = kube_vip(cx)?;
-    let announce = vip
-        .nodes
-        .get(node.name())
-        .ok_or_else(|| format!("the plan runs no kube-vip on `{}`", node.name()))?;
+    let announce = vip.nodes.get(node.name()).ok_or_else(|| {
+        StepError::not_in_plan(format!("the plan runs no kube-vip on `{}`", node.name()))
+    })?;
     let interface = match &announce.interface {
         VipInterface::Named { name } => name.clone(),
         VipInterface::Holding { address } => {
@@ -136,7 +139,10 @@ async fn kube_vip_manifest(cx: &Cx<'_>, node: &Node, kubeconfig: &str) -> Result
             .await?;
             let found = found.trim();
             if found.is_empty() {
-                return Err(format!("no interface of `{}` holds {address}", node.name()));
+                return Err(StepError::NoInterface {
+                    node: node.name().to_owned(),
+                    ip: *address,
+                });
             }
             found.to_owned()
         }
@@ -216,10 +222,9 @@ pub(super) async fn join(cx: &Cx<'_>, node: &Node, control_plane: bool) -> StepR
             ..Outcome::default()
         });
     }
-    let input = kubernetes(cx)?
-        .joins
-        .get(node.name())
-        .ok_or_else(|| format!("the plan does not join `{}`", node.name()))?;
+    let input = kubernetes(cx)?.joins.get(node.name()).ok_or_else(|| {
+        StepError::not_in_plan(format!("the plan does not join `{}`", node.name()))
+    })?;
     let bootstrap = bootstrap(cx)?;
     let token = JoinToken {
         token: &bootstrap.token.token,
@@ -247,7 +252,7 @@ pub(super) async fn haproxy(cx: &Cx<'_>, node: &Node) -> StepResult {
     let image = plan
         .haproxy_image
         .as_deref()
-        .ok_or("the plan has no haproxy image")?;
+        .ok_or_else(|| StepError::not_in_plan("the plan has no haproxy image"))?;
     let cfg = k8s::haproxy_cfg(plan.endpoint_port, &plan.control_planes);
     let sha = bundle_spec::Sha256Digest::of(cfg.as_bytes()).hex();
     let mut outcome = put(cx, node, cfg.as_bytes(), HAPROXY_CFG, 0o644).await?;

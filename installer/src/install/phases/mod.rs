@@ -1,12 +1,16 @@
-//! What each step does on a node. Every step checks before it changes: a file is written only
-//! when its content or mode differs, a service is restarted only when something it reads
+//! What each step does: on a node ([`run`]), or once for the cluster on the installer machine
+//! ([`run_cluster`], [`precheck::rules`]). The executor (`run.rs`) only orders the steps,
+//! records them and reports progress. Every step checks before it changes: a file is written
+//! only when its content or mode differs, a service is restarted only when something it reads
 //! changed, so running a step twice changes nothing the second time.
 
 mod etcd;
+pub(crate) mod hooks;
 pub(crate) mod kubernetes;
 mod network;
-mod os;
-mod pki;
+pub(crate) mod os;
+pub(crate) mod pki;
+pub(crate) mod precheck;
 mod registry;
 mod runtime;
 
@@ -14,11 +18,14 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::error::SshError;
 use crate::inventory::{Config, Inventory};
 use crate::pki::Issued;
 use crate::ssh::{Node, quote};
 
+use super::error::StepError;
 use super::plan::{Action, Plan};
+use precheck::Checks;
 
 /// What every step may read.
 #[derive(Debug)]
@@ -26,6 +33,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) plan: &'a Plan,
     pub(crate) inventory: &'a Inventory,
     pub(crate) config: &'a Config,
+    /// What the precheck and the os phase's check read; how nodes are reached.
+    pub(crate) checks: &'a Checks<'a>,
     /// The bundle file as given (a file, a parts index or a first part).
     pub(crate) bundle_path: &'a Path,
     /// The kk-install copied to nodes.
@@ -57,8 +66,8 @@ impl Outcome {
     }
 }
 
-/// Why a step failed, as the operator should read it (remote output included).
-pub(crate) type StepResult = Result<Outcome, String>;
+/// What a node step did, or why it failed.
+pub(crate) type StepResult = Result<Outcome, StepError>;
 
 /// Runs the per-node `action` on `node`.
 pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult {
@@ -90,23 +99,17 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         | Action::Precheck
         | Action::IssueCertificates
         | Action::VerifyOs
-        | Action::BootstrapToken => Err(format!(
+        | Action::BootstrapToken => Err(StepError::not_in_plan(format!(
             "`{action:?}` is a cluster-wide step, not a node step"
-        )),
+        ))),
     }
 }
 
-/// Makes the certificates (the cluster-wide `pki.issue`).
-pub(crate) fn issue_certificates(cx: &Cx<'_>) -> Result<(), String> {
-    pki::issue(cx)
-}
-
 /// Runs `command` on `node`; a failure is the step's error, with the command's output.
-pub(crate) async fn sh(node: &Node, command: &str) -> Result<String, String> {
+pub(crate) async fn sh(node: &Node, command: &str) -> Result<String, SshError> {
     node.run_checked(command)
         .await
         .map(|output| output.stdout_text())
-        .map_err(|error| error.to_string())
 }
 
 /// Puts `content` at `path` on `node` with `mode`, unless it is there already with that
@@ -122,9 +125,8 @@ async fn put_file(node: &Node, local: &Path, path: &str, mode: u32) -> StepResul
     let (digest, size) = tokio::task::spawn_blocking(move || {
         std::fs::File::open(&local_owned).and_then(bundle_spec::Sha256Digest::of_reader)
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("cannot read `{}`: {e}", local.display()))?;
+    .await?
+    .map_err(StepError::io("read", local))?;
     let probe = format!(
         "if [ -f {p} ]; then echo \"$(sha256sum < {p} | cut -d' ' -f1) $(stat -c %a {p})\"; fi",
         p = quote(path)
@@ -136,9 +138,7 @@ async fn put_file(node: &Node, local: &Path, path: &str, mode: u32) -> StepResul
         ..Outcome::default()
     };
     if current.trim() != wanted {
-        node.upload(local, path, mode)
-            .await
-            .map_err(|e| e.to_string())?;
+        node.upload(local, path, mode).await?;
         outcome.changed = true;
         outcome.sent = size;
     }
@@ -146,13 +146,13 @@ async fn put_file(node: &Node, local: &Path, path: &str, mode: u32) -> StepResul
 }
 
 /// `content` in a temporary file of the work directory, for an upload.
-fn stage(work_dir: &Path, content: &[u8]) -> Result<tempfile::NamedTempFile, String> {
+fn stage(work_dir: &Path, content: &[u8]) -> Result<tempfile::NamedTempFile, StepError> {
     let dir: PathBuf = work_dir.join("tmp");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
-    let mut file = tempfile::NamedTempFile::new_in(&dir)
-        .map_err(|e| format!("cannot write in `{}`: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(StepError::io("create", &dir))?;
+    let mut file =
+        tempfile::NamedTempFile::new_in(&dir).map_err(StepError::io("write in", &dir))?;
     file.write_all(content)
-        .map_err(|e| format!("cannot write in `{}`: {e}", dir.display()))?;
+        .map_err(StepError::io("write in", &dir))?;
     Ok(file)
 }
 
@@ -202,8 +202,37 @@ async fn ensure_unit(node: &Node, unit: &str, changed: bool, start: Start) -> St
 }
 
 /// Writes `/etc/kubekey/installed.json` when its content changed.
-pub(crate) async fn put_record(cx: &Cx<'_>, node: &Node, content: &[u8]) -> Result<(), String> {
+pub(crate) async fn put_record(cx: &Cx<'_>, node: &Node, content: &[u8]) -> Result<(), StepError> {
     put(cx, node, content, super::render::paths::INSTALLED, 0o644)
         .await
         .map(drop)
+}
+
+/// Runs the cluster-wide `action` of `phase` on the installer machine, for `nodes`: the hooks,
+/// the certificates, the os phase's check, the bootstrap token (the precheck has its own
+/// entry, [`precheck::rules`]: its report decides whether the install goes on). `rerun`: an
+/// earlier run did the step. Returns a line for the operator, if the step has one.
+pub(crate) async fn run_cluster(
+    cx: &Cx<'_>,
+    action: &Action,
+    phase: super::plan::Phase,
+    nodes: &[&Node],
+    rerun: bool,
+) -> Result<Option<String>, StepError> {
+    match action {
+        Action::Hooks => hooks::scripts(cx, phase, nodes).await.map(Some),
+        Action::IssueCertificates => {
+            tokio::task::block_in_place(|| pki::issue(cx))?;
+            Ok(None)
+        }
+        Action::VerifyOs => os::verify(cx, nodes).await.map(|()| None),
+        Action::BootstrapToken => {
+            let replaced = kubernetes::token(cx, nodes.first().copied()).await?;
+            Ok((replaced && rerun)
+                .then(|| "kubernetes: the bootstrap token had expired and was replaced".to_owned()))
+        }
+        _ => Err(StepError::not_in_plan(format!(
+            "`{action:?}` is not a cluster-wide step"
+        ))),
+    }
 }

@@ -13,6 +13,8 @@ use std::fmt::Write as _;
 use bundle_spec::charts::missing_images;
 
 use super::{Cx, StepResult, put, runtime, sh};
+use crate::error::SshError;
+use crate::install::error::StepError;
 use crate::install::plan::{ChartInstall, ChartValues};
 use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
 use crate::ssh::{Node, quote};
@@ -29,14 +31,16 @@ pub(super) async fn chart(cx: &Cx<'_>, node: &Node, chart: &ChartInstall) -> Ste
     let values = chart.values.yaml();
     outcome.merge(put(cx, node, values.as_bytes(), &values_path, 0o600).await?);
     let rendered = render(cx, node, chart, &values_path).await?;
-    let missing = missing_images(&rendered, &cx.plan.images)
-        .map_err(|e| format!("the rendered chart `{}` is not YAML: {e}", chart.fetch.name))?;
+    let missing =
+        missing_images(&rendered, &cx.plan.images).map_err(|source| StepError::ChartYaml {
+            chart: chart.fetch.name.clone(),
+            source: Box::new(source),
+        })?;
     if !missing.is_empty() {
-        return Err(format!(
-            "chart `{}` names images the bundle lacks: {}; hint: add them to the bundle manifest's `spec.images` and build again",
-            chart.fetch.name,
-            missing.join(", ")
-        ));
+        return Err(StepError::ChartImages {
+            chart: chart.fetch.name.clone(),
+            images: missing,
+        });
     }
     outcome.merge(apply(cx, node, chart, &rendered).await?);
     Ok(outcome)
@@ -48,12 +52,12 @@ async fn render(
     node: &Node,
     chart: &ChartInstall,
     values_path: &str,
-) -> Result<String, String> {
+) -> Result<String, StepError> {
     let file = chart
         .fetch
         .files
         .first()
-        .ok_or("the chart has no file name")?;
+        .ok_or_else(|| StepError::not_in_plan("the chart has no file name"))?;
     let version = cx
         .plan
         .kubernetes
@@ -73,12 +77,9 @@ async fn render(
             let _ = write!(template, " --set {}", quote(pair));
         }
     }
-    sh(node, &template).await.map_err(|e| {
-        format!(
-            "`helm template` of chart `{}` failed: {e}",
-            chart.fetch.name
-        )
-    })
+    sh(node, &template)
+        .await
+        .map_err(|source| chart_failed("helm template", chart, source))
 }
 
 /// The rendered manifest, its namespace first, kept on the node and applied server-side.
@@ -97,6 +98,15 @@ async fn apply(cx: &Cx<'_>, node: &Node, chart: &ChartInstall, rendered: &str) -
         ),
     )
     .await
-    .map_err(|e| format!("`kubectl apply` of chart `{}` failed: {e}", chart.fetch.name))?;
+    .map_err(|source| chart_failed("kubectl apply", chart, source))?;
     Ok(outcome)
+}
+
+/// `tool`'s failure on `chart`.
+fn chart_failed(tool: &'static str, chart: &ChartInstall, source: SshError) -> StepError {
+    StepError::Chart {
+        tool,
+        chart: chart.fetch.name.clone(),
+        source: Box::new(source),
+    }
 }

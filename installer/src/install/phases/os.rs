@@ -1,14 +1,17 @@
 //! The os phase: the node's copy of kk-install, swap, kernel modules, sysctls, `/etc/hosts`,
 //! and the check that they hold.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use super::{Cx, Outcome, StepResult, put, put_file, sh};
+use crate::install::error::StepError;
 use crate::install::plan::{KubernetesPlan, address_of};
 use crate::install::render::{self, paths};
 use crate::inventory::EndpointKind;
-use crate::ssh::Node;
+use crate::precheck::{self, Context};
+use crate::ssh::{Node, fan_out};
 
 /// `os.installer`: this kk-install at `/usr/local/bin/kk-install` (the node fetches binaries
 /// and the registry host serves the bundle with it).
@@ -111,10 +114,10 @@ pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
 
 /// The `/etc/hosts` lines: each node's address with its name, and the registry's name with
 /// the registry host's address when the registry is reached by name.
-fn host_entries(cx: &Cx<'_>, node: &str) -> Result<Vec<(IpAddr, Vec<String>)>, String> {
+fn host_entries(cx: &Cx<'_>, node: &str) -> Result<Vec<(IpAddr, Vec<String>)>, StepError> {
     let mut entries: Vec<(IpAddr, Vec<String>)> = Vec::new();
     for host in cx.inventory.hosts() {
-        let ip = address_of(host).map_err(|e| e.to_string())?;
+        let ip = address_of(host)?;
         entries.push((ip, vec![host.name.clone()]));
     }
     let registry = &cx.plan.registry;
@@ -149,5 +152,43 @@ fn add_name(entries: &mut Vec<(IpAddr, Vec<String>)>, ip: IpAddr, name: &str) {
     match entries.iter_mut().find(|(address, _)| *address == ip) {
         Some((_, names)) => names.push(name.to_owned()),
         None => entries.push((ip, vec![name.to_owned()])),
+    }
+}
+
+/// `os.verify` (on the installer machine): the nodes' facts gathered again, and the precheck
+/// rules the os phase establishes judged for real; any that fails stops the install, naming
+/// node and rule.
+pub(crate) async fn verify(cx: &Cx<'_>, nodes: &[&Node]) -> Result<(), StepError> {
+    let checks = cx.checks;
+    let gathered = fan_out(nodes, checks.reach.concurrency, |node| {
+        crate::facts::gather(node)
+    })
+    .await;
+    let mut facts = BTreeMap::new();
+    for (node, result) in nodes.iter().zip(gathered) {
+        facts.insert(node.name().to_owned(), result?);
+    }
+    let context = Context {
+        inventory: checks.inventory,
+        config: checks.config,
+        facts: &facts,
+        bundle: checks.bundle,
+        cluster: &precheck::ClusterFacts::default(),
+    };
+    let report = precheck::established_by_os(&context, checks.ignore);
+    let failures: Vec<String> = report
+        .nodes
+        .iter()
+        .flat_map(|(node, results)| {
+            results
+                .iter()
+                .filter(|r| r.status == precheck::Status::Fail)
+                .map(move |r| format!("{node}: {}: {}", r.id, r.message))
+        })
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(StepError::NotEstablished { failures })
     }
 }

@@ -1,42 +1,34 @@
 //! The pki phase: the certificates are made once, on the installer machine, in the work
 //! directory (the master copy), then each node gets exactly the files the plan gives it.
 
-use std::fmt::Write as _;
-
 use super::{Cx, Outcome, StepResult, put_file};
+use crate::install::error::StepError;
 use crate::install::plan::CertificateSet;
 use crate::pki;
 use crate::ssh::Node;
 
-/// `pki.issue`: every certificate the plan needs, under `<work dir>/pki`; what exists is kept.
-pub(super) fn issue(cx: &Cx<'_>) -> Result<(), String> {
-    let issued = pki::ensure(&cx.work_dir.join("pki"), &cx.plan.pki.spec).map_err(|e| {
-        let mut text = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            let _ = write!(text, ": {cause}");
-            source = cause.source();
-        }
-        text
-    })?;
+/// `pki.issue` (on the installer machine): every certificate the plan needs, under
+/// `<work dir>/pki`; what exists is kept.
+pub(crate) fn issue(cx: &Cx<'_>) -> Result<(), StepError> {
+    let issued = pki::ensure(&cx.work_dir.join("pki"), &cx.plan.pki.spec)?;
     // A second call in the same run finds the same files; the first result stands.
     let _ = cx.pki.set(issued);
     Ok(())
 }
 
+/// What a step that needs the certificates reports when `pki.issue` has not run.
+pub(super) const NOT_ISSUED: StepError = StepError::NotRun {
+    what: "the certificates were not made",
+    step: "pki.issue",
+};
+
 /// `pki.copy`: the CA every node trusts the registry with; the registry's pair on its host;
 /// kubeadm's tree on control planes; each etcd member's own server and peer pairs.
 pub(super) async fn copy(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let issued = cx
-        .pki
-        .get()
-        .ok_or("the certificates were not made (step `pki.issue` did not run)")?;
-    let sets = cx
-        .plan
-        .pki
-        .nodes
-        .get(node.name())
-        .ok_or_else(|| format!("the plan gives `{}` no certificates", node.name()))?;
+    let issued = cx.pki.get().ok_or(NOT_ISSUED)?;
+    let sets = cx.plan.pki.nodes.get(node.name()).ok_or_else(|| {
+        StepError::not_in_plan(format!("the plan gives `{}` no certificates", node.name()))
+    })?;
     let files = sets.iter().flat_map(|set| match set {
         CertificateSet::Trust => issued.trust_files(),
         CertificateSet::Registry => issued.registry_files(),

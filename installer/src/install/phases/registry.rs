@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
+use crate::install::error::StepError;
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -28,17 +29,14 @@ pub(super) async fn unpack(cx: &Cx<'_>, node: &Node) -> StepResult {
     };
     let mut first = String::new();
     for file in &files {
-        let name = file
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| format!("`{}` has no usable file name", file.display()))?;
+        let name = file.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            StepError::not_in_plan(format!("`{}` has no usable file name", file.display()))
+        })?;
         let remote = format!("{incoming}/{name}");
         if first.is_empty() {
             first.clone_from(&remote);
         }
-        node.upload(file, &remote, 0o600)
-            .await
-            .map_err(|e| e.to_string())?;
+        node.upload(file, &remote, 0o600).await?;
         outcome.sent += std::fs::metadata(file).map_or(0, |m| m.len());
     }
     // The copy is removed whether the unpack worked or not: a rerun uploads it again rather
@@ -66,7 +64,7 @@ pub(super) async fn unpack(cx: &Cx<'_>, node: &Node) -> StepResult {
 }
 
 /// The files of the bundle: the file itself, or a parts index with every part it lists.
-fn bundle_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+fn bundle_files(path: &Path) -> Result<Vec<PathBuf>, StepError> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -77,8 +75,7 @@ fn bundle_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut files = vec![path.to_owned()];
     let prefix = format!("{stem}.part");
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot list `{}`: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(StepError::io("list", dir))?;
     let mut parts: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())

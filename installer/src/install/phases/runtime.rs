@@ -7,6 +7,7 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
+use crate::install::error::StepError;
 use crate::install::plan::BinaryFetch;
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
@@ -37,9 +38,11 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
         }
         let _ = write!(command, " {}", quote(&binary.reference));
         let printed = sh(node, &command).await?;
-        let fetched: Fetched = serde_json::from_str(printed.trim()).map_err(|e| {
-            format!("`kk-install fetch` printed something unexpected ({e}): {printed}")
-        })?;
+        let fetched: Fetched =
+            serde_json::from_str(printed.trim()).map_err(|source| StepError::FetchOutput {
+                printed: printed.clone(),
+                source,
+            })?;
         outcome.changed |= !fetched.unchanged;
         outcome.files.extend(fetched.files.into_keys());
     }
@@ -50,10 +53,10 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
 /// restarted when any of them changed.
 pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     let major = render::containerd_major(&cx.plan.containerd_version).ok_or_else(|| {
-        format!(
+        StepError::not_in_plan(format!(
             "the bundle's containerd version `{}` is not a version",
             cx.plan.containerd_version
-        )
+        ))
     })?;
     let mut files: Vec<(String, String)> = vec![
         (

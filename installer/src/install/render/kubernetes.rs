@@ -22,7 +22,8 @@ pub use endpoint::{
     HAPROXY_HEALTH_PORT, KubeVipInput, VipMode, haproxy_cfg, haproxy_manifest, kube_vip_manifest,
 };
 pub use kubeadm::{
-    ClusterInput, EtcdMode, InitToken, JoinInput, JoinToken, init_config, join_config,
+    ClusterInput, EtcdMode, InitToken, JoinInput, JoinToken, KubeadmVersionError, init_config,
+    join_config,
 };
 
 /// Where the files of this module live on the nodes.

@@ -8,13 +8,21 @@ use serde::Serialize;
 
 use super::{V1BETA4, Yaml, documents, kubeadm_api, map, paths, strings};
 
+/// A Kubernetes version kk writes no kubeadm configuration for.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "Kubernetes {version}: kk writes kubeadm's v1beta3 or v1beta4 configuration, which \
+     kubeadm reads from v1.22; this version is older or not a version"
+)]
+pub struct KubeadmVersionError {
+    /// The version.
+    pub version: String,
+}
+
 /// The config API for `version`, or the error init and join report.
-fn api_for(version: &str) -> Result<&'static str, String> {
-    kubeadm_api(version).ok_or_else(|| {
-        format!(
-            "Kubernetes {version}: kk writes kubeadm's v1beta3 or v1beta4 configuration, which \
-             kubeadm reads from v1.22; this version is older or not a version"
-        )
+fn api_for(version: &str) -> Result<&'static str, KubeadmVersionError> {
+    kubeadm_api(version).ok_or_else(|| KubeadmVersionError {
+        version: version.to_owned(),
     })
 }
 
@@ -135,7 +143,10 @@ fn families(cidrs: &str) -> (bool, bool) {
 ///   present only: it refuses a family-specific mask for a family the cluster lacks.
 /// - The kubelet uses the systemd cgroup driver (as containerd's runc is configured), and
 ///   kube-proxy's `clusterCIDR` is the pod subnet (comma-separated when dual stack).
-pub fn init_config(input: &ClusterInput, token: InitToken<'_>) -> Result<String, String> {
+pub fn init_config(
+    input: &ClusterInput,
+    token: InitToken<'_>,
+) -> Result<String, KubeadmVersionError> {
     let api = api_for(&input.version)?;
     let node_ip = node_ip_arg(&input.node_ips);
 
@@ -281,7 +292,7 @@ pub struct JoinToken<'a> {
 /// through the bootstrap token with the CA pinned by its hash, and for a control plane its
 /// `localAPIEndpoint`. No `certificateKey`: kk copies the shared certificates itself, so
 /// kubeadm has nothing to download.
-pub fn join_config(input: &JoinInput, token: JoinToken<'_>) -> Result<String, String> {
+pub fn join_config(input: &JoinInput, token: JoinToken<'_>) -> Result<String, KubeadmVersionError> {
     let api = api_for(&input.version)?;
     let mut registration = vec![
         ("name", input.node_name.as_str().into()),

@@ -222,9 +222,9 @@ fn init_config_has_what_kubeadm_reads_in_each_api() {
 fn init_config_refuses_versions_before_v1beta3() {
     for version in ["v1.21.0", "v1.19.16", "not-a-version"] {
         let error = init_config(&cluster(version, EtcdMode::Stacked), TOKEN).expect_err(version);
-        assert!(error.contains(version), "{error}");
+        assert!(error.to_string().contains(version), "{error}");
         let join = join_config(&join_input(version, None), JOIN_TOKEN).expect_err(version);
-        assert!(join.contains(version), "{join}");
+        assert!(join.to_string().contains(version), "{join}");
     }
 }
 
