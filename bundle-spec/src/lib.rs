@@ -45,6 +45,7 @@ pub mod charts;
 pub mod checksums;
 pub mod description;
 pub mod digest;
+pub mod durable;
 mod error;
 pub mod inspect;
 pub mod layout;
