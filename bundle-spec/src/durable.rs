@@ -194,6 +194,10 @@ pub mod journal {
 
     /// Asserts that `steps` made `path` durable: its temporary file in the same directory
     /// synced, renamed onto it, then the directory synced.
+    ///
+    /// # Panics
+    ///
+    /// When they did not: that is the assertion.
     #[track_caller]
     pub fn assert_durable(steps: &[Step], path: &std::path::Path) {
         let dir = path.parent().expect("a parent");

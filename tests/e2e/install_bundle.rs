@@ -161,7 +161,20 @@ fn a_failed_unpack_leaves_nothing_unverified_and_never_writes_beside_the_bundle(
         .expect("dir")
         .map(|e| e.expect("entry").file_name())
         .collect();
+    // A store the failed unpack created is removed whole.
+    let fresh = tmp.path().join("fresh-store");
+    let err = run_failing(&mut kk_install(
+        &["unpack", "--store", fresh.to_str().expect("utf-8")],
+        &bad,
+    ));
+    assert!(err.contains("member `blobs/sha256/"), "{err}");
+    assert!(
+        !fresh.exists(),
+        "the failed unpack left the store it created"
+    );
+    // One that was there keeps the blobs that verified, for a resumed unpack.
     let store = tmp.path().join("store");
+    fs::create_dir(&store).expect("store");
     let err = run_failing(&mut kk_install(
         &["unpack", "--store", store.to_str().expect("utf-8")],
         &bad,

@@ -65,6 +65,44 @@ pub fn unpack(
     // Headers whose sizes lie are refused before the store is touched: listing them reads
     // only their frames, where the walk below would write every blob before the lie.
     bundle.members()?;
+    // A failed unpack into a store this run creates removes it whole: verified blobs of a
+    // bundle that failed are no store anyone asked for. A store that was there keeps them,
+    // so that unpacking again (a repaired copy of the bundle) resumes rather than starts over.
+    let created = first_missing(dir);
+    let unpacked = unpack_into(bundle, dir, progress);
+    if unpacked.is_err()
+        && let Some(created) = created
+        && let Err(error) = fs::remove_dir_all(&created)
+        && error.kind() != io::ErrorKind::NotFound
+    {
+        tracing::warn!(path = %created.display(), %error, "could not remove the store of a failed unpack");
+    }
+    unpacked
+}
+
+/// The outermost directory of `dir` and its ancestors that does not exist yet: what creating
+/// `dir` creates. `None` if `dir` exists (as anything: the unpack refuses what is not a
+/// directory, and removes nothing it did not create).
+fn first_missing(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut path = Some(dir);
+    while let Some(candidate) = path.filter(|p| !p.as_os_str().is_empty()) {
+        if fs::symlink_metadata(candidate).is_ok() {
+            break;
+        }
+        missing = Some(candidate.to_owned());
+        path = candidate.parent();
+    }
+    missing
+}
+
+/// [`unpack`] once the bundle's headers were checked: creates the store, writes the blobs as
+/// they verify, then publishes the index.
+fn unpack_into(
+    bundle: &mut Bundle,
+    dir: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Unpacked, BundleError> {
     // The store's own path is the operator's: links above it (a store on another disk) are
     // theirs to make. Below it, nothing is followed.
     fs::create_dir_all(dir).map_err(|source| BundleError::Write {
