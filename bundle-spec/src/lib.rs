@@ -52,6 +52,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod member;
+pub mod oci;
 pub mod parts;
 pub mod platform;
 pub mod read;

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bundle_spec::Sha256Digest;
+use bundle_spec::oci::ReferenceParts;
 use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -144,11 +145,17 @@ fn client(ca: &Path) -> Result<reqwest::Client, FetchError> {
         })
 }
 
+/// The repository and the tag of `reference`, which a fetch needs both of (and no digest).
 fn split_reference(reference: &str) -> Result<(&str, &str), FetchError> {
-    reference
-        .rsplit_once(':')
-        .filter(|(repository, tag)| !repository.is_empty() && !tag.contains('/'))
-        .ok_or_else(|| FetchError::Reference(reference.to_owned()))
+    match ReferenceParts::split(reference) {
+        ReferenceParts {
+            repository,
+            tag: Some(tag),
+            digest: None,
+            ..
+        } if !repository.is_empty() => Ok((repository, tag)),
+        _ => Err(FetchError::Reference(reference.to_owned())),
+    }
 }
 
 /// The manifest of the node's platform, checked against the digests the bundle lists.
@@ -618,7 +625,12 @@ mod tests {
             split_reference("kk.internal/binaries/etcd:v3.4.23").ok(),
             Some(("kk.internal/binaries/etcd", "v3.4.23"))
         );
+        assert_eq!(
+            split_reference("registry:5000/app:1").ok(),
+            Some(("registry:5000/app", "1"))
+        );
         assert!(split_reference("registry:5000/app").is_err());
+        assert!(split_reference(":1").is_err());
         assert!(split_reference("notag").is_err());
     }
 }

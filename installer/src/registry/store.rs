@@ -233,8 +233,8 @@ fn name_of(ref_name: &str) -> Result<(String, Option<String>), RegistryError> {
     let invalid = || RegistryError::RefName {
         ref_name: ref_name.to_owned(),
     };
-    let parsed = parse_ref_name(ref_name).ok_or_else(invalid)?;
-    let repository = repository_name(parsed.host, parsed.path).ok_or_else(invalid)?;
+    let (host, parsed) = parse_ref_name(ref_name).ok_or_else(invalid)?;
+    let repository = repository_name(host, parsed.path).ok_or_else(invalid)?;
     if let Some(tag) = parsed.tag
         && !super::names::is_valid_tag(tag)
     {
