@@ -234,7 +234,7 @@ fn build_layout(omit_arm64: bool) -> Layout {
         sbom_bytes.clone(),
     ));
 
-    root.write_index(vec![
+    root.write_index(&[
         named(
             descriptor(OCI_INDEX, index, index_bytes.len()),
             "docker.io/library/busybox:1.36",

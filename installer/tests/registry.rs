@@ -125,7 +125,7 @@ fn build_layout() -> Layout {
     let sbom_desc = root.blob_descriptor(OCI_MANIFEST, &sbom_bytes);
     let sbom = Sha256Digest::of(&sbom_bytes);
 
-    root.write_index(vec![
+    root.write_index(&[
         named(index_desc.clone(), "docker.io/library/busybox:1.36"),
         named(index_desc, "docker.io/library/busybox:latest"),
         named(docker_desc, "registry.local:5000/app:1"),

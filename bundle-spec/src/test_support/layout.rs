@@ -40,7 +40,7 @@ impl HandLayout {
     }
 
     /// Writes `index.json` listing `manifests`.
-    pub fn write_index(&self, manifests: Vec<Value>) {
+    pub fn write_index(&self, manifests: &[Value]) {
         let index =
             json!({ "schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": manifests });
         std::fs::write(
