@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{describe, run, run_ok, target_dir, workspace_root};
+use crate::support::{describe, parse_env, run, run_ok, target_dir, workspace_root};
 
 /// A running upstream lab (`scripts/lab/upstream.sh up`), stopped on drop.
 #[derive(Debug)]
@@ -204,11 +204,4 @@ fn upstream(dir: &Path, action: &str) -> Command {
         .env_remove("REGISTRY_PORT")
         .env_remove("HTTP_PORT");
     cmd
-}
-
-fn parse_env(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(key, value)| (key.to_owned(), value.to_owned()))
-        .collect()
 }

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{describe, run, run_ok, workspace_root};
+use crate::support::{describe, parse_env, run, run_ok, workspace_root};
 
 /// Which lab script runs the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,20 +191,6 @@ impl Drop for Nodes {
             }
         }
     }
-}
-
-/// The env file: KEY=VALUE lines, values with spaces in double quotes (so bash can source it).
-fn parse_env(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(key, value)| {
-            let value = value
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .unwrap_or(value);
-            (key.to_owned(), value.to_owned())
-        })
-        .collect()
 }
 
 /// A /24 of 10.250.0.0/16 that no interface of this machine uses right now, so that the test
