@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{describe, parse_env, run, run_ok, target_dir, workspace_root};
+use crate::support::{describe, parse_env, read_pid, run, run_ok, target_dir, workspace_root};
 
 /// A running upstream lab (`scripts/lab/upstream.sh up`), stopped on drop.
 #[derive(Debug)]
@@ -111,14 +111,7 @@ impl Lab {
     pub(crate) fn pids(&self) -> Vec<u32> {
         ["registry/pid", "fileserver/pid"]
             .iter()
-            .map(|file| {
-                let path = self.dir.join(file);
-                let text = fs::read_to_string(&path)
-                    .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-                text.trim()
-                    .parse()
-                    .unwrap_or_else(|err| panic!("{}: {text:?}: {err}", path.display()))
-            })
+            .map(|file| read_pid(&self.dir.join(file)))
             .collect()
     }
 

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{describe, parse_env, run, run_ok, workspace_root};
+use crate::support::{describe, parse_env, read_pid, run, run_ok, workspace_root};
 
 /// Which lab script runs the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,14 +119,7 @@ impl Nodes {
     /// systemd-nspawn's (`nspawn.sh`).
     pub(crate) fn pids(&self) -> Vec<u32> {
         (1..=self.ips().len())
-            .map(|i| {
-                let path = self.dir.join(format!("nodes/n{i}/pid"));
-                let text = fs::read_to_string(&path)
-                    .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-                text.trim()
-                    .parse()
-                    .unwrap_or_else(|err| panic!("{}: {text:?}: {err}", path.display()))
-            })
+            .map(|i| read_pid(&self.dir.join(format!("nodes/n{i}/pid"))))
             .collect()
     }
 

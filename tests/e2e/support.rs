@@ -233,3 +233,12 @@ pub(crate) fn parse_env(text: &str) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+/// The PID a lab script recorded in `path`.
+pub(crate) fn read_pid(path: &Path) -> u32 {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    text.trim()
+        .parse()
+        .unwrap_or_else(|err| panic!("{}: {text:?}: {err}", path.display()))
+}
