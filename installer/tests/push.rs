@@ -146,7 +146,7 @@ fn image(dir: &HandLayout, arch: &str, shared: &Value) -> (Vec<u8>, Value) {
 /// A store with: a two-platform OCI index (both present), a Docker v2 manifest sharing a
 /// layer with it, the same Docker manifest under a digest-only reference, and a file
 /// artifact. With `omit_arm64`, the index also lists an `arm64` manifest the store lacks.
-fn build_layout(omit_arm64: bool) -> Layout {
+fn pushed_layout(omit_arm64: bool) -> Layout {
     let dir = tempfile::tempdir().unwrap();
     let root = &HandLayout::new(dir.path());
     let mut expected = Vec::new();
@@ -276,7 +276,7 @@ fn check_bytes(registry: &Registry, layout: &Layout, creds: Option<&str>) {
 #[tokio::test]
 async fn pushes_every_repository_byte_for_byte_and_skips_present_blobs() {
     let registry = Registry::start(None);
-    let layout = build_layout(false);
+    let layout = pushed_layout(false);
     let store = Store::open(layout.dir.path()).unwrap();
     let target = registry.target(None);
 
@@ -317,7 +317,7 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
         .unwrap();
     assert!(status.success());
     let registry = Registry::start(Some(&htpasswd));
-    let layout = build_layout(false);
+    let layout = pushed_layout(false);
     let store = Store::open(layout.dir.path()).unwrap();
 
     let wrong = registry.target(Some(Credentials {
@@ -365,7 +365,7 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
 #[tokio::test]
 async fn an_index_with_omitted_platforms_is_refused_by_distribution() {
     let registry = Registry::start(None);
-    let layout = build_layout(true);
+    let layout = pushed_layout(true);
     let store = Store::open(layout.dir.path()).unwrap();
     let error = push(&store, &registry.target(None), 2).await.unwrap_err();
     let shown = error.to_string();

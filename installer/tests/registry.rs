@@ -37,7 +37,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
-fn build_layout() -> Layout {
+fn served_layout() -> Layout {
     let dir = tempfile::tempdir().unwrap();
     let root = &HandLayout::new(dir.path());
     std::fs::create_dir_all(dir.path().join("kk-bundle")).unwrap();
@@ -194,7 +194,7 @@ async fn error_code(response: Response) -> (StatusCode, String) {
 
 #[tokio::test]
 async fn base_endpoint_answers_with_the_api_version() {
-    let layout = build_layout();
+    let layout = served_layout();
     for uri in ["/v2/", "/v2"] {
         let response = get(&layout, uri).await;
         assert_eq!(response.status(), StatusCode::OK);
@@ -208,7 +208,7 @@ async fn base_endpoint_answers_with_the_api_version() {
 
 #[tokio::test]
 async fn manifests_are_served_by_tag_and_digest_with_their_stored_media_type() {
-    let layout = build_layout();
+    let layout = served_layout();
     let index_bytes = blob_bytes(&layout, layout.index);
     for uri in [
         "/v2/docker.io/library/busybox/manifests/1.36".to_owned(),
@@ -286,7 +286,7 @@ async fn manifests_are_served_by_tag_and_digest_with_their_stored_media_type() {
 
 #[tokio::test]
 async fn a_digest_ref_name_is_served_by_digest_only() {
-    let layout = build_layout();
+    let layout = served_layout();
     let response = get(
         &layout,
         &format!("/v2/quay.io/x/app/manifests/{}", layout.pinned),
@@ -317,7 +317,7 @@ async fn a_digest_ref_name_is_served_by_digest_only() {
 
 #[tokio::test]
 async fn blobs_are_streamed_with_ranges() {
-    let layout = build_layout();
+    let layout = served_layout();
     let uri = format!("/v2/docker.io/library/busybox/blobs/{}", layout.layer);
     let size = layout.layer_bytes.len();
 
@@ -393,7 +393,7 @@ async fn blobs_are_streamed_with_ranges() {
 
 #[tokio::test]
 async fn malformed_requests_get_4xx_error_bodies() {
-    let layout = build_layout();
+    let layout = served_layout();
     let hex = layout.layer.hex();
     let cases: Vec<(String, StatusCode, &str)> = vec![
         (
@@ -503,7 +503,7 @@ async fn malformed_requests_get_4xx_error_bodies() {
 
 #[tokio::test]
 async fn push_and_delete_are_unsupported() {
-    let layout = build_layout();
+    let layout = served_layout();
     let manifest = "/v2/docker.io/library/busybox/manifests/1.36";
     let cases = [
         (Method::PUT, manifest.to_owned()),
@@ -535,7 +535,7 @@ async fn push_and_delete_are_unsupported() {
 
 #[tokio::test]
 async fn tags_and_catalog_paginate() {
-    let layout = build_layout();
+    let layout = served_layout();
     let list = |response: Response| async {
         let link = header_of(&response, "link").to_owned();
         let value: Value = serde_json::from_slice(&body(response).await).unwrap();
@@ -597,7 +597,7 @@ async fn tags_and_catalog_paginate() {
 
 #[tokio::test]
 async fn referrers_list_artifacts_with_a_subject() {
-    let layout = build_layout();
+    let layout = served_layout();
     let response = get(
         &layout,
         &format!("/v2/docker.io/library/busybox/referrers/{}", layout.index),
@@ -661,7 +661,7 @@ fn opening_refuses_what_cannot_be_served() {
     ));
 
     // Two hosts that differ only in case name the same repository: refused if they disagree.
-    let layout = build_layout();
+    let layout = served_layout();
     let path = layout.dir.path().join("index.json");
     let mut index: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let mut other = index["manifests"][2].clone();
@@ -679,7 +679,7 @@ fn opening_refuses_what_cannot_be_served() {
     );
 
     // A missing platform manifest is an omitted platform; a missing named manifest is an error.
-    let fresh = build_layout();
+    let fresh = served_layout();
     std::fs::remove_file(
         fresh
             .dir
@@ -716,7 +716,7 @@ fn opening_refuses_what_cannot_be_served() {
 /// skopeo, a real client, pulls through the registry over TCP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skopeo_pulls_an_image_byte_for_byte() {
-    let layout = build_layout();
+    let layout = served_layout();
     let store = Store::open(layout.dir.path()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -805,7 +805,7 @@ impl std::io::Write for Sink {
 
 #[tokio::test]
 async fn requests_are_logged() {
-    let layout = build_layout();
+    let layout = served_layout();
     let sink = Sink::default();
     let writer = sink.clone();
     let subscriber = tracing_subscriber::fmt()
