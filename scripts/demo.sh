@@ -10,6 +10,7 @@
 # original names through kk's registry, and how kubeadm was run. Both labs are stopped at the end; the bundle, inventory,
 # config, work dir (certificates, logs, facts, state) are left in target/demo/. Needs root.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 version=v1.33.0
@@ -17,7 +18,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 step "setup"
 bash scripts/setup.sh
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 
 step "building kk-bundle and kk-install (release)"
 cargo build --release --locked -p kk-bundle -p kk-install

@@ -3,16 +3,11 @@
 # Prefers musl (x86_64-unknown-linux-musl + musl-gcc for the C in zstd-sys); falls back to a static glibc
 # build (crt-static) when the musl target or musl-gcc is missing.
 set -euo pipefail
+LOG_NAME=dist
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-log() { printf 'dist: %s\n' "$*" >&2; }
-
-if ! command -v cargo >/dev/null 2>&1; then
-  for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do
-    if [ -x "$dir/cargo" ]; then PATH="$dir:$PATH"; export PATH; break; fi
-  done
-fi
+find_cargo
 
 MUSL_TARGET=x86_64-unknown-linux-musl
 GNU_TARGET=x86_64-unknown-linux-gnu

@@ -13,9 +13,10 @@
 # fuzz/artifacts/TARGET/, and it belongs in fuzz/regressions/TARGET/ (with a name saying what it
 # found) once fixed: `cargo test --manifest-path fuzz/Cargo.toml` replays every kept input.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   printf '==> cargo install cargo-fuzz\n' >&2
   cargo install --locked cargo-fuzz >&2

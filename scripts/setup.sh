@@ -2,16 +2,11 @@
 # Installs what the tests need: Debian packages (without starting their services), the musl Rust target
 # for the static installer, and cargo-nextest. Idempotent: when everything is present it only checks.
 set -euo pipefail
+LOG_NAME=setup
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-log() { printf 'setup: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
-# Under `sudo`, root's PATH usually lacks the invoking user's rustup toolchain.
-if ! command -v cargo >/dev/null 2>&1; then
-  for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do
-    if [ -x "$dir/cargo" ]; then PATH="$dir:$PATH"; export PATH; break; fi
-  done
-fi
+find_cargo
 
 # Debian packages the tests use for real (see shared/LAB-NOTES.md):
 #   zstd, tar                 read bundles the way an operator would (zstd -d | tar x)

@@ -3,6 +3,7 @@
 # the workspace (nextest, profile `ci` from .config/nextest.toml) plus the doctests, then a short run of
 # every fuzz target (scripts/fuzz.sh) after replaying every input the fuzzers ever kept.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -20,12 +21,7 @@ else
   command -v pyspdxtools >/dev/null 2>&1 || { printf 'error: pyspdxtools is still not on PATH after installing spdx-tools\n' >&2; exit 1; }
 fi
 
-# Under `sudo`, root's PATH usually lacks the invoking user's rustup toolchain (setup.sh found it the same way).
-if ! command -v cargo >/dev/null 2>&1; then
-  for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" ${SUDO_USER:+"$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cargo/bin"}; do
-    if [ -x "$dir/cargo" ]; then PATH="$dir:$PATH"; export PATH; break; fi
-  done
-fi
+find_cargo
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check

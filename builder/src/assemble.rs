@@ -10,9 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bundle_spec::layout::{
-    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, EMPTY_CONFIG, EMPTY_CONFIG_MEDIA_TYPE,
-    FILE_ARTIFACT_TYPE, FILE_LAYER_MEDIA_TYPE, HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE,
-    REF_NAME_ANNOTATION, TITLE_ANNOTATION,
+    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, FILE_ARTIFACT_TYPE, FILE_LAYER_MEDIA_TYPE,
+};
+use bundle_spec::oci::{
+    EMPTY_CONFIG, EMPTY_CONFIG_MEDIA_TYPE, HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE,
+    INDEX_MEDIA_TYPE as OCI_INDEX, MANIFEST_MEDIA_TYPE as OCI_MANIFEST, REF_NAME_ANNOTATION,
+    TITLE_ANNOTATION,
 };
 use bundle_spec::platform::Platform;
 use bundle_spec::{Artifact, ArtifactKind, BlobFile, Sha256Digest};
@@ -22,9 +25,6 @@ use serde_json::json;
 use crate::cache::{Cache, CachedBlob};
 use crate::error::BuildError;
 use crate::resolve::image::ResolvedImage;
-
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// A file of a binary or file artifact, for one platform (or for all).
 #[derive(Debug, Clone)]

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bundle_spec::Sha256Digest;
+use bundle_spec::{Sha256Digest, durable};
 use sha2::{Digest as _, Sha256};
 
 use crate::BuildError;
@@ -199,13 +199,11 @@ impl Cache {
         };
         let mut temp = tempfile::NamedTempFile::new_in(&partial).map_err(file_error)?;
         temp.write_all(bytes).map_err(file_error)?;
-        temp.as_file().sync_all().map_err(file_error)?;
         let path = self.blob_path(&digest);
-        temp.persist(&path).map_err(|error| BuildError::File {
+        durable::persist(temp, &path).map_err(|source| BuildError::File {
             path: path.clone(),
-            source: error.error,
+            source,
         })?;
-        sync_dir(&self.blobs_dir());
         Ok(CachedBlob {
             digest,
             size: bytes.len() as u64,
@@ -350,11 +348,12 @@ impl Download {
             });
         }
         let path = self.blobs.join(digest.hex());
-        fs::rename(&self.path, &path).map_err(|source| BuildError::File {
-            path: path.clone(),
-            source,
-        })?;
-        sync_dir(&self.blobs);
+        fs::rename(&self.path, &path)
+            .and_then(|()| durable::sync_dir(&self.blobs))
+            .map_err(|source| BuildError::File {
+                path: path.clone(),
+                source,
+            })?;
         Ok(CachedBlob {
             digest,
             size: self.offset,
@@ -483,14 +482,6 @@ fn remove_if_present(path: &Path) -> Result<(), BuildError> {
             source: error,
         }),
         _ => Ok(()),
-    }
-}
-
-/// Makes a rename into `dir` durable. Best effort: some file systems cannot fsync a directory,
-/// and the blob is verified on every read anyway.
-fn sync_dir(dir: &Path) {
-    if let Ok(handle) = File::open(dir) {
-        let _ = handle.sync_all();
     }
 }
 

@@ -4,8 +4,6 @@
 //! reported written survives a crash (without the syncs, ext4 and xfs may put the rename on
 //! disk before the data, leaving an empty lock).
 
-use std::fs::File;
-use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use bundle_spec::Lock;
@@ -54,61 +52,21 @@ pub fn write_lock(path: &Path, lock: &Lock) -> Result<(), BuildError> {
             reason: e.to_string(),
         })?,
     );
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    write_durably(dir, path, text.as_bytes()).map_err(|source| BuildError::File {
-        path: path.to_owned(),
-        source,
+    bundle_spec::durable::write(path, text.as_bytes(), LOCK_MODE, ".kk-lock-").map_err(|source| {
+        BuildError::File {
+            path: path.to_owned(),
+            source,
+        }
     })
 }
 
-/// Temporary file in `dir` → write → fsync → rename over `path` → fsync `dir`.
-fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    steps::record(format!("sync {}", temp.path().display()));
-    let from = temp.path().to_owned();
-    temp.persist(path).map_err(|e| e.error)?;
-    steps::record(format!("rename {} {}", from.display(), path.display()));
-    match File::open(dir).and_then(|handle| handle.sync_all()) {
-        // Some file systems cannot fsync a directory (EINVAL): as durable as it gets there.
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
-        Err(e) => return Err(e),
-    }
-    steps::record(format!("sync {}", dir.display()));
-    Ok(())
-}
-
-/// The durable steps taken on this thread, recorded in tests: an fsync cannot be observed from
-/// outside, the order of the steps can.
-mod steps {
-    #[cfg(test)]
-    thread_local! {
-        static STEPS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-
-    #[cfg(test)]
-    pub(super) fn record(step: String) {
-        STEPS.with(|steps| steps.borrow_mut().push(step));
-    }
-
-    #[cfg(not(test))]
-    pub(super) fn record(_: String) {}
-
-    /// The steps recorded on this thread since the last call.
-    #[cfg(test)]
-    pub(super) fn take() -> Vec<String> {
-        STEPS.with(|steps| std::mem::take(&mut *steps.borrow_mut()))
-    }
-}
+/// The mode of a lock file: what the temporary file it was renamed from always had.
+const LOCK_MODE: u32 = 0o600;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bundle_spec::durable::journal;
     use bundle_spec::lock::{LockedFile, LockedImage};
 
     #[test]
@@ -133,20 +91,11 @@ mod tests {
             digest: bundle_spec::Sha256Digest::of(b"b"),
             size: 3,
         });
-        steps::take();
+        journal::take();
         write_lock(&path, &lock).unwrap();
         assert_eq!(read_lock(&path).unwrap(), lock);
         // Synced before the rename, the directory after it.
-        let steps = steps::take();
-        assert_eq!(steps.len(), 3, "{steps:?}");
-        let temp = steps[0].strip_prefix("sync ").unwrap();
-        assert_eq!(Path::new(temp).parent(), Some(dir.path()), "{steps:?}");
-        assert_eq!(
-            steps[1],
-            format!("rename {temp} {}", path.display()),
-            "{steps:?}"
-        );
-        assert_eq!(steps[2], format!("sync {}", dir.path().display()));
+        journal::assert_durable(&journal::take(), &path);
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),
             1,

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::digest::Sha256Digest;
 use crate::error::BundleError;
-use crate::member::{DESCRIPTION_PATH, INDEX_PATH, MemberKind, MemberPath, OCI_LAYOUT_PATH};
+use crate::member::{DESCRIPTION_PATH, MemberKind, MemberPath};
+use crate::oci::{INDEX_PATH, OCI_LAYOUT_PATH};
 
 /// The sha256 of every member but the list itself, sorted by path.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -14,14 +14,7 @@ use oci_spec::image::{Descriptor, ImageIndex, MediaType};
 
 use crate::description::canonical_json;
 use crate::error::BundleError;
-
-/// The content of `oci-layout`.
-pub const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
-
-/// The annotation that names an artifact in `index.json`.
-pub const REF_NAME_ANNOTATION: &str = "org.opencontainers.image.ref.name";
-/// The annotation that gives a file layer its file name (as ORAS does).
-pub const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
+use crate::oci;
 
 /// The registry host under which artifacts without a registry of origin are named. `.internal`
 /// is reserved for private use, so it can never clash with a real registry.
@@ -33,16 +26,6 @@ pub const BINARY_ARTIFACT_TYPE: &str = "application/vnd.kk.binary.v1";
 pub const FILE_ARTIFACT_TYPE: &str = "application/vnd.kk.file.v1";
 /// Media type of the layer holding a binary's or file's bytes.
 pub const FILE_LAYER_MEDIA_TYPE: &str = "application/octet-stream";
-/// Media type of the empty config of a file artifact (OCI 1.1).
-pub const EMPTY_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
-/// Content of the empty config: `{}`.
-pub const EMPTY_CONFIG: &[u8] = b"{}";
-/// Media type of a Helm chart's config (its `Chart.yaml` as JSON).
-pub const HELM_CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.helm.config.v1+json";
-/// Media type of a Helm chart's packaged `.tgz`.
-pub const HELM_CHART_MEDIA_TYPE: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
-/// Media type of a Helm chart's provenance file.
-pub const HELM_PROVENANCE_MEDIA_TYPE: &str = "application/vnd.cncf.helm.chart.provenance.v1.prov";
 
 /// Which of the artifacts without a registry of origin a name is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,14 +108,14 @@ pub fn ref_name(descriptor: &Descriptor) -> Option<&str> {
     descriptor
         .annotations()
         .as_ref()?
-        .get(REF_NAME_ANNOTATION)
+        .get(oci::REF_NAME_ANNOTATION)
         .map(String::as_str)
 }
 
 /// Whether `media_type` is an image index (OCI or Docker manifest list).
 pub fn is_index_media_type(media_type: &MediaType) -> bool {
     matches!(media_type, MediaType::ImageIndex)
-        || media_type.to_string() == "application/vnd.docker.distribution.manifest.list.v2+json"
+        || media_type.to_string() == oci::DOCKER_MANIFEST_LIST_MEDIA_TYPE
 }
 
 #[cfg(test)]

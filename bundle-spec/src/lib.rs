@@ -20,9 +20,9 @@
 //! into FAT32-sized parts.
 //!
 //! A reader starts with [`Bundle::open`], which reads only the seek table and the two header
-//! members. [`Bundle::verify`], [`Bundle::unpack`] and [`Bundle::copy_member`] then stream
-//! frames and check every member against the checksum list as it passes; [`Bundle::sbom`] reads
-//! just the SBOM.
+//! members. [`Bundle::verify`], [`Bundle::walk`] (which the installer's store unpacks
+//! through) and [`Bundle::copy_member`] then stream frames and check every member against the
+//! checksum list as it passes; [`Bundle::sbom`] reads just the SBOM.
 //!
 //! # Why it is built this way
 //!
@@ -45,12 +45,14 @@ pub mod charts;
 pub mod checksums;
 pub mod description;
 pub mod digest;
+pub mod durable;
 mod error;
 pub mod inspect;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod member;
+pub mod oci;
 pub mod parts;
 pub mod platform;
 pub mod read;

@@ -8,15 +8,12 @@
 use std::fmt;
 
 use crate::digest::Sha256Digest;
+use crate::oci::{BLOBS_DIR, INDEX_PATH, OCI_LAYOUT_PATH};
 
 /// Path of the checksum list, always the first member.
 pub const CHECKSUMS_PATH: &str = "kk-bundle/SHA256SUMS";
 /// Path of the bundle description, always the second member.
 pub const DESCRIPTION_PATH: &str = "kk-bundle/bundle.json";
-/// Path of the OCI layout marker file.
-pub const OCI_LAYOUT_PATH: &str = "oci-layout";
-/// Path of the OCI image index.
-pub const INDEX_PATH: &str = "index.json";
 
 /// Largest checksum list a reader accepts (it is held in memory to verify everything else).
 pub const MAX_CHECKSUMS_SIZE: u64 = 16 << 20;
@@ -66,7 +63,7 @@ impl MemberPath {
 
     /// The path of the blob with `digest`.
     pub fn blob(digest: &Sha256Digest) -> Self {
-        Self(format!("blobs/sha256/{}", digest.hex()))
+        Self(format!("{BLOBS_DIR}/{}", digest.hex()))
     }
 
     pub(crate) fn fixed(path: &'static str) -> Self {
@@ -91,7 +88,10 @@ impl MemberPath {
             INDEX_PATH => return Some(MemberKind::Index),
             _ => {}
         }
-        if let Some(hex) = path.strip_prefix("blobs/sha256/") {
+        if let Some(hex) = path
+            .strip_prefix(BLOBS_DIR)
+            .and_then(|rest| rest.strip_prefix('/'))
+        {
             return Sha256Digest::from_hex(hex).map(MemberKind::Blob);
         }
         let name = path.strip_prefix("kk-bundle/")?;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::description::canonical_json;
 use crate::digest::Sha256Digest;
+use crate::durable;
 use crate::error::BundleError;
 
 /// The `format` field of a parts index.
@@ -114,14 +115,8 @@ impl PartsIndex {
         };
         let mut bytes = canonical_json(self).map_err(BundleError::Json)?;
         bytes.push(b'\n');
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let temp = tempfile::NamedTempFile::new_in(dir).map_err(write_error)?;
-        fs::write(temp.path(), &bytes).map_err(write_error)?;
-        temp.persist(path).map_err(|e| write_error(e.error))?;
-        Ok(())
+        // 0600, as the parts themselves (and a whole bundle) are written.
+        durable::write(path, &bytes, 0o600, ".kk-bundle-").map_err(write_error)
     }
 
     /// Reads and checks an index: its format and version, part names that stay in its

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use bundle_spec::member::MemberPath;
+use bundle_spec::test_support::verified_members;
 use bundle_spec::write::{FrameCache, WriteOptions};
 use bundle_spec::{
     BaseBlob, Bundle, BundleContents, BundleError, DELTA_FORMAT_VERSION, DeltaBase, FORMAT_VERSION,
@@ -37,20 +38,15 @@ fn round_trip_gives_identical_blobs() {
     let mut bundle = Bundle::open(&target).unwrap();
     assert_eq!(bundle.identity(), written.identity);
     assert_eq!(bundle.description(), &fx.contents.description);
-    let out = fx.dir.path().join("unpacked");
-    let verified = bundle.unpack(&out).unwrap();
+    let (members, verified) = verified_members(&mut bundle).unwrap();
     assert_eq!(verified.members, written.members);
     for blob in &fx.contents.blobs {
-        let unpacked = out.join("blobs/sha256").join(blob.digest.hex());
-        assert_eq!(fs::read(unpacked).unwrap(), fs::read(&blob.path).unwrap());
+        let path = format!("blobs/sha256/{}", blob.digest.hex());
+        assert_eq!(members[&path], fs::read(&blob.path).unwrap());
     }
-    let index: serde_json::Value =
-        serde_json::from_slice(&fs::read(out.join("index.json")).unwrap()).unwrap();
+    let index: serde_json::Value = serde_json::from_slice(&members["index.json"]).unwrap();
     assert_eq!(index, serde_json::to_value(&fx.contents.index).unwrap());
-    assert_eq!(
-        fs::read(out.join("oci-layout")).unwrap(),
-        br#"{"imageLayoutVersion":"1.0.0"}"#
-    );
+    assert_eq!(members["oci-layout"], br#"{"imageLayoutVersion":"1.0.0"}"#);
 }
 
 #[test]

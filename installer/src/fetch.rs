@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bundle_spec::Sha256Digest;
+use bundle_spec::oci::{Document as Manifest, ReferenceParts, TITLE_ANNOTATION};
 use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -144,11 +145,17 @@ fn client(ca: &Path) -> Result<reqwest::Client, FetchError> {
         })
 }
 
+/// The repository and the tag of `reference`, which a fetch needs both of (and no digest).
 fn split_reference(reference: &str) -> Result<(&str, &str), FetchError> {
-    reference
-        .rsplit_once(':')
-        .filter(|(repository, tag)| !repository.is_empty() && !tag.contains('/'))
-        .ok_or_else(|| FetchError::Reference(reference.to_owned()))
+    match ReferenceParts::split(reference) {
+        ReferenceParts {
+            repository,
+            tag: Some(tag),
+            digest: None,
+            ..
+        } if !repository.is_empty() => Ok((repository, tag)),
+        _ => Err(FetchError::Reference(reference.to_owned())),
+    }
 }
 
 /// The manifest of the node's platform, checked against the digests the bundle lists.
@@ -166,9 +173,9 @@ async fn resolve(
         let entry = entries
             .iter()
             .find(|m| {
-                m.platform
-                    .as_ref()
-                    .is_some_and(|p| p.os == "linux" && p.architecture == arch)
+                m.platform.as_ref().is_some_and(|p| {
+                    p.os().to_string() == "linux" && p.architecture().to_string() == arch
+                })
             })
             .ok_or_else(|| FetchError::NoPlatform {
                 reference: request.reference.clone(),
@@ -221,33 +228,6 @@ async fn get_manifest(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, Fe
     Ok(bytes.to_vec())
 }
 
-/// The parts of an OCI manifest or index a fetch reads.
-#[derive(Debug, Deserialize)]
-struct Manifest {
-    manifests: Option<Vec<Entry>>,
-    layers: Option<Vec<Descriptor>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Entry {
-    digest: String,
-    platform: Option<PlatformEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-struct PlatformEntry {
-    os: String,
-    architecture: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct Descriptor {
-    digest: String,
-    size: u64,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-}
-
 /// The one layer of a binary artifact.
 #[derive(Debug, Clone)]
 struct Layer {
@@ -268,8 +248,7 @@ fn single_layer(manifest: &Manifest, reference: &str) -> Result<Layer, FetchErro
         reference: reference.to_owned(),
         reason: reason.to_owned(),
     };
-    let layers = manifest.layers.as_deref().unwrap_or_default();
-    let [layer] = layers else {
+    let [layer] = manifest.layers.as_slice() else {
         return Err(bad("a binary artifact has exactly one layer"));
     };
     let digest = layer
@@ -280,11 +259,10 @@ fn single_layer(manifest: &Manifest, reference: &str) -> Result<Layer, FetchErro
     // A chart's layer (Helm's OCI layout) has no title: it is kept as one file, whose name
     // the request gives.
     let title = layer
-        .annotations
-        .get("org.opencontainers.image.title")
-        .cloned()
+        .annotation(TITLE_ANNOTATION)
         .filter(|t| !t.is_empty() && !t.contains('/'))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .to_owned();
     Ok(Layer {
         digest,
         size: layer.size,
@@ -618,7 +596,12 @@ mod tests {
             split_reference("kk.internal/binaries/etcd:v3.4.23").ok(),
             Some(("kk.internal/binaries/etcd", "v3.4.23"))
         );
+        assert_eq!(
+            split_reference("registry:5000/app:1").ok(),
+            Some(("registry:5000/app", "1"))
+        );
         assert!(split_reference("registry:5000/app").is_err());
+        assert!(split_reference(":1").is_err());
         assert!(split_reference("notag").is_err());
     }
 }

@@ -1,7 +1,6 @@
 //! `kk-install` as a library: the parts of the installer that tests and the binary share.
 
 pub mod cluster;
-mod durable;
 pub mod error;
 pub mod facts;
 pub mod fetch;
@@ -13,6 +12,9 @@ pub mod precheck;
 pub mod push;
 pub mod registry;
 pub mod ssh;
+
+// The durable write is shared with the builder; `crate::durable` names it here.
+use bundle_spec::durable;
 
 #[cfg(test)]
 mod snapshot_tests;

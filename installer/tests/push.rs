@@ -7,15 +7,15 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bundle_spec::Sha256Digest;
+use bundle_spec::oci::{
+    DOCKER_MANIFEST_MEDIA_TYPE as DOCKER_MANIFEST, INDEX_MEDIA_TYPE as OCI_INDEX,
+    MANIFEST_MEDIA_TYPE as OCI_MANIFEST, TITLE_ANNOTATION,
+};
+use bundle_spec::test_support::{HandLayout, descriptor, manifest_bytes, named};
 use kk_install::error::PushError;
 use kk_install::push::{Credentials, PushTarget, push};
 use kk_install::registry::Store;
 use serde_json::{Value, json};
-
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
 /// A `docker-registry` process, killed by its PID when dropped.
 struct Registry {
@@ -120,40 +120,14 @@ struct Layout {
     blob_count: usize,
 }
 
-fn put_blob(dir: &Path, bytes: &[u8]) -> Sha256Digest {
-    let digest = Sha256Digest::of(bytes);
-    std::fs::write(dir.join("blobs/sha256").join(digest.hex()), bytes).unwrap();
-    digest
-}
-
-fn descriptor(media_type: &str, digest: Sha256Digest, size: usize) -> Value {
-    json!({ "mediaType": media_type, "digest": digest.to_string(), "size": size })
-}
-
-fn blob_descriptor(dir: &Path, media_type: &str, bytes: &[u8]) -> Value {
-    descriptor(media_type, put_blob(dir, bytes), bytes.len())
-}
-
-fn named(mut descriptor: Value, ref_name: &str) -> Value {
-    descriptor["annotations"] = json!({ REF_NAME: ref_name });
-    descriptor
-}
-
-/// A manifest as stored: pretty-printed, so a re-serialising pusher would change its digest.
-fn manifest_bytes(value: &Value) -> Vec<u8> {
-    serde_json::to_vec_pretty(value).unwrap()
-}
-
 /// A platform image manifest with its own config and layer, plus `shared` as a second layer.
-fn image(dir: &Path, arch: &str, shared: &Value) -> (Vec<u8>, Value) {
+fn image(dir: &HandLayout, arch: &str, shared: &Value) -> (Vec<u8>, Value) {
     let config = json!({ "architecture": arch, "os": "linux", "rootfs": { "type": "layers", "diff_ids": [] } });
-    let config = blob_descriptor(
-        dir,
+    let config = dir.blob_descriptor(
         "application/vnd.oci.image.config.v1+json",
         &serde_json::to_vec(&config).unwrap(),
     );
-    let layer = blob_descriptor(
-        dir,
+    let layer = dir.blob_descriptor(
         "application/vnd.oci.image.layer.v1.tar+gzip",
         format!("layer for {arch}").repeat(1000).as_bytes(),
     );
@@ -163,7 +137,7 @@ fn image(dir: &Path, arch: &str, shared: &Value) -> (Vec<u8>, Value) {
         "config": config,
         "layers": [layer, shared],
     }));
-    let digest = put_blob(dir, &bytes);
+    let digest = dir.put_blob(&bytes);
     let mut entry = descriptor(OCI_MANIFEST, digest, bytes.len());
     entry["platform"] = json!({ "os": "linux", "architecture": arch });
     (bytes, entry)
@@ -172,15 +146,12 @@ fn image(dir: &Path, arch: &str, shared: &Value) -> (Vec<u8>, Value) {
 /// A store with: a two-platform OCI index (both present), a Docker v2 manifest sharing a
 /// layer with it, the same Docker manifest under a digest-only reference, and a file
 /// artifact. With `omit_arm64`, the index also lists an `arm64` manifest the store lacks.
-fn build_layout(omit_arm64: bool) -> Layout {
+fn pushed_layout(omit_arm64: bool) -> Layout {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("blobs/sha256")).unwrap();
-    std::fs::write(root.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let root = &HandLayout::new(dir.path());
     let mut expected = Vec::new();
 
-    let shared = blob_descriptor(
-        root,
+    let shared = root.blob_descriptor(
         "application/vnd.oci.image.layer.v1.tar+gzip",
         &b"shared layer ".repeat(5000),
     );
@@ -202,7 +173,7 @@ fn build_layout(omit_arm64: bool) -> Layout {
         "mediaType": OCI_INDEX,
         "manifests": entries,
     }));
-    let index = put_blob(root, &index_bytes);
+    let index = root.put_blob(&index_bytes);
     expected.push((
         "docker.io/library/busybox:1.36".to_owned(),
         index_bytes.clone(),
@@ -217,8 +188,7 @@ fn build_layout(omit_arm64: bool) -> Layout {
         ));
     }
 
-    let docker_config = blob_descriptor(
-        root,
+    let docker_config = root.blob_descriptor(
         "application/vnd.docker.container.image.v1+json",
         br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#,
     );
@@ -230,14 +200,14 @@ fn build_layout(omit_arm64: bool) -> Layout {
         "config": docker_config,
         "layers": [docker_shared],
     }));
-    let docker = put_blob(root, &docker_bytes);
+    let docker = root.put_blob(&docker_bytes);
     expected.push(("registry.local_5000/app:1".to_owned(), docker_bytes.clone()));
     expected.push((format!("quay.io/x/app@{docker}"), docker_bytes.clone()));
 
-    let empty = blob_descriptor(root, "application/vnd.oci.empty.v1+json", b"{}");
+    let empty = root.blob_descriptor("application/vnd.oci.empty.v1+json", b"{}");
     let mut file_layer =
-        blob_descriptor(root, "application/octet-stream", b"#!/bin/sh\necho hello\n");
-    file_layer["annotations"] = json!({ "org.opencontainers.image.title": "hello.sh" });
+        root.blob_descriptor("application/octet-stream", b"#!/bin/sh\necho hello\n");
+    file_layer["annotations"] = json!({ TITLE_ANNOTATION: "hello.sh" });
     let file_bytes = manifest_bytes(&json!({
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
@@ -245,7 +215,7 @@ fn build_layout(omit_arm64: bool) -> Layout {
         "config": empty.clone(),
         "layers": [file_layer],
     }));
-    let file = put_blob(root, &file_bytes);
+    let file = root.put_blob(&file_bytes);
     expected.push(("kk.internal/files/hello:v1".to_owned(), file_bytes.clone()));
 
     // A referrer of the amd64 manifest, listed in `index.json` without a name: pushed to
@@ -255,31 +225,34 @@ fn build_layout(omit_arm64: bool) -> Layout {
         "mediaType": OCI_MANIFEST,
         "artifactType": "application/vnd.example.sbom",
         "config": empty,
-        "layers": [blob_descriptor(root, "application/json", br#"{"sbom":true}"#)],
+        "layers": [root.blob_descriptor("application/json", br#"{"sbom":true}"#)],
         "subject": amd64_subject,
     }));
-    let sbom = put_blob(root, &sbom_bytes);
+    let sbom = root.put_blob(&sbom_bytes);
     expected.push((
         format!("docker.io/library/busybox@{sbom}"),
         sbom_bytes.clone(),
     ));
 
-    let index_json = json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_INDEX,
-        "manifests": [
-            named(descriptor(OCI_INDEX, index, index_bytes.len()), "docker.io/library/busybox:1.36"),
-            named(descriptor(DOCKER_MANIFEST, docker, docker_bytes.len()), "registry.local:5000/app:1"),
-            named(descriptor(DOCKER_MANIFEST, docker, docker_bytes.len()), &format!("quay.io/x/app@{docker}")),
-            named(descriptor(OCI_MANIFEST, file, file_bytes.len()), "kk.internal/files/hello:v1"),
-            descriptor(OCI_MANIFEST, sbom, sbom_bytes.len()),
-        ],
-    });
-    std::fs::write(
-        root.join("index.json"),
-        serde_json::to_vec(&index_json).unwrap(),
-    )
-    .unwrap();
+    root.write_index(&[
+        named(
+            descriptor(OCI_INDEX, index, index_bytes.len()),
+            "docker.io/library/busybox:1.36",
+        ),
+        named(
+            descriptor(DOCKER_MANIFEST, docker, docker_bytes.len()),
+            "registry.local:5000/app:1",
+        ),
+        named(
+            descriptor(DOCKER_MANIFEST, docker, docker_bytes.len()),
+            &format!("quay.io/x/app@{docker}"),
+        ),
+        named(
+            descriptor(OCI_MANIFEST, file, file_bytes.len()),
+            "kk.internal/files/hello:v1",
+        ),
+        descriptor(OCI_MANIFEST, sbom, sbom_bytes.len()),
+    ]);
     // busybox: 2 configs, 2 own layers, shared, the empty config and the SBOM; app and
     // quay.io/x/app: config, shared each; hello: empty config, file.
     let blob_count = 7 + 2 + 2 + 2;
@@ -303,7 +276,7 @@ fn check_bytes(registry: &Registry, layout: &Layout, creds: Option<&str>) {
 #[tokio::test]
 async fn pushes_every_repository_byte_for_byte_and_skips_present_blobs() {
     let registry = Registry::start(None);
-    let layout = build_layout(false);
+    let layout = pushed_layout(false);
     let store = Store::open(layout.dir.path()).unwrap();
     let target = registry.target(None);
 
@@ -344,7 +317,7 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
         .unwrap();
     assert!(status.success());
     let registry = Registry::start(Some(&htpasswd));
-    let layout = build_layout(false);
+    let layout = pushed_layout(false);
     let store = Store::open(layout.dir.path()).unwrap();
 
     let wrong = registry.target(Some(Credentials {
@@ -392,7 +365,7 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
 #[tokio::test]
 async fn an_index_with_omitted_platforms_is_refused_by_distribution() {
     let registry = Registry::start(None);
-    let layout = build_layout(true);
+    let layout = pushed_layout(true);
     let store = Store::open(layout.dir.path()).unwrap();
     let error = push(&store, &registry.target(None), 2).await.unwrap_err();
     let shown = error.to_string();

@@ -3,21 +3,20 @@
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
 use std::io::Write as _;
-use std::path::Path;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use axum::response::Response;
 use bundle_spec::Sha256Digest;
+use bundle_spec::oci::{
+    DOCKER_MANIFEST_MEDIA_TYPE as DOCKER_MANIFEST, INDEX_MEDIA_TYPE as OCI_INDEX,
+    MANIFEST_MEDIA_TYPE as OCI_MANIFEST, REF_NAME_ANNOTATION as REF_NAME,
+};
+use bundle_spec::test_support::{HandLayout, descriptor, manifest_bytes, named};
 use kk_install::error::RegistryError;
 use kk_install::registry::{Store, router};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
-
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
 /// The layout and the digests the tests need.
 struct Layout {
@@ -32,53 +31,23 @@ struct Layout {
     layer_bytes: Vec<u8>,
 }
 
-fn put_blob(dir: &Path, bytes: &[u8]) -> Sha256Digest {
-    let digest = Sha256Digest::of(bytes);
-    std::fs::write(dir.join("blobs/sha256").join(digest.hex()), bytes).unwrap();
-    digest
-}
-
-fn descriptor(media_type: &str, digest: Sha256Digest, size: usize) -> Value {
-    json!({ "mediaType": media_type, "digest": digest.to_string(), "size": size })
-}
-
-fn blob_descriptor(dir: &Path, media_type: &str, bytes: &[u8]) -> Value {
-    descriptor(media_type, put_blob(dir, bytes), bytes.len())
-}
-
-fn named(mut descriptor: Value, ref_name: &str) -> Value {
-    descriptor["annotations"] = json!({ REF_NAME: ref_name });
-    descriptor
-}
-
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     encoder.write_all(bytes).unwrap();
     encoder.finish().unwrap()
 }
 
-/// A manifest (bytes, pretty-printed as upstream registries often store them).
-fn manifest(value: &Value) -> Vec<u8> {
-    serde_json::to_vec_pretty(value).unwrap()
-}
-
-fn build_layout() -> Layout {
+fn served_layout() -> Layout {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("blobs/sha256")).unwrap();
-    std::fs::create_dir_all(root.join("kk-bundle")).unwrap();
-    std::fs::write(
-        root.join("oci-layout"),
-        br#"{"imageLayoutVersion":"1.0.0"}"#,
-    )
-    .unwrap();
+    let root = &HandLayout::new(dir.path());
+    std::fs::create_dir_all(dir.path().join("kk-bundle")).unwrap();
 
     let layer_bytes = gzip(
         &(0..4000u32)
             .map(|i| (i * 7 % 251) as u8)
             .collect::<Vec<_>>(),
     );
-    let layer = put_blob(root, &layer_bytes);
+    let layer = root.put_blob(&layer_bytes);
     let layer_desc = descriptor(
         "application/vnd.oci.image.layer.v1.tar+gzip",
         layer,
@@ -88,8 +57,7 @@ fn build_layout() -> Layout {
         let config = format!(
             r#"{{"architecture":"{arch}","os":"linux","rootfs":{{"type":"layers","diff_ids":[]}}}}"#
         );
-        let config = blob_descriptor(
-            root,
+        let config = root.blob_descriptor(
             "application/vnd.oci.image.config.v1+json",
             config.as_bytes(),
         );
@@ -97,82 +65,76 @@ fn build_layout() -> Layout {
         if with_media_type {
             value["mediaType"] = json!(OCI_MANIFEST);
         }
-        manifest(&value)
+        manifest_bytes(&value)
     };
     // The amd64 manifest has no `mediaType` field: its type comes from the index's descriptor.
     let amd64_bytes = platform_manifest("amd64", false);
     let arm64_bytes = platform_manifest("arm64", true);
-    let mut amd64_desc = blob_descriptor(root, OCI_MANIFEST, &amd64_bytes);
+    let mut amd64_desc = root.blob_descriptor(OCI_MANIFEST, &amd64_bytes);
     amd64_desc["platform"] = json!({ "os": "linux", "architecture": "amd64" });
-    let mut arm64_desc = blob_descriptor(root, OCI_MANIFEST, &arm64_bytes);
+    let mut arm64_desc = root.blob_descriptor(OCI_MANIFEST, &arm64_bytes);
     arm64_desc["platform"] = json!({ "os": "linux", "architecture": "arm64" });
     let (amd64, arm64) = (
         Sha256Digest::of(&amd64_bytes),
         Sha256Digest::of(&arm64_bytes),
     );
-    let index_bytes = manifest(&json!({
+    let index_bytes = manifest_bytes(&json!({
         "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [amd64_desc, arm64_desc]
     }));
-    let index_desc = blob_descriptor(root, OCI_INDEX, &index_bytes);
+    let index_desc = root.blob_descriptor(OCI_INDEX, &index_bytes);
     let index = Sha256Digest::of(&index_bytes);
 
-    let docker_config = blob_descriptor(
-        root,
+    let docker_config = root.blob_descriptor(
         "application/vnd.docker.container.image.v1+json",
         br#"{"architecture":"amd64","os":"linux"}"#,
     );
-    let docker_bytes = manifest(&json!({
+    let docker_bytes = manifest_bytes(&json!({
         "schemaVersion": 2, "mediaType": DOCKER_MANIFEST, "config": docker_config,
         "layers": [{ "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
                      "digest": layer.to_string(), "size": layer_bytes.len() }]
     }));
-    let docker_desc = blob_descriptor(root, DOCKER_MANIFEST, &docker_bytes);
+    let docker_desc = root.blob_descriptor(DOCKER_MANIFEST, &docker_bytes);
     let docker = Sha256Digest::of(&docker_bytes);
 
     let pinned_bytes = platform_manifest("s390x", true);
-    let pinned_desc = blob_descriptor(root, OCI_MANIFEST, &pinned_bytes);
+    let pinned_desc = root.blob_descriptor(OCI_MANIFEST, &pinned_bytes);
     let pinned = Sha256Digest::of(&pinned_bytes);
 
-    let empty = blob_descriptor(root, "application/vnd.oci.empty.v1+json", b"{}");
-    let etcd_bytes = manifest(&json!({
+    let empty = root.blob_descriptor("application/vnd.oci.empty.v1+json", b"{}");
+    let etcd_bytes = manifest_bytes(&json!({
         "schemaVersion": 2, "mediaType": OCI_MANIFEST,
         "artifactType": "application/vnd.kk.binary.v1", "config": empty,
-        "layers": [blob_descriptor(root, "application/octet-stream", b"etcd binary")]
+        "layers": [root.blob_descriptor("application/octet-stream", b"etcd binary")]
     }));
-    let etcd_desc = blob_descriptor(root, OCI_MANIFEST, &etcd_bytes);
-    let chart_bytes = manifest(&json!({
+    let etcd_desc = root.blob_descriptor(OCI_MANIFEST, &etcd_bytes);
+    let chart_bytes = manifest_bytes(&json!({
         "schemaVersion": 2, "mediaType": OCI_MANIFEST,
-        "config": blob_descriptor(root, "application/vnd.cncf.helm.config.v1+json", br#"{"name":"x"}"#),
-        "layers": [blob_descriptor(root, "application/vnd.cncf.helm.chart.content.v1.tar+gzip", &gzip(b"chart"))]
+        "config": root.blob_descriptor("application/vnd.cncf.helm.config.v1+json", br#"{"name":"x"}"#),
+        "layers": [root.blob_descriptor("application/vnd.cncf.helm.chart.content.v1.tar+gzip", &gzip(b"chart"))]
     }));
-    let chart_desc = blob_descriptor(root, OCI_MANIFEST, &chart_bytes);
+    let chart_desc = root.blob_descriptor(OCI_MANIFEST, &chart_bytes);
 
     // An SBOM referring to the busybox index; index.json lists it without a ref name.
-    let sbom_bytes = manifest(&json!({
+    let sbom_bytes = manifest_bytes(&json!({
         "schemaVersion": 2, "mediaType": OCI_MANIFEST,
         "artifactType": "application/vnd.example.sbom", "config": empty,
-        "layers": [blob_descriptor(root, "application/json", b"{\"sbom\":true}")],
+        "layers": [root.blob_descriptor("application/json", b"{\"sbom\":true}")],
         "subject": index_desc,
         "annotations": { "org.example.kind": "sbom" }
     }));
-    let sbom_desc = blob_descriptor(root, OCI_MANIFEST, &sbom_bytes);
+    let sbom_desc = root.blob_descriptor(OCI_MANIFEST, &sbom_bytes);
     let sbom = Sha256Digest::of(&sbom_bytes);
 
-    let top = json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_INDEX,
-        "manifests": [
-            named(index_desc.clone(), "docker.io/library/busybox:1.36"),
-            named(index_desc, "docker.io/library/busybox:latest"),
-            named(docker_desc, "registry.local:5000/app:1"),
-            named(pinned_desc, &format!("quay.io/x/app@{pinned}")),
-            named(etcd_desc, "kk.internal/binaries/etcd:v3.5.16"),
-            named(chart_desc, "kk.internal/charts/x:1"),
-            sbom_desc,
-        ]
-    });
-    std::fs::write(root.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
-    std::fs::write(root.join("kk-bundle/bundle.json"), b"{}").unwrap();
+    root.write_index(&[
+        named(index_desc.clone(), "docker.io/library/busybox:1.36"),
+        named(index_desc, "docker.io/library/busybox:latest"),
+        named(docker_desc, "registry.local:5000/app:1"),
+        named(pinned_desc, &format!("quay.io/x/app@{pinned}")),
+        named(etcd_desc, "kk.internal/binaries/etcd:v3.5.16"),
+        named(chart_desc, "kk.internal/charts/x:1"),
+        sbom_desc,
+    ]);
+    std::fs::write(dir.path().join("kk-bundle/bundle.json"), b"{}").unwrap();
     Layout {
         dir,
         index,
@@ -232,7 +194,7 @@ async fn error_code(response: Response) -> (StatusCode, String) {
 
 #[tokio::test]
 async fn base_endpoint_answers_with_the_api_version() {
-    let layout = build_layout();
+    let layout = served_layout();
     for uri in ["/v2/", "/v2"] {
         let response = get(&layout, uri).await;
         assert_eq!(response.status(), StatusCode::OK);
@@ -246,7 +208,7 @@ async fn base_endpoint_answers_with_the_api_version() {
 
 #[tokio::test]
 async fn manifests_are_served_by_tag_and_digest_with_their_stored_media_type() {
-    let layout = build_layout();
+    let layout = served_layout();
     let index_bytes = blob_bytes(&layout, layout.index);
     for uri in [
         "/v2/docker.io/library/busybox/manifests/1.36".to_owned(),
@@ -324,7 +286,7 @@ async fn manifests_are_served_by_tag_and_digest_with_their_stored_media_type() {
 
 #[tokio::test]
 async fn a_digest_ref_name_is_served_by_digest_only() {
-    let layout = build_layout();
+    let layout = served_layout();
     let response = get(
         &layout,
         &format!("/v2/quay.io/x/app/manifests/{}", layout.pinned),
@@ -355,7 +317,7 @@ async fn a_digest_ref_name_is_served_by_digest_only() {
 
 #[tokio::test]
 async fn blobs_are_streamed_with_ranges() {
-    let layout = build_layout();
+    let layout = served_layout();
     let uri = format!("/v2/docker.io/library/busybox/blobs/{}", layout.layer);
     let size = layout.layer_bytes.len();
 
@@ -431,7 +393,7 @@ async fn blobs_are_streamed_with_ranges() {
 
 #[tokio::test]
 async fn malformed_requests_get_4xx_error_bodies() {
-    let layout = build_layout();
+    let layout = served_layout();
     let hex = layout.layer.hex();
     let cases: Vec<(String, StatusCode, &str)> = vec![
         (
@@ -541,7 +503,7 @@ async fn malformed_requests_get_4xx_error_bodies() {
 
 #[tokio::test]
 async fn push_and_delete_are_unsupported() {
-    let layout = build_layout();
+    let layout = served_layout();
     let manifest = "/v2/docker.io/library/busybox/manifests/1.36";
     let cases = [
         (Method::PUT, manifest.to_owned()),
@@ -573,7 +535,7 @@ async fn push_and_delete_are_unsupported() {
 
 #[tokio::test]
 async fn tags_and_catalog_paginate() {
-    let layout = build_layout();
+    let layout = served_layout();
     let list = |response: Response| async {
         let link = header_of(&response, "link").to_owned();
         let value: Value = serde_json::from_slice(&body(response).await).unwrap();
@@ -635,7 +597,7 @@ async fn tags_and_catalog_paginate() {
 
 #[tokio::test]
 async fn referrers_list_artifacts_with_a_subject() {
-    let layout = build_layout();
+    let layout = served_layout();
     let response = get(
         &layout,
         &format!("/v2/docker.io/library/busybox/referrers/{}", layout.index),
@@ -699,7 +661,7 @@ fn opening_refuses_what_cannot_be_served() {
     ));
 
     // Two hosts that differ only in case name the same repository: refused if they disagree.
-    let layout = build_layout();
+    let layout = served_layout();
     let path = layout.dir.path().join("index.json");
     let mut index: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let mut other = index["manifests"][2].clone();
@@ -717,7 +679,7 @@ fn opening_refuses_what_cannot_be_served() {
     );
 
     // A missing platform manifest is an omitted platform; a missing named manifest is an error.
-    let fresh = build_layout();
+    let fresh = served_layout();
     std::fs::remove_file(
         fresh
             .dir
@@ -754,7 +716,7 @@ fn opening_refuses_what_cannot_be_served() {
 /// skopeo, a real client, pulls through the registry over TCP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skopeo_pulls_an_image_byte_for_byte() {
-    let layout = build_layout();
+    let layout = served_layout();
     let store = Store::open(layout.dir.path()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -843,7 +805,7 @@ impl std::io::Write for Sink {
 
 #[tokio::test]
 async fn requests_are_logged() {
-    let layout = build_layout();
+    let layout = served_layout();
     let sink = Sink::default();
     let writer = sink.clone();
     let subscriber = tracing_subscriber::fmt()

@@ -15,13 +15,14 @@
 # Content: 4 images each with one incompressible layer of the given size (like real image layers,
 # which are gzip), the lab's small images, and the lab's real etcd/containerd/runc release files.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root=$PWD
 mb=${1:-48}
 runs=${2:-5}
 
 bash scripts/setup.sh >/dev/null
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 cargo build --release --locked -p kk-bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 kk=$target/release/kk-bundle

@@ -19,11 +19,12 @@
 # The install runs against an inventory whose one node is a closed loopback port: it must refuse
 # the bundle before it reaches for the node. Prints a BENCHMARKS.md table on stdout.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 gib=${1:-1}
 
 bash scripts/setup.sh >/dev/null
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 cargo build --release --locked -p kk-install -p kk-bundle >&2
 cargo build --release --locked -p bundle-spec --features test-support --example crafted_bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -31,16 +31,16 @@
 # counted). Everything this script starts is stopped on exit: the labs by their scripts (which
 # stop by recorded PID), ssh connection masters with `ssh -O exit`.
 set -euo pipefail
+LOG_NAME=bench/install
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root=$PWD
 version=v1.33.0
 
-log() { printf 'bench/install: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (nspawn nodes, nftables)"
 
 bash scripts/setup.sh >/dev/null
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 cargo build --release --locked -p kk-bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 bash scripts/dist.sh >&2

@@ -7,13 +7,14 @@
 #
 # Needs root (the node lab). The target the issue sets: 20 nodes take at most 2x the time of 3.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root=$PWD
 runs=${1:-3}
 big=${2:-20}
 
 bash scripts/setup.sh >/dev/null
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 cargo build --release --locked -p kk-install -p kk-bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 kk=$target/release/kk-install

@@ -14,6 +14,8 @@
 # it on a free loopback port. The two servers are measured alternately, each round both; the table
 # gives the medians. Only processes this script started are stopped, by their recorded PIDs.
 set -euo pipefail
+LOG_NAME=bench/registry
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root=$PWD
 seconds=${1:-10}
@@ -22,12 +24,10 @@ threads=${THREADS:-2}
 connections=${CONNECTIONS:-64}
 blob_mb=${BLOB_MB:-8}
 
-log() { printf 'bench/registry: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 command -v wrk >/dev/null 2>&1 || bash scripts/setup.sh >/dev/null
 command -v wrk >/dev/null 2>&1 || die "wrk is missing (as root, bash scripts/setup.sh installs it)"
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 cargo build --release --locked -p kk-bundle -p kk-install >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 kk_bundle=$target/release/kk-bundle kk_install=$target/release/kk-install

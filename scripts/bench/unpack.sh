@@ -6,11 +6,12 @@
 #
 # Without BUNDLE, uses the bundle scripts/bench/build.sh wrote (target/bench/build/a.tar.zst).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 bundle=${1:-target/bench/build/a.tar.zst}
 runs=${2:-5}
 [ -f "$bundle" ] || { echo "no bundle at $bundle: run scripts/bench/build.sh first or pass one" >&2; exit 1; }
-if ! command -v cargo >/dev/null 2>&1; then PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"; fi
+find_cargo
 cargo build --release --locked -p kk-install >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 kk=$target/release/kk-install

@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::labkit::Lab;
-use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
+use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok, skopeo_raw};
 
 /// A lab, a scratch directory, and the lab manifest rendered for this lab.
 pub(crate) struct Bench {
@@ -102,11 +102,9 @@ fn json_blob(dir: &Path, digest: &str) -> Value {
     serde_json::from_slice(&blob(dir, digest)).expect("json blob")
 }
 
-fn skopeo_raw(registry: &str, image: &str) -> Vec<u8> {
-    let mut cmd = Command::new("skopeo");
-    cmd.args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://{registry}/{image}"));
-    run_ok(&mut cmd).1.stdout
+/// The raw manifest of `image` on `registry`, as its bytes.
+fn raw_manifest(registry: &str, image: &str) -> Vec<u8> {
+    run_ok(&mut skopeo_raw(registry, image)).1.stdout
 }
 
 fn sha256_of(bytes: &[u8]) -> String {
@@ -150,7 +148,7 @@ fn the_lab_manifest_becomes_a_bundle_that_standard_tools_read() {
 /// Multi-arch indexes and Docker manifests are upstream's bytes; shared layers are stored once.
 fn check_upstream_bytes(dir: &Path, index: &Value, registry: &str) {
     // Multi-arch: the index is upstream's, byte for byte, and both platforms are present.
-    let upstream_index = skopeo_raw(registry, "library/busybox:1.36");
+    let upstream_index = raw_manifest(registry, "library/busybox:1.36");
     let busybox = entry(index, "docker.io/library/busybox:1.36");
     assert_eq!(busybox["digest"], sha256_of(&upstream_index));
     assert_eq!(
@@ -175,7 +173,7 @@ fn check_upstream_bytes(dir: &Path, index: &Value, registry: &str) {
     );
     assert_eq!(
         blob(dir, docker["digest"].as_str().expect("digest")),
-        skopeo_raw(registry, "lab/docker-media:1.0")
+        raw_manifest(registry, "lab/docker-media:1.0")
     );
 
     // Shared layers are stored once: app-a and app-b share their base layer.
@@ -437,7 +435,7 @@ fn wrong_bytes_for_a_digest_fail_the_build_naming_the_blob() {
     // The registry's own storage of oci-media's config blob is damaged, then restored.
     let registry = b.lab.registry();
     let manifest: Value =
-        serde_json::from_slice(&skopeo_raw(registry, "lab/oci-media:1.0")).expect("manifest");
+        serde_json::from_slice(&raw_manifest(registry, "lab/oci-media:1.0")).expect("manifest");
     let config = manifest["config"]["digest"]
         .as_str()
         .expect("config digest")
@@ -868,7 +866,7 @@ fn real_clients_pull_from_the_bundle_registry_over_tls() {
     let manifest_bytes = retry(&mut inspect).stdout;
     assert_eq!(
         sha256_of(&manifest_bytes),
-        sha256_of(&skopeo_raw(b.lab.registry(), "library/busybox:1.36"))
+        sha256_of(&raw_manifest(b.lab.registry(), "library/busybox:1.36"))
     );
 
     // helm pulls the OCI chart from the bundle. (helm talks plain HTTP to loopback addresses

@@ -10,7 +10,9 @@ use bundle_spec::Sha256Digest;
 
 use bundle_spec::test_support::{TestImage, write_images};
 
-use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
+// `kk_install` is used by the CLI and registry tests through this module.
+pub(crate) use crate::support::kk_install;
+use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok, skopeo_raw};
 
 /// A bundle holding one single-layer image named `reference`, whose layer is `layer`.
 fn write_bundle(dir: &Path, name: &str, reference: &str, layer: &[u8]) -> PathBuf {
@@ -31,16 +33,6 @@ fn write_bundle_split(
         layers: &[layer],
     };
     write_images(dir, name, &[image], split).path
-}
-
-/// `kk-install ARGS[0] --bundle BUNDLE ARGS[1..]`.
-pub(crate) fn kk_install(args: &[&str], bundle: &Path) -> Command {
-    let mut cmd = Command::new(binary("kk-install"));
-    cmd.arg(args[0])
-        .arg("--bundle")
-        .arg(bundle)
-        .args(&args[1..]);
-    cmd
 }
 
 /// Changes one byte of the compressed bundle inside the frames of the largest member.
@@ -161,7 +153,20 @@ fn a_failed_unpack_leaves_nothing_unverified_and_never_writes_beside_the_bundle(
         .expect("dir")
         .map(|e| e.expect("entry").file_name())
         .collect();
+    // A store the failed unpack created is removed whole.
+    let fresh = tmp.path().join("fresh-store");
+    let err = run_failing(&mut kk_install(
+        &["unpack", "--store", fresh.to_str().expect("utf-8")],
+        &bad,
+    ));
+    assert!(err.contains("member `blobs/sha256/"), "{err}");
+    assert!(
+        !fresh.exists(),
+        "the failed unpack left the store it created"
+    );
+    // One that was there keeps the blobs that verified, for a resumed unpack.
     let store = tmp.path().join("store");
+    fs::create_dir(&store).expect("store");
     let err = run_failing(&mut kk_install(
         &["unpack", "--store", store.to_str().expect("utf-8")],
         &bad,
@@ -286,19 +291,19 @@ fn serve(args: &[&std::ffi::OsStr]) -> (u16, KillOnDrop) {
 
 /// The manifest of `docker.io/library/app:1` as skopeo gets it from our registry on `port`,
 /// retried while the server starts listening.
-fn skopeo_raw(port: u16) -> Vec<u8> {
-    let mut skopeo = Command::new("skopeo");
-    skopeo
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://127.0.0.1:{port}/docker.io/library/app:1"));
-    retry(&mut skopeo).stdout
+fn app_manifest(port: u16) -> Vec<u8> {
+    retry(&mut skopeo_raw(
+        &format!("127.0.0.1:{port}"),
+        "docker.io/library/app:1",
+    ))
+    .stdout
 }
 
 #[test]
 fn the_registry_serves_an_unpacked_store_to_skopeo() {
     let (_tmp, store) = unpacked_store(200_000, 7);
     let (port, _stop) = serve(&["--store".as_ref(), store.as_os_str()]);
-    let manifest_bytes = skopeo_raw(port);
+    let manifest_bytes = app_manifest(port);
     let digest = first_manifest_digest(&store);
     let stored = fs::read(
         store
@@ -493,7 +498,7 @@ fn registry_serve_with_a_bundle_unpacks_it_first_and_refuses_a_tampered_one() {
         "--store".as_ref(),
         store.as_os_str(),
     ]);
-    let served = skopeo_raw(port);
+    let served = app_manifest(port);
     assert_eq!(
         Sha256Digest::of(&served).to_string(),
         first_manifest_digest(&store),

@@ -19,7 +19,7 @@ pub(crate) mod lab {
     use crate::bundle_lab::catalog_manifest;
     use crate::labkit::Lab;
     use crate::nodekit::Nodes;
-    use crate::support::{binary, run, run_failing, run_ok};
+    use crate::support::{binary, kk_install_command, run, run_failing, run_ok};
 
     /// The Kubernetes version the bundle is built for (kubeadm's preflight of v1.33 no longer
     /// requires conntrack, which a minimal server lacks).
@@ -149,8 +149,7 @@ pub(crate) mod lab {
 
         /// `kk-install ARGS` against this cluster, with the lab's `known_hosts`.
         pub(crate) fn kk_install(&self, args: &[&str]) -> Command {
-            let mut cmd = Command::new(binary("kk-install"));
-            cmd.args(args);
+            let mut cmd = kk_install_command(args);
             if args.first() != Some(&"reset") {
                 cmd.arg("--bundle").arg(&self.bundle);
             }

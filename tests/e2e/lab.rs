@@ -8,7 +8,7 @@ use std::process::Command;
 use bundle_spec::manifest::{BinaryChecksum, ChartSource, Manifest};
 
 use crate::labkit::{Lab, process_gone};
-use crate::support::{describe, run, run_ok, workspace_root};
+use crate::support::{describe, run, run_ok, skopeo_raw, workspace_root};
 
 #[test]
 fn manifest_template_renders_to_a_valid_manifest() {
@@ -143,7 +143,7 @@ fn upstream_lab_serves_real_content_to_real_clients() {
 /// Images, through skopeo.
 fn check_images(registry: &str) {
     let registry = registry.to_owned();
-    let busybox = skopeo_raw(&registry, "library/busybox:1.36");
+    let busybox = raw_manifest(&registry, "library/busybox:1.36");
     for needle in [
         "application/vnd.oci.image.index.v1+json",
         r#""architecture":"amd64""#,
@@ -172,19 +172,19 @@ fn check_images(registry: &str) {
         config.contains("echo hello from the kk lab busybox"),
         "{config}"
     );
-    let docker = skopeo_raw(&registry, "lab/docker-media:1.0");
+    let docker = raw_manifest(&registry, "lab/docker-media:1.0");
     assert!(
         docker.contains(r#""mediaType":"application/vnd.docker.distribution.manifest.v2+json""#),
         "{docker}"
     );
-    let list = skopeo_raw(&registry, "lab/docker-list:1.0");
+    let list = raw_manifest(&registry, "lab/docker-list:1.0");
     assert!(
         list.contains("application/vnd.docker.distribution.manifest.list.v2+json"),
         "{list}"
     );
     // umoci writes OCI manifests without the optional `mediaType` field: the registry's
     // Content-Type says what they are.
-    let oci = skopeo_raw(&registry, "lab/oci-media:1.0");
+    let oci = raw_manifest(&registry, "lab/oci-media:1.0");
     assert!(
         oci.contains("application/vnd.oci.image.config.v1+json")
             && oci.contains("application/vnd.oci.image.layer.v1.tar+gzip"),
@@ -365,7 +365,7 @@ fn seed_catalog_makes_stand_ins_for_every_catalog_entry() {
         "calico/node:v3.28.0",
         "pause:3.10",
     ] {
-        let raw = skopeo_raw(&registry, image);
+        let raw = raw_manifest(&registry, image);
         assert!(raw.contains(r#""architecture":"arm64""#), "{image}: {raw}");
     }
     run_ok(
@@ -501,7 +501,7 @@ fn check_lab_manifest(lab: &Lab, tmp: &Path) {
             .original
             .split_once('/')
             .expect("images name a registry");
-        skopeo_raw(lab.registry(), path);
+        raw_manifest(lab.registry(), path);
     }
 }
 
@@ -520,13 +520,9 @@ fn skopeo() -> Command {
     Command::new("skopeo")
 }
 
-fn skopeo_raw(registry: &str, image: &str) -> String {
-    run_ok(
-        skopeo()
-            .args(["inspect", "--raw", "--tls-verify=false"])
-            .arg(format!("docker://{registry}/{image}")),
-    )
-    .0
+/// The raw manifest of `image` on `registry`, as text.
+fn raw_manifest(registry: &str, image: &str) -> String {
+    run_ok(&mut skopeo_raw(registry, image)).0
 }
 
 fn layers(registry: &str, image: &str) -> Vec<String> {

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{describe, run, run_ok, target_dir, workspace_root};
+use crate::support::{describe, parse_env, read_pid, run, run_ok, target_dir, workspace_root};
 
 /// A running upstream lab (`scripts/lab/upstream.sh up`), stopped on drop.
 #[derive(Debug)]
@@ -111,14 +111,7 @@ impl Lab {
     pub(crate) fn pids(&self) -> Vec<u32> {
         ["registry/pid", "fileserver/pid"]
             .iter()
-            .map(|file| {
-                let path = self.dir.join(file);
-                let text = fs::read_to_string(&path)
-                    .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-                text.trim()
-                    .parse()
-                    .unwrap_or_else(|err| panic!("{}: {text:?}: {err}", path.display()))
-            })
+            .map(|file| read_pid(&self.dir.join(file)))
             .collect()
     }
 
@@ -204,11 +197,4 @@ fn upstream(dir: &Path, action: &str) -> Command {
         .env_remove("REGISTRY_PORT")
         .env_remove("HTTP_PORT");
     cmd
-}
-
-fn parse_env(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(key, value)| (key.to_owned(), value.to_owned()))
-        .collect()
 }

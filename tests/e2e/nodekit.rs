@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{describe, run, run_ok, workspace_root};
+use crate::support::{describe, parse_env, read_pid, run, run_ok, workspace_root};
 
 /// Which lab script runs the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,14 +119,7 @@ impl Nodes {
     /// systemd-nspawn's (`nspawn.sh`).
     pub(crate) fn pids(&self) -> Vec<u32> {
         (1..=self.ips().len())
-            .map(|i| {
-                let path = self.dir.join(format!("nodes/n{i}/pid"));
-                let text = fs::read_to_string(&path)
-                    .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-                text.trim()
-                    .parse()
-                    .unwrap_or_else(|err| panic!("{}: {text:?}: {err}", path.display()))
-            })
+            .map(|i| read_pid(&self.dir.join(format!("nodes/n{i}/pid"))))
             .collect()
     }
 
@@ -191,20 +184,6 @@ impl Drop for Nodes {
             }
         }
     }
-}
-
-/// The env file: KEY=VALUE lines, values with spaces in double quotes (so bash can source it).
-fn parse_env(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(key, value)| {
-            let value = value
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .unwrap_or(value);
-            (key.to_owned(), value.to_owned())
-        })
-        .collect()
 }
 
 /// A /24 of 10.250.0.0/16 that no interface of this machine uses right now, so that the test

@@ -16,7 +16,7 @@ mod lab {
 
     use crate::install_bundle::layer;
     use crate::nodekit::Nodes;
-    use crate::support::{binary, run, run_failing, run_ok};
+    use crate::support::{kk_install_command, run, run_failing, run_ok};
 
     /// A lab of three nodes prepared for the checks (`ip_forward` on, as the install's os phase
     /// would leave it), plus the operator's files.
@@ -89,9 +89,8 @@ mod lab {
         }
 
         fn kk_install_trusting(&self, args: &[&str], known_hosts: &Path) -> Command {
-            let mut cmd = Command::new(binary("kk-install"));
-            cmd.args(args)
-                .arg("--bundle")
+            let mut cmd = kk_install_command(args);
+            cmd.arg("--bundle")
                 .arg(&self.bundle)
                 .arg("-i")
                 .arg(self.dir.join("inventory.yaml"))

@@ -9,18 +9,11 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::bundle_lab::Bench;
-use crate::support::{KillOnDrop, binary, retry, run_failing, run_ok};
-
-/// `kk-install` with `args`.
-fn kk_install(args: &[&str]) -> Command {
-    let mut cmd = Command::new(binary("kk-install"));
-    cmd.args(args);
-    cmd
-}
+use crate::support::{KillOnDrop, binary, kk_install_command, retry, run_failing, run_ok};
 
 /// The images a bundle's description lists, by reference.
 fn images_of(b: &Bench, bundle: &str) -> Vec<String> {
-    let (out, _) = run_ok(&mut kk_install(&[
+    let (out, _) = run_ok(&mut kk_install_command(&[
         "inspect",
         "--bundle",
         b.path(bundle).to_str().expect("utf-8"),
@@ -72,8 +65,8 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
     // verify names the base; with a store lacking it, verify refuses like unpack.
     let b_path = b.path("b.tar.zst");
     let b_arg = b_path.to_str().expect("utf-8");
-    let (out, _) = run_ok(&mut kk_install(&["verify", "--bundle", b_arg]));
-    let (a_out, _) = run_ok(&mut kk_install(&[
+    let (out, _) = run_ok(&mut kk_install_command(&["verify", "--bundle", b_arg]));
+    let (a_out, _) = run_ok(&mut kk_install_command(&[
         "verify",
         "--bundle",
         since.to_str().unwrap(),
@@ -83,7 +76,7 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
         out.contains(&format!("builds on bundle {a_identity}")),
         "{out}"
     );
-    let (inspect, _) = run_ok(&mut kk_install(&["inspect", "--bundle", b_arg]));
+    let (inspect, _) = run_ok(&mut kk_install_command(&["inspect", "--bundle", b_arg]));
     assert!(
         inspect.contains("format    2.0")
             && inspect.contains(&format!("builds on bundle {a_identity}")),
@@ -92,7 +85,7 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
 
     // Onto an empty store: refused before anything is written, naming a digest and the base.
     let empty = b.path("empty-store");
-    let err = run_failing(&mut kk_install(&[
+    let err = run_failing(&mut kk_install_command(&[
         "unpack",
         "--bundle",
         b_arg,
@@ -108,18 +101,18 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
     // A, then B, into one store.
     let store = b.path("store");
     let store_arg = store.to_str().expect("utf-8");
-    run_ok(&mut kk_install(&[
+    run_ok(&mut kk_install_command(&[
         "unpack",
         "--bundle",
         since.to_str().unwrap(),
         "--store",
         store_arg,
     ]));
-    let (out, _) = run_ok(&mut kk_install(&[
+    let (out, _) = run_ok(&mut kk_install_command(&[
         "verify", "--bundle", b_arg, "--store", store_arg,
     ]));
     assert!(out.contains("all of them are in the store"), "{out}");
-    run_ok(&mut kk_install(&[
+    run_ok(&mut kk_install_command(&[
         "unpack", "--bundle", b_arg, "--store", store_arg,
     ]));
 

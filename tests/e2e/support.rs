@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests: where the workspace and its built binaries are, and running
 //! commands with their output kept for assertion messages.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -194,4 +195,50 @@ pub(crate) fn retry(cmd: &mut Command) -> Output {
         describe(cmd, &last)
     );
     last
+}
+
+/// `kk-install ARGS`.
+pub(crate) fn kk_install_command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(binary("kk-install"));
+    cmd.args(args);
+    cmd
+}
+
+/// `kk-install ARGS[0] --bundle BUNDLE ARGS[1..]`.
+pub(crate) fn kk_install(args: &[&str], bundle: &Path) -> Command {
+    let mut cmd = kk_install_command(&args[..1]);
+    cmd.arg("--bundle").arg(bundle).args(&args[1..]);
+    cmd
+}
+
+/// `skopeo inspect --raw` of `image` on the plain-HTTP registry at `registry` (`host:port`).
+pub(crate) fn skopeo_raw(registry: &str, image: &str) -> Command {
+    let mut cmd = Command::new("skopeo");
+    cmd.args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{registry}/{image}"));
+    cmd
+}
+
+/// An env file the lab scripts write: `KEY=VALUE` lines, values with spaces in double quotes
+/// (so that bash can source it).
+pub(crate) fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| {
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+/// The PID a lab script recorded in `path`.
+pub(crate) fn read_pid(path: &Path) -> u32 {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    text.trim()
+        .parse()
+        .unwrap_or_else(|err| panic!("{}: {text:?}: {err}", path.display()))
 }

@@ -201,7 +201,7 @@ fn bundled_charts(check: &ChartCheck<'_>) -> Vec<BundledChart> {
         let layer = image
             .blobs
             .iter()
-            .find(|blob| blob.media_type == bundle_spec::layout::HELM_CHART_MEDIA_TYPE)
+            .find(|blob| blob.media_type == bundle_spec::oci::HELM_CHART_MEDIA_TYPE)
             .and_then(|blob| check.blobs.get(&blob.digest));
         let Some(layer) = layer else {
             tracing::warn!(

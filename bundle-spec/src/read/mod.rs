@@ -1,4 +1,5 @@
-//! Reading a bundle: open (seek table and header), then verify, unpack or read single members.
+//! Reading a bundle: open (seek table and header), then verify, walk (the installer's store
+//! unpacks through [`MemberVisitor`]) or read single members.
 //!
 //! [`Bundle::open`] reads only the seek table and the first two members, so inspecting a
 //! bundle of any size costs two small frames. Everything after that streams the frames in order
@@ -10,7 +11,6 @@ mod frames;
 mod source;
 #[cfg(test)]
 mod tests;
-mod unpack;
 mod walk;
 
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -30,7 +30,6 @@ use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonic
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
 use source::Source;
-use unpack::Unpacker;
 use walk::{Step, Walker};
 
 /// An opened bundle whose header has been verified.
@@ -168,13 +167,6 @@ impl Bundle {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Verified, BundleError> {
         self.walk_all(&mut Counting(progress))
-    }
-
-    /// Verifies the bundle while writing its members below `dir` (created if needed). Each
-    /// member appears under its name only after it verified; a failure leaves no partial file,
-    /// but the members verified before it stay.
-    pub fn unpack(&mut self, dir: &Path) -> Result<Verified, BundleError> {
-        self.walk_all(&mut Unpacker::new(dir)?)
     }
 
     /// Verifies the whole bundle like [`verify`](Self::verify), handing every member to

@@ -37,6 +37,7 @@ use serde::Serialize;
 use crate::description::{Artifact, ArtifactKind, Description, canonical_json};
 use crate::digest::Sha256Digest;
 use crate::lock::{Lock, LockedFile};
+use crate::oci::ReferenceParts;
 
 /// Path of the SBOM member, written from format 1.1 on.
 pub const SBOM_PATH: &str = "kk-bundle/sbom.spdx.json";
@@ -287,7 +288,9 @@ fn spdx_download_location(url: &str) -> String {
 
 /// `pkg:oci/<name>@<manifest digest>?…` for an artifact stored as it is named in `index.json`.
 fn oci_purl(artifact: &Artifact, platform: Option<&str>) -> String {
-    let (repository, tag) = split_reference(&artifact.reference);
+    let ReferenceParts {
+        repository, tag, ..
+    } = ReferenceParts::split(&artifact.reference);
     let name = repository.rsplit('/').next().unwrap_or(repository);
     let mut qualifiers = platform_qualifiers(platform);
     qualifiers.push(("repository_url", repository.to_owned()));
@@ -344,20 +347,6 @@ fn percent_encode(text: &str, keep: &str) -> String {
         }
     }
     out
-}
-
-/// The repository and the tag of `host/path[:tag][@digest]` (a `:` before the last `/` is a
-/// port, not a tag).
-fn split_reference(reference: &str) -> (&str, Option<&str>) {
-    let named = reference.split('@').next().unwrap_or(reference);
-    let path_start = named.rfind('/').map_or(0, |slash| slash + 1);
-    match named[path_start..].rfind(':') {
-        Some(colon) => (
-            &named[..path_start + colon],
-            Some(&named[path_start + colon + 1..]),
-        ),
-        None => (named, None),
-    }
 }
 
 #[cfg(test)]

@@ -257,25 +257,3 @@ fn download_locations_are_urls_the_spdx_tools_accept() {
         assert_eq!(spdx_download_location(url), expected, "{url}");
     }
 }
-
-#[test]
-fn references_split_into_repository_and_tag() {
-    let cases: &[(&str, &str, Option<&str>)] = &[
-        (
-            "docker.io/library/busybox:1.36",
-            "docker.io/library/busybox",
-            Some("1.36"),
-        ),
-        ("localhost:5000/app", "localhost:5000/app", None),
-        ("localhost:5000/app:2", "localhost:5000/app", Some("2")),
-        ("quay.io/x/app@sha256:abcd", "quay.io/x/app", None),
-        ("quay.io/x/app:1@sha256:abcd", "quay.io/x/app", Some("1")),
-    ];
-    for (reference, repository, tag) in cases {
-        assert_eq!(
-            split_reference(reference),
-            (*repository, *tag),
-            "{reference}"
-        );
-    }
-}

@@ -1,6 +1,7 @@
 //! Bundles crafted member by member: any header (lying or not), any data, in valid frames.
 
 use crate::digest::Sha256Digest;
+use crate::oci::{BLOBS_DIR, INDEX_PATH, OCI_LAYOUT, OCI_LAYOUT_PATH};
 
 /// `tar` (any bytes) as the frames of a bundle: a frame starts wherever a tar header would
 /// (at 0, then after each header's block, content and padding, as far as the header's size field
@@ -70,7 +71,7 @@ pub fn description_json(version: &str, mtime: u64) -> Vec<u8> {
 
 /// The member path of a blob holding `data`.
 pub fn blob_path(data: &[u8]) -> String {
-    format!("blobs/sha256/{}", Sha256Digest::of(data).hex())
+    format!("{BLOBS_DIR}/{}", Sha256Digest::of(data).hex())
 }
 
 /// The members of the smallest valid bundle (format 1.0, one blob `hello`), after the checksum
@@ -82,12 +83,8 @@ pub fn minimal_members(mtime: u64) -> Vec<RawMember> {
             description_json("1.0", mtime),
             mtime,
         ),
-        RawMember::new(
-            "oci-layout",
-            br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec(),
-            mtime,
-        ),
-        RawMember::new("index.json", b"{}".to_vec(), mtime),
+        RawMember::new(OCI_LAYOUT_PATH, OCI_LAYOUT.to_vec(), mtime),
+        RawMember::new(INDEX_PATH, b"{}".to_vec(), mtime),
         RawMember::new(&blob_path(b"hello"), b"hello".to_vec(), mtime),
     ]
 }

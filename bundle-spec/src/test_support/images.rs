@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::description::{Artifact, ArtifactKind};
 use crate::digest::Sha256Digest;
+use crate::oci::{INDEX_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, REF_NAME_ANNOTATION, ReferenceParts};
 use crate::write::{BlobFile, BundleContents, WriteOptions};
 
 /// An image of a test bundle: its reference and one single-layer manifest per platform.
@@ -59,7 +60,7 @@ pub fn write_images(
         .unzip();
     let index: oci_spec::image::ImageIndex = serde_json::from_value(serde_json::json!({
         "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "mediaType": INDEX_MEDIA_TYPE,
         "manifests": descriptors,
     }))
     .expect("index");
@@ -108,7 +109,7 @@ fn add_image(
         let (digest, size) = add(manifest.as_bytes());
         last = Some((digest, size));
         platform_manifests.push(serde_json::json!({
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "mediaType": MANIFEST_MEDIA_TYPE,
             "digest": digest.to_string(),
             "size": size,
             "platform": {"architecture": arch, "os": "linux"},
@@ -116,30 +117,27 @@ fn add_image(
     }
     let (media_type, (digest, size), platform) = if platform_manifests.len() == 1 {
         (
-            "application/vnd.oci.image.manifest.v1+json",
+            MANIFEST_MEDIA_TYPE,
             last.expect("one manifest"),
             Some("linux/amd64".to_owned()),
         )
     } else {
         let index = serde_json::json!({
             "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "mediaType": INDEX_MEDIA_TYPE,
             "manifests": platform_manifests,
         })
         .to_string();
-        (
-            "application/vnd.oci.image.index.v1+json",
-            add(index.as_bytes()),
-            None,
-        )
+        (INDEX_MEDIA_TYPE, add(index.as_bytes()), None)
     };
     let descriptor = serde_json::json!({
         "mediaType": media_type,
         "digest": digest.to_string(),
         "size": size,
-        "annotations": {"org.opencontainers.image.ref.name": image.reference},
+        "annotations": {REF_NAME_ANNOTATION: image.reference},
     });
-    let (repository, tag) = image.reference.rsplit_once(':').expect("tag");
+    let parts = ReferenceParts::split(image.reference);
+    let (repository, tag) = (parts.repository, parts.tag.expect("a tag"));
     let artifact = Artifact {
         kind: ArtifactKind::Image,
         name: repository.into(),

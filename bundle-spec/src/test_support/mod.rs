@@ -9,11 +9,15 @@
 
 mod crafted;
 mod images;
+mod layout;
+mod members;
 
 pub use crafted::{
     RawMember, blob_path, checksum_list, craft_bundle, description_json, frame_tar, minimal_members,
 };
 pub use images::{TestImage, WrittenImages, write_images};
+pub use layout::{HandLayout, descriptor, manifest_bytes, named};
+pub use members::verified_members;
 
 use crate::description::{
     Artifact, ArtifactKind, BuilderInfo, Description, FORMAT_VERSION, SourceManifest,

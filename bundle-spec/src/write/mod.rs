@@ -25,11 +25,11 @@ use crate::checksums::ChecksumList;
 use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
 use crate::error::{BundleError, from_io};
-use crate::layout::{OCI_LAYOUT, index_bytes};
+use crate::layout::index_bytes;
 use crate::member::{
-    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, INDEX_PATH, MemberPath, OCI_LAYOUT_PATH,
-    canonical_header, padding,
+    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding,
 };
+use crate::oci::{INDEX_PATH, OCI_LAYOUT, OCI_LAYOUT_PATH};
 use crate::sbom::{SBOM_PATH, spdx_document};
 use frames::FrameEncoder;
 use output::Output;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use crate::digest::{BackgroundHashing, Sha256Digest};
+use crate::durable;
 use crate::error::BundleError;
 use crate::parts::{PartEntry, PartsIndex, part_path, parts_index_path};
 
@@ -87,7 +88,6 @@ impl Output {
             let temp = writer
                 .into_inner()
                 .map_err(io::IntoInnerError::into_error)?;
-            temp.as_file().sync_all()?;
             self.finished.push((temp, digest, size));
         }
         Ok(())
@@ -102,10 +102,7 @@ impl Output {
         self.close_part().map_err(io_error(&self.target))?;
         if self.split.is_none() {
             let (temp, sha256, size) = self.finished.pop().expect("a bundle has at least one file");
-            temp.persist(&self.target).map_err(|e| BundleError::Write {
-                path: self.target.clone(),
-                source: e.error,
-            })?;
+            durable::persist(temp, &self.target).map_err(io_error(&self.target))?;
             return Ok(OutputFiles {
                 paths: vec![self.target],
                 size,
@@ -117,10 +114,7 @@ impl Output {
         let mut index = PartsIndex::new(&self.target, size, sha256);
         for (number, (temp, digest, part_size)) in self.finished.into_iter().enumerate() {
             let path = part_path(&self.target, number + 1);
-            temp.persist(&path).map_err(|e| BundleError::Write {
-                path: path.clone(),
-                source: e.error,
-            })?;
+            durable::persist(temp, &path).map_err(io_error(&path))?;
             index.parts.push(PartEntry::new(&path, part_size, digest));
             paths.push(path);
         }

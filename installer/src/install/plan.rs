@@ -333,10 +333,11 @@ impl Plan {
             .map(|host| Ok((host.name.clone(), address_of(host)?)))
             .collect::<Result<Vec<_>, PlanError>>()?;
         let runtime_binaries = content.runtime_binaries()?;
-        let containerd_version = runtime_binaries[0]
-            .reference
-            .rsplit_once(':')
-            .map_or_else(String::new, |(_, tag)| tag.to_owned());
+        let containerd_version =
+            bundle_spec::oci::ReferenceParts::split(&runtime_binaries[0].reference)
+                .tag
+                .unwrap_or_default()
+                .to_owned();
         let etcd_binary = if etcd_hosts.is_empty() {
             None
         } else {

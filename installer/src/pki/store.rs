@@ -7,9 +7,10 @@
 //! file appearing between the check and the write is never overwritten.
 
 use std::fs;
-use std::io::{self, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+
+use bundle_spec::durable::{self, sync_dir};
 
 use crate::error::PkiError;
 
@@ -98,38 +99,22 @@ pub(super) fn ensure_dir(dir: &Path) -> Result<(), PkiError> {
 
 /// Writes a file that must not exist yet.
 pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), PkiError> {
-    write(path, bytes, mode, false)
+    durable::write_new(path, bytes, mode, TEMP_PREFIX).map_err(write_error(path))
 }
 
 /// Writes a file, replacing any file there.
 pub(super) fn write_replacing(path: &Path, bytes: &[u8], mode: u32) -> Result<(), PkiError> {
-    write(path, bytes, mode, true)
+    durable::write(path, bytes, mode, TEMP_PREFIX).map_err(write_error(path))
 }
 
-fn write(path: &Path, bytes: &[u8], mode: u32, replace: bool) -> Result<(), PkiError> {
-    let fail = |source| PkiError::Write {
+/// The prefix of the temporary files, so that leftovers of a killed run are recognisable.
+const TEMP_PREFIX: &str = ".kk-pki-";
+
+fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> PkiError {
+    move |source| PkiError::Write {
         path: path.to_owned(),
         source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    temp.as_file()
-        .set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(fail)?;
-    temp.write_all(bytes).map_err(fail)?;
-    temp.as_file().sync_all().map_err(fail)?;
-    let persisted = if replace {
-        temp.persist(path).map(drop)
-    } else {
-        temp.persist_noclobber(path).map(drop)
-    };
-    persisted.map_err(|e| fail(e.error))?;
-    sync_dir(dir).map_err(fail)
-}
-
-/// Flushes a directory's entries (a rename or a new file in it) to disk.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    fs::File::open(dir)?.sync_all()
+    }
 }
 
 #[cfg(test)]

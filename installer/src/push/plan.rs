@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bundle_spec::Sha256Digest;
-use serde::Deserialize;
+use bundle_spec::oci::Document;
 
 use crate::error::PushError;
 use crate::registry::Store;
@@ -43,39 +43,6 @@ pub(super) struct Manifest {
     /// For an index: the entries the store does not have (omitted platforms), as
     /// `os/architecture[/variant]` or, without a platform, the digest.
     pub(super) missing: Vec<String>,
-}
-
-/// A manifest or index, as far as pushing needs it.
-#[derive(Debug, Deserialize)]
-struct Document {
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-    /// Blobs of the (withdrawn) OCI artifact manifest, still written by old ORAS versions.
-    #[serde(default)]
-    blobs: Vec<Descriptor>,
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
-    #[serde(default)]
-    subject: Option<Descriptor>,
-}
-
-/// A descriptor, as far as pushing needs it.
-#[derive(Debug, Deserialize)]
-struct Descriptor {
-    digest: String,
-    #[serde(default)]
-    platform: Option<Platform>,
-}
-
-/// A platform of an index entry.
-#[derive(Debug, Deserialize)]
-struct Platform {
-    os: String,
-    architecture: String,
-    #[serde(default)]
-    variant: Option<String>,
 }
 
 /// A manifest read from the store, before ordering.
@@ -215,6 +182,7 @@ fn dependency_order(read: &BTreeMap<Sha256Digest, Read>) -> Vec<Sha256Digest> {
                     .document
                     .manifests
                     .iter()
+                    .flatten()
                     .chain(&current.document.subject)
                 {
                     if let Ok(child) = child.digest.parse::<Sha256Digest>()
@@ -237,6 +205,7 @@ fn missing_entries<V>(document: &Document, present: &BTreeMap<Sha256Digest, V>) 
     document
         .manifests
         .iter()
+        .flatten()
         .filter(|child| {
             child
                 .digest
@@ -244,9 +213,9 @@ fn missing_entries<V>(document: &Document, present: &BTreeMap<Sha256Digest, V>) 
                 .map_or(true, |d| !present.contains_key(&d))
         })
         .map(|child| match &child.platform {
-            Some(p) => match &p.variant {
-                Some(variant) => format!("{}/{}/{variant}", p.os, p.architecture),
-                None => format!("{}/{}", p.os, p.architecture),
+            Some(p) => match p.variant() {
+                Some(variant) => format!("{}/{}/{variant}", p.os(), p.architecture()),
+                None => format!("{}/{}", p.os(), p.architecture()),
             },
             None => child.digest.clone(),
         })

@@ -8,6 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bundle_spec::Sha256Digest;
+use bundle_spec::oci::INDEX_MEDIA_TYPE;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use tokio_util::io::ReaderStream;
@@ -18,7 +19,6 @@ use super::store::{Repository, Store};
 /// The header naming the API version, on every response.
 pub(crate) const API_VERSION: &str = "docker-distribution-api-version";
 const DIGEST: &str = "docker-content-digest";
-const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
 /// Contents up to this size (every manifest, config and small layer) are read whole, in the
 /// blocking call that opens them, and sent in one piece. A streamed body's first chunk comes
 /// from another blocking read after the response head was flushed alone, and Nagle's algorithm

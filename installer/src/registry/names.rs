@@ -2,42 +2,16 @@
 //!
 //! See the module documentation of [`crate::registry`] for the rules and why they hold.
 
-/// A ref name from `index.json`, split into its parts (`host/path[:tag][@digest]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RefName<'a> {
-    /// The source registry host, with its port if any (`registry.local:5000`).
-    pub(crate) host: &'a str,
-    /// The repository path on that host (`library/busybox`).
-    pub(crate) path: &'a str,
-    /// The tag, if the ref name has one.
-    pub(crate) tag: Option<&'a str>,
-    /// The digest text, if the ref name has one (not validated here).
-    pub(crate) digest: Option<&'a str>,
-}
+use bundle_spec::oci::ReferenceParts;
 
-/// Splits a fully qualified reference (`docker.io/library/busybox:1.36`,
-/// `quay.io/x/app@sha256:…`, `registry.local:5000/app:1`). `None` when it has no host part,
-/// no path, or neither tag nor digest.
-pub(crate) fn parse_ref_name(text: &str) -> Option<RefName<'_>> {
-    let (rest, digest) = match text.split_once('@') {
-        Some((rest, digest)) => (rest, Some(digest)),
-        None => (text, None),
-    };
-    let (host, path_and_tag) = rest.split_once('/')?;
-    let (path, tag) = match path_and_tag.rsplit_once(':') {
-        // A `:` in the path part (after the host) can only start the tag.
-        Some((path, tag)) => (path, Some(tag)),
-        None => (path_and_tag, None),
-    };
-    if host.is_empty() || path.is_empty() || (tag.is_none() && digest.is_none()) {
-        return None;
-    }
-    Some(RefName {
-        host,
-        path,
-        tag,
-        digest,
-    })
+/// Splits a fully qualified ref name from `index.json` (`docker.io/library/busybox:1.36`,
+/// `quay.io/x/app@sha256:…`, `registry.local:5000/app:1`) into its source registry host and
+/// its parts. `None` when it has no host part, no path, or neither tag nor digest.
+pub(crate) fn parse_ref_name(text: &str) -> Option<(&str, ReferenceParts<'_>)> {
+    let parts = ReferenceParts::split(text);
+    let host = parts.registry.filter(|host| !host.is_empty())?;
+    let named = parts.tag.is_some() || parts.digest.is_some();
+    (!parts.path.is_empty() && named).then_some((host, parts))
 }
 
 /// The first component of the repository name for a source `host` (`host[:port]`): the host
@@ -190,9 +164,9 @@ mod tests {
             ),
         ];
         for &(text, repository, tag, digest) in table {
-            let parsed = parse_ref_name(text).unwrap_or_else(|| panic!("{text} parses"));
+            let (host, parsed) = parse_ref_name(text).unwrap_or_else(|| panic!("{text} parses"));
             assert_eq!(
-                repository_name(parsed.host, parsed.path).as_deref(),
+                repository_name(host, parsed.path).as_deref(),
                 Some(repository),
                 "{text}"
             );

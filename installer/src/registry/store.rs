@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bundle_spec::Sha256Digest;
-use serde::{Deserialize, Serialize};
+use bundle_spec::oci::{
+    BLOBS_DIR, Descriptor, Document, INDEX_PATH, MANIFEST_MEDIA_TYPE, OCI_LAYOUT_PATH,
+    REF_NAME_ANNOTATION,
+};
 
 use super::names::{parse_ref_name, repository_name};
 use crate::error::RegistryError;
@@ -19,44 +22,6 @@ pub use write::{Unpacked, check_base, unpack};
 
 /// The largest manifest the store reads (as the distribution reference implementation).
 const MANIFEST_LIMIT: u64 = 4 * 1024 * 1024;
-
-/// The media type of an OCI image manifest, the default for documents that name none.
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-
-/// The annotation naming an artifact in `index.json`.
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
-
-/// An OCI descriptor, as far as the registry needs it.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Descriptor {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) media_type: Option<String>,
-    pub(crate) digest: String,
-    pub(crate) size: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) artifact_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) annotations: Option<BTreeMap<String, String>>,
-}
-
-/// An image index or manifest, as far as the registry needs it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Document {
-    #[serde(default)]
-    media_type: Option<String>,
-    #[serde(default)]
-    manifests: Option<Vec<Descriptor>>,
-    #[serde(default)]
-    subject: Option<Descriptor>,
-    #[serde(default)]
-    artifact_type: Option<String>,
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    annotations: Option<BTreeMap<String, String>>,
-}
 
 /// One repository: its tags and the manifests it serves by digest.
 #[derive(Debug, Default)]
@@ -98,10 +63,10 @@ impl Store {
     /// index (an omitted platform) is skipped.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, RegistryError> {
         let root = dir.as_ref().to_path_buf();
-        if !root.join("oci-layout").is_file() {
+        if !root.join(OCI_LAYOUT_PATH).is_file() {
             return Err(RegistryError::NotALayout { dir: root });
         }
-        let index_path = root.join("index.json");
+        let index_path = root.join(INDEX_PATH);
         let bytes = std::fs::read(&index_path).map_err(|source| RegistryError::Read {
             path: index_path.clone(),
             source,
@@ -121,11 +86,7 @@ impl Store {
 
         for descriptor in index.manifests.unwrap_or_default() {
             let digest = parse_digest(&index_path, &descriptor.digest)?;
-            let repository = match descriptor
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(REF_NAME))
-            {
+            let repository = match descriptor.annotation(REF_NAME_ANNOTATION) {
                 Some(ref_name) => {
                     let (repository, tag) = name_of(ref_name)?;
                     if let Some(tag) = tag {
@@ -138,11 +99,11 @@ impl Store {
                                     repository,
                                     tag,
                                     first: first.clone(),
-                                    second: ref_name.clone(),
+                                    second: ref_name.to_owned(),
                                 });
                             }
                         }
-                        tag_owner.insert(key, ref_name.clone());
+                        tag_owner.insert(key, ref_name.to_owned());
                         repositories
                             .entry(repository.clone())
                             .or_default()
@@ -217,7 +178,7 @@ impl Store {
 
 /// `blobs/sha256/<hex>` under `root`: the only kind of path the registry ever opens.
 fn blob_path(root: &Path, digest: Sha256Digest) -> PathBuf {
-    root.join("blobs").join("sha256").join(digest.hex())
+    root.join(BLOBS_DIR).join(digest.hex())
 }
 
 fn parse_digest(path: &Path, text: &str) -> Result<Sha256Digest, RegistryError> {
@@ -233,8 +194,8 @@ fn name_of(ref_name: &str) -> Result<(String, Option<String>), RegistryError> {
     let invalid = || RegistryError::RefName {
         ref_name: ref_name.to_owned(),
     };
-    let parsed = parse_ref_name(ref_name).ok_or_else(invalid)?;
-    let repository = repository_name(parsed.host, parsed.path).ok_or_else(invalid)?;
+    let (host, parsed) = parse_ref_name(ref_name).ok_or_else(invalid)?;
+    let repository = repository_name(host, parsed.path).ok_or_else(invalid)?;
     if let Some(tag) = parsed.tag
         && !super::names::is_valid_tag(tag)
     {
@@ -286,7 +247,7 @@ fn read_manifest(
         .media_type
         .clone()
         .or_else(|| document.media_type.clone())
-        .unwrap_or_else(|| OCI_MANIFEST.to_owned());
+        .unwrap_or_else(|| MANIFEST_MEDIA_TYPE.to_owned());
     Ok(Some(Walked {
         digest,
         media_type,
@@ -325,6 +286,7 @@ fn walk(
                 .entry(subject_digest)
                 .or_default()
                 .push(Descriptor {
+                    platform: None,
                     media_type: Some(current.media_type.clone()),
                     digest: current.digest.to_string(),
                     size,

@@ -1,6 +1,7 @@
 //! Reading just enough of a manifest or index to know what it references.
 
 use bundle_spec::Sha256Digest;
+use bundle_spec::oci::{self, Descriptor};
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
 
@@ -32,43 +33,28 @@ pub struct Document {
     pub blobs: Vec<BlobRef>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Raw {
-    schema_version: Option<u32>,
-    media_type: Option<String>,
-    manifests: Option<Vec<RawDescriptor>>,
-    config: Option<RawDescriptor>,
-    layers: Option<Vec<RawDescriptor>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawDescriptor {
-    media_type: String,
-    digest: String,
-    size: u64,
-    platform: Option<oci_spec::image::Platform>,
-}
-
-impl RawDescriptor {
-    fn blob(&self) -> Result<BlobRef, String> {
-        let digest = self
-            .digest
-            .parse()
-            .map_err(|_| format!("`{}` is not a sha256 digest", self.digest))?;
-        Ok(BlobRef {
-            media_type: self.media_type.clone(),
-            digest,
-            size: self.size,
-        })
-    }
+/// The blob `descriptor` points at; a descriptor without a media type or with a digest other
+/// than sha256 is refused.
+fn blob(descriptor: &Descriptor) -> Result<BlobRef, String> {
+    let digest = descriptor
+        .digest
+        .parse()
+        .map_err(|_| format!("`{}` is not a sha256 digest", descriptor.digest))?;
+    let media_type = descriptor
+        .media_type
+        .clone()
+        .ok_or_else(|| format!("the descriptor of `{}` has no mediaType", descriptor.digest))?;
+    Ok(BlobRef {
+        media_type,
+        digest,
+        size: descriptor.size,
+    })
 }
 
 impl Document {
     /// Parses `bytes`, whose digest is `digest`.
     pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, String> {
-        let raw: Raw =
+        let raw: oci::Document =
             serde_json::from_slice(bytes).map_err(|e| format!("not a manifest or index: {e}"))?;
         if raw.schema_version != Some(2) {
             return Err(
@@ -79,9 +65,9 @@ impl Document {
         let media_type = raw.media_type.clone().unwrap_or_else(|| {
             // OCI allows omitting mediaType; the shape says which it is.
             if is_index {
-                "application/vnd.oci.image.index.v1+json"
+                oci::INDEX_MEDIA_TYPE
             } else {
-                "application/vnd.oci.image.manifest.v1+json"
+                oci::MANIFEST_MEDIA_TYPE
             }
             .to_owned()
         });
@@ -89,12 +75,12 @@ impl Document {
             .manifests
             .iter()
             .flatten()
-            .map(|d| Ok((d.platform.as_ref().map(Platform::from_oci), d.blob()?)))
+            .map(|d| Ok((d.platform.as_ref().map(Platform::from_oci), blob(d)?)))
             .collect::<Result<Vec<_>, String>>()?;
-        let config = raw.config.as_ref().map(RawDescriptor::blob).transpose()?;
+        let config = raw.config.as_ref().map(blob).transpose()?;
         let mut blobs: Vec<BlobRef> = config.iter().cloned().collect();
-        for layer in raw.layers.iter().flatten() {
-            blobs.push(layer.blob()?);
+        for layer in &raw.layers {
+            blobs.push(blob(layer)?);
         }
         Ok(Self {
             digest,

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 use bundle_spec::Sha256Digest;
 use bundle_spec::lock::LockedImage;
+use bundle_spec::oci;
 use bundle_spec::platform::Platform;
 use futures_util::StreamExt as _;
 use oci_client::Reference;
@@ -30,10 +31,10 @@ use crate::fetch::blocking;
 
 /// The media types a build accepts for manifests and indexes.
 pub const MANIFEST_MEDIA_TYPES: &[&str] = &[
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
+    oci::INDEX_MEDIA_TYPE,
+    oci::MANIFEST_MEDIA_TYPE,
+    oci::DOCKER_MANIFEST_LIST_MEDIA_TYPE,
+    oci::DOCKER_MANIFEST_MEDIA_TYPE,
 ];
 
 /// An image to resolve: its reference as the user wrote it and fully qualified.

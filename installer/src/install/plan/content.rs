@@ -15,11 +15,7 @@ pub const CHARTS_DIR: &str = "/var/lib/kk/charts";
 
 /// An image reference without its tag or digest.
 fn repository(reference: &str) -> &str {
-    let name = reference.split('@').next().unwrap_or(reference);
-    match name.rsplit_once(':') {
-        Some((path, tag)) if !tag.contains('/') => path,
-        _ => name,
-    }
+    bundle_spec::oci::ReferenceParts::split(reference).repository
 }
 
 /// What the plan reads from the bundle's description.

@@ -26,6 +26,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use bundle_spec::member::{MemberKind, MemberPath};
+use bundle_spec::oci::{BLOBS_DIR, INDEX_PATH, OCI_LAYOUT_PATH, REF_NAME_ANNOTATION};
 use bundle_spec::read::{MemberHeader, MemberVisitor};
 use bundle_spec::{BaseBlob, Bundle, BundleError, Sha256Digest, Verified};
 use tempfile::NamedTempFile;
@@ -34,9 +35,6 @@ use crate::durable;
 
 /// Temporary files of an unpack carry this prefix; leftovers of a killed run are removed.
 const TEMP_PREFIX: &str = ".kk-unpack-";
-
-/// The directory of the blobs, below the store.
-const BLOBS: &str = "blobs/sha256";
 
 /// Files are published 0644, as in the bundle.
 const FILE_MODE: u32 = 0o644;
@@ -65,14 +63,52 @@ pub fn unpack(
     // Headers whose sizes lie are refused before the store is touched: listing them reads
     // only their frames, where the walk below would write every blob before the lie.
     bundle.members()?;
+    // A failed unpack into a store this run creates removes it whole: verified blobs of a
+    // bundle that failed are no store anyone asked for. A store that was there keeps them,
+    // so that unpacking again (a repaired copy of the bundle) resumes rather than starts over.
+    let created = first_missing(dir);
+    let unpacked = unpack_into(bundle, dir, progress);
+    if unpacked.is_err()
+        && let Some(created) = created
+        && let Err(error) = fs::remove_dir_all(&created)
+        && error.kind() != io::ErrorKind::NotFound
+    {
+        tracing::warn!(path = %created.display(), %error, "could not remove the store of a failed unpack");
+    }
+    unpacked
+}
+
+/// The outermost directory of `dir` and its ancestors that does not exist yet: what creating
+/// `dir` creates. `None` if `dir` exists (as anything: the unpack refuses what is not a
+/// directory, and removes nothing it did not create).
+fn first_missing(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut path = Some(dir);
+    while let Some(candidate) = path.filter(|p| !p.as_os_str().is_empty()) {
+        if fs::symlink_metadata(candidate).is_ok() {
+            break;
+        }
+        missing = Some(candidate.to_owned());
+        path = candidate.parent();
+    }
+    missing
+}
+
+/// [`unpack`] once the bundle's headers were checked: creates the store, writes the blobs as
+/// they verify, then publishes the index.
+fn unpack_into(
+    bundle: &mut Bundle,
+    dir: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Unpacked, BundleError> {
     // The store's own path is the operator's: links above it (a store on another disk) are
     // theirs to make. Below it, nothing is followed.
     fs::create_dir_all(dir).map_err(|source| BundleError::Write {
         path: dir.to_owned(),
         source,
     })?;
-    create_dirs(dir, Path::new(BLOBS))?;
-    let blobs = dir.join(BLOBS);
+    create_dirs(dir, Path::new(BLOBS_DIR))?;
+    let blobs = dir.join(BLOBS_DIR);
     remove_leftovers(&blobs).map_err(|source| BundleError::Write {
         path: blobs.clone(),
         source,
@@ -102,7 +138,7 @@ pub fn check_base(bundle: &Bundle, dir: &Path) -> Result<(), BundleError> {
         return Ok(());
     };
     let present = |blob: &BaseBlob| {
-        fs::symlink_metadata(dir.join(BLOBS).join(blob.digest.hex()))
+        fs::symlink_metadata(dir.join(BLOBS_DIR).join(blob.digest.hex()))
             .is_ok_and(|m| m.is_file() && m.len() == blob.size)
     };
     match base.blobs.iter().find(|blob| !present(blob)) {
@@ -227,7 +263,7 @@ impl StoreVisitor<'_> {
             self.copy(data, &mut io::sink(), &target)?;
             return Ok(Pending::Present);
         }
-        let dir = self.root.join(BLOBS);
+        let dir = self.root.join(BLOBS_DIR);
         let mut temp = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .tempfile_in(&dir)
@@ -247,7 +283,7 @@ impl StoreVisitor<'_> {
         // sync of the file system for all of them, rather than an fsync per blob (a bundle has
         // thousands). A crash before it can leave a blob renamed but short; no index names it,
         // and the next unpack re-hashes it and writes it again.
-        let blobs = self.root.join(BLOBS);
+        let blobs = self.root.join(BLOBS_DIR);
         durable::sync_file_system(&blobs).map_err(|source| BundleError::Write {
             path: blobs,
             source,
@@ -257,7 +293,7 @@ impl StoreVisitor<'_> {
         let mut index = None;
         for (path, bytes) in &self.headers {
             match path.kind() {
-                MemberKind::OciLayout => write_file(&self.root.join("oci-layout"), bytes)?,
+                MemberKind::OciLayout => write_file(&self.root.join(OCI_LAYOUT_PATH), bytes)?,
                 MemberKind::Index => index = Some(bytes),
                 _ => {
                     let name = path.as_str().trim_start_matches("kk-bundle/");
@@ -268,7 +304,7 @@ impl StoreVisitor<'_> {
             }
         }
         if let Some(bytes) = index {
-            let path = self.root.join("index.json");
+            let path = self.root.join(INDEX_PATH);
             write_file(&path, &merge_index(&path, bytes)?)?;
         }
         Ok(())
@@ -330,7 +366,7 @@ fn merge_index(existing: &Path, new: &[u8]) -> Result<Vec<u8>, BundleError> {
     };
     let old: serde_json::Value = serde_json::from_slice(&old).map_err(invalid)?;
     let key = |d: &serde_json::Value| {
-        d["annotations"]["org.opencontainers.image.ref.name"]
+        d["annotations"][REF_NAME_ANNOTATION]
             .as_str()
             .map_or_else(|| d["digest"].to_string(), str::to_owned)
     };

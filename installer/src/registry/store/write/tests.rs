@@ -209,3 +209,56 @@ fn a_bundle_whose_headers_lie_is_refused_before_the_store_is_touched() {
     assert!(matches!(&err, BundleError::EndsInsideFrame { .. }), "{err}");
     assert!(!store.exists(), "the store was created");
 }
+
+/// A bundle whose blobs are `hello` (valid) and, after it in the bundle, one changed after the
+/// checksum list was made: the unpack writes the first and fails on the second.
+fn tampered_bundle(dir: &Path) -> (PathBuf, Sha256Digest) {
+    use bundle_spec::test_support::{RawMember, blob_path, checksum_list, craft_bundle};
+
+    const MTIME: u64 = 1_795_000_000;
+    let mut members = bundle_spec::test_support::minimal_members(MTIME);
+    // Members are in path order: the tampered blob must sort after `hello`'s.
+    let data = (0..=u8::MAX)
+        .map(|byte| vec![byte; 64])
+        .find(|data| blob_path(data) > blob_path(b"hello"))
+        .expect("a later blob");
+    members.push(RawMember::new(&blob_path(&data), data, MTIME));
+    let list = checksum_list(&members);
+    members.last_mut().expect("a blob").data[0] ^= 1;
+    let path = dir.join("tampered.tar.zst");
+    fs::write(&path, craft_bundle(&list, &members, true)).expect("write");
+    (path, Sha256Digest::of(b"hello"))
+}
+
+#[test]
+fn a_failed_unpack_removes_the_store_it_created() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (tampered, _) = tampered_bundle(tmp.path());
+    let store = tmp.path().join("new/store");
+    let err = unpack_into(&tampered, &store).unwrap_err();
+    assert!(matches!(&err, BundleError::DigestMismatch { .. }), "{err}");
+    assert!(
+        !tmp.path().join("new").exists(),
+        "the directories the failed unpack created are left"
+    );
+    assert!(tampered.is_file(), "nothing outside the store is removed");
+}
+
+#[test]
+fn a_failed_unpack_keeps_an_existing_stores_blobs_for_resume() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let (good, earlier) = bundle(tmp.path(), "docker.io/library/app:1", b"layer one");
+    unpack_into(&good, &store).expect("unpacks");
+    let (tampered, verified) = tampered_bundle(tmp.path());
+    let err = unpack_into(&tampered, &store).unwrap_err();
+    assert!(matches!(&err, BundleError::DigestMismatch { .. }), "{err}");
+    for digest in earlier.iter().chain([&verified]) {
+        assert!(blob(&store, *digest).is_file(), "blob {digest} was removed");
+    }
+    let served = Store::open(&store).expect("the store still opens");
+    assert_eq!(
+        served.repositories().collect::<Vec<_>>(),
+        ["docker.io/library/app"]
+    );
+}

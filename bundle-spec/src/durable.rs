@@ -7,6 +7,10 @@
 //! before the data, and after a crash the name points at an empty file; without the second,
 //! the rename itself may be lost, and a store index or `known_hosts` entry that was written is
 //! gone after a reboot.
+//!
+//! Both binaries write through this module (the installer's store, state, certificates and
+//! `known_hosts`; the builder's lock file and cache), so the steps and the file systems they
+//! tolerate are the same everywhere.
 
 use std::fs::{self, File, Permissions};
 use std::io::{self, Write as _};
@@ -17,29 +21,52 @@ use tempfile::NamedTempFile;
 
 /// Replaces `path` with `bytes`, mode `mode`, durably. The temporary file is named
 /// `<prefix>…` so that a caller can recognise leftovers of a killed run.
-pub(crate) fn write(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<()> {
-    let dir = parent(path);
-    let mut temp = tempfile::Builder::new().prefix(prefix).tempfile_in(dir)?;
-    temp.write_all(bytes)?;
+pub fn write(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<()> {
+    persist(written_temp(path, bytes, mode, prefix)?, path)
+}
+
+/// Like [`write`], but never replaces a file: if `path` exists the rename itself fails with
+/// [`io::ErrorKind::AlreadyExists`], so two writers racing for one name cannot both win.
+pub fn write_new(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<()> {
+    let temp = written_temp(path, bytes, mode, prefix)?;
+    sync_file(&temp)?;
+    #[cfg(any(test, feature = "test-support"))]
+    let from = temp.path().to_owned();
+    temp.persist_noclobber(path).map_err(|e| e.error)?;
+    #[cfg(any(test, feature = "test-support"))]
+    journal::record(journal::Step::Rename {
+        from,
+        to: path.to_owned(),
+    });
+    sync_dir(parent(path))
+}
+
+/// A temporary file beside `path` holding `bytes` with mode `mode`, not yet synced.
+fn written_temp(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<NamedTempFile> {
+    let mut temp = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempfile_in(parent(path))?;
+    // The mode before the bytes: a private key is never readable by others, not even briefly.
     temp.as_file()
         .set_permissions(Permissions::from_mode(mode))?;
-    persist(temp, path)
+    temp.write_all(bytes)?;
+    Ok(temp)
 }
 
 /// Moves the fully written `temp` (created in `path`'s directory) over `path`, durably: its data
 /// first, then the rename, then the directory entry.
-pub(crate) fn persist(temp: NamedTempFile, path: &Path) -> io::Result<()> {
-    persist_unsynced_dir(temp, path)?;
+pub fn persist(temp: NamedTempFile, path: &Path) -> io::Result<()> {
+    sync_file(&temp)?;
+    rename_unsynced(temp, path)?;
     sync_dir(parent(path))
 }
 
-/// Like [`persist`] without the final directory sync, for many files into one directory that
-/// the caller syncs once with [`sync_dir`] before anything refers to them.
-fn persist_unsynced_dir(temp: NamedTempFile, path: &Path) -> io::Result<()> {
+/// Syncs the data of `temp` to disk.
+fn sync_file(temp: &NamedTempFile) -> io::Result<()> {
     temp.as_file().sync_all()?;
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     journal::record(journal::Step::SyncFile(temp.path().to_owned()));
-    rename_unsynced(temp, path)
+    Ok(())
 }
 
 /// Renames `temp` (created in `path`'s directory) over `path` with nothing synced: for the
@@ -47,11 +74,11 @@ fn persist_unsynced_dir(temp: NamedTempFile, path: &Path) -> io::Result<()> {
 /// anything refers to them. Until then a crash may leave such a file renamed but empty or
 /// short, so its readers must check its content (the store's blobs are named by their digest,
 /// and an unpack re-hashes any blob it finds before keeping it).
-pub(crate) fn rename_unsynced(temp: NamedTempFile, path: &Path) -> io::Result<()> {
-    #[cfg(test)]
+pub fn rename_unsynced(temp: NamedTempFile, path: &Path) -> io::Result<()> {
+    #[cfg(any(test, feature = "test-support"))]
     let from = temp.path().to_owned();
     temp.persist(path).map_err(|e| e.error)?;
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     journal::record(journal::Step::Rename {
         from,
         to: path.to_owned(),
@@ -62,26 +89,30 @@ pub(crate) fn rename_unsynced(temp: NamedTempFile, path: &Path) -> io::Result<()
 /// Makes everything written to the file system that holds `dir` durable: the data and the
 /// renames of every file at once (`syncfs`). One call instead of an `fsync` per file: a bundle
 /// has thousands of blobs, and the per-file syncs cost a quarter of an unpack.
-pub(crate) fn sync_file_system(dir: &Path) -> io::Result<()> {
+pub fn sync_file_system(dir: &Path) -> io::Result<()> {
     let handle = File::open(dir)?;
     rustix::fs::syncfs(&handle)?;
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     journal::record(journal::Step::SyncFs(dir.to_owned()));
     Ok(())
 }
 
 /// Makes the entries of `dir` (a rename into it, a new file) durable.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    match File::open(dir).and_then(|handle| handle.sync_all()) {
-        Ok(()) => {}
-        // Some file systems (and some FUSE ones) cannot fsync a directory: they say so with
-        // EINVAL. The rename is as durable there as it can be made.
-        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
-        Err(e) => return Err(e),
-    }
-    #[cfg(test)]
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    tolerate_unsyncable_dir(File::open(dir).and_then(|handle| handle.sync_all()))?;
+    #[cfg(any(test, feature = "test-support"))]
     journal::record(journal::Step::SyncDir(dir.to_owned()));
     Ok(())
+}
+
+/// The outcome of a directory `fsync`, with the one failure that is not one: some file systems
+/// (and some FUSE ones) cannot fsync a directory and say so with EINVAL. The rename is as
+/// durable there as it can be made.
+fn tolerate_unsyncable_dir(synced: io::Result<()>) -> io::Result<()> {
+    match synced {
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(()),
+        other => other,
+    }
 }
 
 /// Creates the directory `relative` below `root` (each missing component, synced into its
@@ -89,7 +120,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 /// planted inside a store must not send a write outside it. `root` itself is the operator's
 /// choice and is not checked. On failure, the component at fault and why; a component that is
 /// not a real directory (a link, a file) is [`io::ErrorKind::NotADirectory`].
-pub(crate) fn create_dirs_below(root: &Path, relative: &Path) -> Result<(), (PathBuf, io::Error)> {
+pub fn create_dirs_below(root: &Path, relative: &Path) -> Result<(), (PathBuf, io::Error)> {
     let mut dir = root.to_path_buf();
     for component in relative.components() {
         let std::path::Component::Normal(name) = component else {
@@ -126,13 +157,13 @@ fn parent(path: &Path) -> &Path {
 
 /// What the durable steps did on this thread, for tests to check that a write went through
 /// them: `fsync` cannot be observed from outside, so the order of the steps is.
-#[cfg(test)]
-pub(crate) mod journal {
+#[cfg(any(test, feature = "test-support"))]
+pub mod journal {
     use std::path::PathBuf;
 
     /// One durable step.
     #[derive(Debug, Clone, PartialEq, Eq)]
-    pub(crate) enum Step {
+    pub enum Step {
         /// A file's data were synced.
         SyncFile(PathBuf),
         /// A file was renamed into place.
@@ -157,14 +188,18 @@ pub(crate) mod journal {
     }
 
     /// The steps recorded on this thread since the last call.
-    pub(crate) fn take() -> Vec<Step> {
+    pub fn take() -> Vec<Step> {
         STEPS.with(|steps| std::mem::take(&mut *steps.borrow_mut()))
     }
 
     /// Asserts that `steps` made `path` durable: its temporary file in the same directory
     /// synced, renamed onto it, then the directory synced.
+    ///
+    /// # Panics
+    ///
+    /// When they did not: that is the assertion.
     #[track_caller]
-    pub(crate) fn assert_durable(steps: &[Step], path: &std::path::Path) {
+    pub fn assert_durable(steps: &[Step], path: &std::path::Path) {
         let dir = path.parent().expect("a parent");
         let renamed = steps
             .iter()
@@ -215,6 +250,43 @@ mod tests {
         assert_eq!(fs::read(&path).expect("read"), b"new");
         let mode = fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o640);
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("dir").count(),
+            1,
+            "no temporary file is left"
+        );
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_synced_is_tolerated_and_nothing_else() {
+        // (errno of the directory fsync, whether the write succeeds)
+        let table = [
+            (None, true),
+            (Some(rustix::io::Errno::INVAL), true),
+            (Some(rustix::io::Errno::IO), false),
+            (Some(rustix::io::Errno::NOSPC), false),
+            (Some(rustix::io::Errno::ACCESS), false),
+        ];
+        for (errno, ok) in table {
+            let synced = errno.map_or(Ok(()), |e| {
+                Err(io::Error::from_raw_os_error(e.raw_os_error()))
+            });
+            assert_eq!(tolerate_unsyncable_dir(synced).is_ok(), ok, "{errno:?}");
+        }
+    }
+
+    #[test]
+    fn a_new_file_is_written_durably_and_never_replaces_one() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("ca.key");
+        journal::take();
+        write_new(&path, b"one", 0o600, ".kk-test-").expect("write");
+        journal::assert_durable(&journal::take(), &path);
+        let error = write_new(&path, b"two", 0o600, ".kk-test-").expect_err("clobbered");
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&path).expect("read"), b"one");
+        let mode = fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
         assert_eq!(
             fs::read_dir(dir.path()).expect("dir").count(),
             1,
