@@ -13,7 +13,7 @@
 use oci_spec::image::{Descriptor, ImageIndex, MediaType};
 
 use crate::description::canonical_json;
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 
 /// The content of `oci-layout`.
 pub const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;

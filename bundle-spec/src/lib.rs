@@ -42,10 +42,13 @@
 //!   `zstd -d | tar -x` and then skopeo, oras or helm need nothing from kk.
 
 pub mod charts;
+mod bundle_error;
 pub mod checksums;
 pub mod description;
+pub mod diagnostics;
 pub mod digest;
-mod error;
+pub mod error;
+pub mod format_version;
 pub mod inspect;
 pub mod layout;
 pub mod lock;
@@ -65,7 +68,8 @@ pub use description::{
     FormatVersion,
 };
 pub use digest::Sha256Digest;
-pub use error::{BundleError, ManifestError};
+pub use bundle_error::BundleError;
+pub use manifest::ManifestError;
 pub use lock::Lock;
 pub use read::{Bundle, MemberHeader, Verified};
 pub use write::{

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::description::canonical_json;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 
 /// The `format` field of a parts index.
 pub const PARTS_FORMAT: &str = "kk-bundle-parts";

@@ -9,7 +9,7 @@ use super::SpannedMap;
 use super::raw::{RawBinary, RawSha256};
 use super::validate::{Seen, dns_name, plain_version, required};
 use super::{SourceLocation, UrlTemplate};
-use crate::ManifestError;
+use super::ManifestError;
 use crate::platform::{Platform, parse_architecture};
 
 /// A binary from `spec.binaries`.

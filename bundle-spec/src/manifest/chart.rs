@@ -10,7 +10,7 @@ use super::image::has_tag_or_digest;
 use super::raw::RawChart;
 use super::url::{check_http_url, is_host_port};
 use super::validate::{Seen, dns_name, plain_version, required};
-use crate::ManifestError;
+use super::ManifestError;
 
 /// A Helm chart from `spec.charts`.
 #[derive(Debug, Clone, PartialEq, Eq)]

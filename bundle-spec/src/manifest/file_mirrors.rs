@@ -15,7 +15,7 @@ use serde_saphyr::Spanned;
 use super::SourceLocation;
 use super::SpannedMap;
 use super::url::{check_http_url, is_host_port};
-use crate::ManifestError;
+use super::ManifestError;
 
 pub(super) fn validate_all(
     file: &Arc<str>,

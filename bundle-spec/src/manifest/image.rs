@@ -7,7 +7,7 @@ use serde_saphyr::Spanned;
 
 use super::SourceLocation;
 use super::validate::Seen;
-use crate::ManifestError;
+use super::ManifestError;
 
 /// An image from `spec.images`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use serde_saphyr::Spanned;
 use super::SourceLocation;
 use super::raw::RawKubernetes;
 use super::validate::required;
-use crate::ManifestError;
+use super::ManifestError;
 
 /// The Kubernetes cluster to bundle: the builder's version catalog expands it into the
 /// images, binaries and charts that version needs.

@@ -48,19 +48,19 @@
 //!
 //! The installer reads its inventory and config the same way, so the pieces that are not
 //! manifest-specific are public: [`parse_yaml`] (the parser options and the classified,
-//! located [`YamlError`]), [`SourceLocation`], [`SpannedMap`], the [`suggest`] hints, and the
+//! located [`YamlError`]) and [`SourceLocation`] (both from [`crate::diagnostics`], which also
+//! holds the "did you mean" hints), [`SpannedMap`], and the
 //! name checks [`is_dns_name`], [`is_host_port`] and [`is_env_name`].
 
 mod binary;
 mod chart;
+mod error;
 mod file_mirrors;
 mod image;
 mod kubernetes;
-mod location;
 mod raw;
 mod registry;
 mod spanned_map;
-pub mod suggest;
 mod template;
 mod url;
 mod validate;
@@ -78,13 +78,13 @@ pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
 pub use image::ImageRef;
 pub use kubernetes::{Cni, ContainerRuntime, Kubernetes, KubernetesVersion};
-pub use location::{SourceLocation, YamlError, YamlProblem, parse_yaml};
+pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
+pub use error::ManifestError;
 pub use registry::{Credentials, RegistryConfig, is_env_name};
 pub use spanned_map::SpannedMap;
 pub use template::{PLACEHOLDERS, UrlTemplate};
 pub use url::{is_dns_name, is_host_port};
 
-use crate::ManifestError;
 use crate::platform::Platform;
 use raw::RawHeader;
 use serde_saphyr::Spanned;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde_saphyr::Spanned;
 
 use super::SourceLocation;
-use super::suggest::closest;
+use crate::diagnostics::suggest::closest;
 use super::url::check_http_url;
-use crate::ManifestError;
+use super::ManifestError;
 use crate::platform::Platform;
 
 /// The placeholders a URL template may use, without braces.

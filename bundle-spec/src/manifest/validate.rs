@@ -11,7 +11,7 @@ use super::raw::{RawManifest, RawSpec};
 use super::{
     Metadata, SourceLocation, Spec, binary, chart, file_mirrors, image, kubernetes, registry,
 };
-use crate::ManifestError;
+use super::ManifestError;
 use crate::platform::Platform;
 
 /// Remembers where each key was first seen, to report duplicates with both locations.

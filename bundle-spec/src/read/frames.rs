@@ -6,7 +6,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use zeekstd::SeekTable;
 
 use crate::digest::{BackgroundHasher, Sha256Digest};
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 use crate::member::{BLOCK, MAX_MEMBERS, padding};
 use crate::read::walk::MemberHeader;
 use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
@@ -172,7 +172,7 @@ impl FrameTable {
             .map_err(BundleError::Read)?;
         source
             .read_exact(&mut frame)
-            .map_err(|e| crate::error::from_io(e, BundleError::Read))?;
+            .map_err(|e| crate::bundle_error::from_io(e, BundleError::Read))?;
         if frame[..] != integrity_frame(digest.as_bytes())[..] {
             return Err(BundleError::Integrity {
                 offset: self.integrity_offset,
@@ -359,7 +359,7 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             .and_then(|_| self.source.read_exact(&mut self.compressed))
             .map_err(|e| match e.kind() {
                 io::ErrorKind::UnexpectedEof => corrupt("the bundle ends inside it".into()),
-                _ => crate::error::from_io(e, BundleError::Read),
+                _ => crate::bundle_error::from_io(e, BundleError::Read),
             })?;
         check_frame_header(&self.compressed, frame.size).map_err(corrupt)?;
         let length = zstd::zstd_safe::find_frame_compressed_size(&self.compressed)

@@ -25,7 +25,7 @@ use crate::description::{
     DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
 };
 use crate::digest::Sha256Digest;
-use crate::error::{BundleError, from_io};
+use crate::bundle_error::{BundleError, from_io};
 use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header};
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};

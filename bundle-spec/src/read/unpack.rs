@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use crate::digest::Sha256Digest;
-use crate::error::{BundleError, from_io};
+use crate::bundle_error::{BundleError, from_io};
 use crate::member::MEMBER_MODE;
 use crate::read::walk::{MemberHeader, MemberVisitor};
 

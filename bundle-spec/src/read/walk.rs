@@ -11,7 +11,7 @@ use std::io::{self, Read, Seek};
 
 use crate::checksums::ChecksumList;
 use crate::digest::{BackgroundHasher, HashedReader, Sha256Digest};
-use crate::error::{BundleError, from_io};
+use crate::bundle_error::{BundleError, from_io};
 use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, canonical_header, padding};
 use crate::read::frames::FrameReader;
 

@@ -24,7 +24,7 @@ use tempfile::NamedTempFile;
 use super::frames::MAX_FRAME_SIZE;
 use super::output::WRITE_CHUNK;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 
 /// Blobs from this size on have their content frames cached (and their header in a frame of its
 /// own, cached or not, so the bundle's bytes do not depend on whether a cache was used).

@@ -17,7 +17,7 @@ use zstd::zstd_safe::CParameter;
 
 use super::frame_cache::EntryWriter;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 
 /// Magic number of the integrity frame, a zstd skippable frame (range `0x184D2A5?`) other than
 /// the seek table's `0x184D2A5E`.

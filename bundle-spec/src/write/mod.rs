@@ -24,7 +24,7 @@ pub use output::{MAX_PART_SIZE, OutputFiles};
 use crate::checksums::ChecksumList;
 use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
-use crate::error::{BundleError, from_io};
+use crate::bundle_error::{BundleError, from_io};
 use crate::layout::{OCI_LAYOUT, index_bytes};
 use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, INDEX_PATH, MemberPath, OCI_LAYOUT_PATH,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use crate::digest::{BackgroundHashing, Sha256Digest};
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 use crate::parts::{PartEntry, PartsIndex, part_path, parts_index_path};
 
 /// The largest part a FAT32 file system can hold is 4 GiB - 1 byte.
