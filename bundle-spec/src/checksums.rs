@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::digest::Sha256Digest;
 use crate::bundle_error::BundleError;
+use crate::digest::Sha256Digest;
 use crate::member::{DESCRIPTION_PATH, INDEX_PATH, MemberKind, MemberPath, OCI_LAYOUT_PATH};
 
 /// The sha256 of every member but the list itself, sorted by path.

@@ -12,8 +12,8 @@
 
 use oci_spec::image::{Descriptor, ImageIndex, MediaType};
 
-use crate::description::canonical_json;
 use crate::bundle_error::BundleError;
+use crate::description::canonical_json;
 
 /// The content of `oci-layout`.
 pub const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;

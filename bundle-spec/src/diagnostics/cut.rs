@@ -39,10 +39,17 @@ mod tests {
         let cases: [(&str, String); 4] = [
             ("", String::new()),
             (&at_limit, at_limit.clone()),
-            (&long, format!("{}… (10485760 bytes)", "a".repeat(SHOWN_CHARS))),
+            (
+                &long,
+                format!("{}… (10485760 bytes)", "a".repeat(SHOWN_CHARS)),
+            ),
             (
                 &multibyte,
-                format!("{}… ({} bytes)", "é".repeat(SHOWN_CHARS), 2 * (SHOWN_CHARS + 1)),
+                format!(
+                    "{}… ({} bytes)",
+                    "é".repeat(SHOWN_CHARS),
+                    2 * (SHOWN_CHARS + 1)
+                ),
             ),
         ];
         for (value, expected) in cases {

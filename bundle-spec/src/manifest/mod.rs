@@ -54,12 +54,14 @@
 
 mod binary;
 mod chart;
+mod choices;
 mod error;
 mod file_mirrors;
 mod image;
 mod kubernetes;
 mod raw;
 mod registry;
+mod rules;
 mod spanned_map;
 mod template;
 mod url;
@@ -74,12 +76,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
 pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
-pub use image::ImageRef;
-pub use kubernetes::{Cni, ContainerRuntime, Kubernetes, KubernetesVersion};
-pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
+pub use choices::{Cni, ContainerRuntime};
 pub use error::ManifestError;
+pub use image::ImageRef;
+pub use kubernetes::{Kubernetes, KubernetesVersion};
 pub use registry::{Credentials, RegistryConfig, is_env_name};
 pub use spanned_map::SpannedMap;
 pub use template::{PLACEHOLDERS, UrlTemplate};
@@ -87,8 +90,8 @@ pub use url::{is_dns_name, is_host_port};
 
 use crate::platform::Platform;
 use raw::RawHeader;
+use rules::required;
 use serde_saphyr::Spanned;
-use validate::required;
 
 /// The only `apiVersion` this crate reads.
 pub const API_VERSION: &str = "bundle.kk.io/v1alpha1";

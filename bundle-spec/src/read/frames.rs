@@ -5,10 +5,10 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use zeekstd::SeekTable;
 
-use crate::digest::{BackgroundHasher, Sha256Digest};
+use super::MemberHeader;
 use crate::bundle_error::BundleError;
+use crate::digest::{BackgroundHasher, Sha256Digest};
 use crate::member::{BLOCK, MAX_MEMBERS, padding};
-use crate::read::walk::MemberHeader;
 use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
 
 /// The zstd frame magic number, little-endian on disk.

@@ -18,20 +18,31 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use walk::{MemberHeader, MemberVisitor};
+pub use walk::MemberVisitor;
 
+use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::description::{
     DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
 };
 use crate::digest::Sha256Digest;
-use crate::bundle_error::{BundleError, from_io};
 use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header};
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
 use source::Source;
 use unpack::Unpacker;
 use walk::{Step, Walker};
+
+/// A member about to be visited (declared here, as both the walker and the frame reader use it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberHeader {
+    /// Its path.
+    pub path: MemberPath,
+    /// Its size.
+    pub size: u64,
+    /// The offset of its header in the tar stream.
+    pub offset: u64,
+}
 
 /// An opened bundle whose header has been verified.
 #[derive(Debug)]

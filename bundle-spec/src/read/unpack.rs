@@ -7,10 +7,11 @@ use std::path::{Component, Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
-use crate::digest::Sha256Digest;
+use super::MemberHeader;
+use super::walk::MemberVisitor;
 use crate::bundle_error::{BundleError, from_io};
+use crate::digest::Sha256Digest;
 use crate::member::MEMBER_MODE;
-use crate::read::walk::{MemberHeader, MemberVisitor};
 
 /// Writes each member to a temporary file in its final directory and renames it into place
 /// once its digest matched; a member that fails leaves nothing behind.
