@@ -17,7 +17,6 @@
 //! values, must render.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use bundle_spec::Sha256Digest;
@@ -31,6 +30,7 @@ use super::helm::{self, Helm};
 use crate::cache::CachedBlob;
 use crate::catalog::Expansion;
 use crate::error::BuildError;
+pub use crate::error::ChartMiss;
 use crate::progress::Progress;
 use crate::resolve::binary::ResolvedFile;
 use crate::resolve::chart::ResolvedChart;
@@ -59,36 +59,6 @@ pub struct ChartCheck<'a> {
     /// Where to keep the extracted helm and the values files for the check's duration (the
     /// cache directory: `/tmp` may be mounted `noexec`).
     pub work_dir: &'a Path,
-}
-
-/// A chart that names images the bundle lacks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChartMiss {
-    /// The chart's name.
-    pub chart: String,
-    /// Its version.
-    pub version: String,
-    /// The images it names that the bundle lacks, as the chart names them.
-    pub images: Vec<String>,
-}
-
-impl fmt::Display for ChartMiss {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let images: Vec<String> = self.images.iter().map(|i| format!("`{i}`")).collect();
-        write!(
-            f,
-            "chart `{}` `{}` names images the bundle lacks: {}",
-            self.chart,
-            self.version,
-            images.join(", ")
-        )
-    }
-}
-
-/// The misses of several charts, for one message.
-pub(crate) fn describe(misses: &[ChartMiss]) -> String {
-    let described: Vec<String> = misses.iter().map(ToString::to_string).collect();
-    described.join("; ")
 }
 
 /// Renders every bundled chart and fails (or warns, with `allow_missing`) if one names an
