@@ -10,9 +10,9 @@ use bundle_spec::manifest::{ContainerRuntime, KubernetesVersion};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::InventoryError;
 use super::cidr::{Cidr, ClusterCidr};
 use super::{Warning, config_check, document};
-use crate::error::InventoryError;
 
 /// What to install and how: a KubeKey-shaped `kind: Config`, validated.
 ///

@@ -11,6 +11,7 @@ use bundle_spec::manifest::{
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::config::{
     Addon, Config, ControlPlaneEndpoint, EndpointKind, ExternalRegistry, ImageRegistry,
     KernelVersion, KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig, RegistryAddress,
@@ -21,7 +22,6 @@ use super::raw::{
     RawConfigSpec, RawCri, RawEndpoint, RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip,
     RawKubernetes, RawRegistryAuth, RegistryType,
 };
-use crate::error::InventoryError;
 
 /// Parses and validates a config whose header was checked.
 pub(super) fn config(text: &str, file: &Arc<str>) -> Result<Config, InventoryError> {

@@ -2,8 +2,8 @@
 //! fragment of its message (sources included), and the `line:column` it must report. Removing
 //! a check makes its row fail, since the file is then accepted or rejected differently.
 
+use super::InventoryError;
 use super::*;
-use crate::error::InventoryError;
 
 /// A rejected file and what the rejection must look like.
 struct Case {

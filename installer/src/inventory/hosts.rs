@@ -4,14 +4,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
-use bundle_spec::manifest::{SourceLocation, SpannedMap};
+use bundle_spec::diagnostics::SourceLocation;
+use bundle_spec::manifest::SpannedMap;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::document::{Context, is_host, port};
 use super::inventory::{Connector, Host, Password, Roles, SshConnector};
 use super::raw::{ConnectorType, RawConnector, RawHost};
-use crate::error::InventoryError;
 
 /// The name KubeKey runs on the local machine when no connector type is given.
 const LOCALHOST: &str = "localhost";

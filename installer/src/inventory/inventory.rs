@@ -6,11 +6,11 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bundle_spec::manifest::SourceLocation;
+use bundle_spec::diagnostics::SourceLocation;
 use serde_json::Value;
 
+use super::InventoryError;
 use super::{Warning, document, inventory_check};
-use crate::error::InventoryError;
 
 /// The machines to install on and what each is for: a KubeKey-shaped `kind: Inventory`,
 /// validated (every host in a group, every group reference resolved, no cycle, no address

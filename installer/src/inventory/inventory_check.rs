@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use bundle_spec::manifest::parse_yaml;
+use bundle_spec::diagnostics::parse_yaml;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::document::{Context, metadata_name, required};
 use super::inventory::Inventory;
 use super::raw::{RawInventoryDocument, RawInventorySpec};
 use super::{groups, hosts};
-use crate::error::InventoryError;
 
 /// Parses and validates an inventory whose header was checked.
 pub(super) fn inventory(text: &str, file: &Arc<str>) -> Result<Inventory, InventoryError> {

@@ -4,8 +4,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
+use super::InventoryError;
 use super::*;
-use crate::error::InventoryError;
 
 /// The repository's `manifests/` directory.
 fn manifests() -> PathBuf {

@@ -11,7 +11,7 @@ use std::io::{self, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use crate::error::PkiError;
+use super::PkiError;
 
 /// Mode of private keys (and `sa.pub`, as kubeadm writes it).
 pub(super) const KEY_MODE: u32 = 0o600;

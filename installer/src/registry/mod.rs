@@ -59,6 +59,7 @@
 //! before use; a malformed request gets a 4xx answer with an OCI error body.
 
 mod api;
+mod error;
 mod names;
 mod store;
 
@@ -71,6 +72,7 @@ use axum::routing::any;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub use error::RegistryError;
 pub use store::{Store, Unpacked, check_base, unpack};
 
 /// The router serving `store` read-only under `/v2/`, with access logging through `tracing`

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use bundle_spec::Sha256Digest;
 use serde::{Deserialize, Serialize};
 
+use super::RegistryError;
 use super::names::{parse_ref_name, repository_name};
-use crate::error::RegistryError;
 
 pub use write::{Unpacked, check_base, unpack};
 

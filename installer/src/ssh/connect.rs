@@ -19,9 +19,9 @@ use std::time::Duration;
 use russh::client::{self, Handle};
 use russh::keys::{Algorithm, HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 
+use super::SshError;
 use super::{Auth, HostKeyPolicy};
 use crate::durable;
-use crate::error::SshError;
 
 /// Where a connection goes, for connecting and for messages.
 #[derive(Debug, Clone, Copy)]
