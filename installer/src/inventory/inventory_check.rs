@@ -1,15 +1,34 @@
 //! From the raw inventory document to [`Inventory`].
 
+use std::path::Path;
 use std::sync::Arc;
 
 use bundle_spec::diagnostics::parse_yaml;
 use serde_saphyr::Spanned;
 
-use super::InventoryError;
 use super::document::{Context, metadata_name, required};
 use super::inventory::Inventory;
 use super::raw::{RawInventoryDocument, RawInventorySpec};
+use super::{InventoryError, document};
 use super::{groups, hosts};
+
+/// Reading: here rather than beside the type, so that the type's module needs none of the
+/// checks (which build it).
+impl Inventory {
+    /// Reads and validates the inventory at `path`; errors name the path as given.
+    pub fn from_path(path: &Path) -> Result<Self, InventoryError> {
+        let text = document::read(path)?;
+        Self::from_str_named(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates inventory `text`; `name` (usually a file name) prefixes the
+    /// locations in errors and warnings.
+    pub fn from_str_named(text: &str, name: &str) -> Result<Self, InventoryError> {
+        let file: Arc<str> = Arc::from(name);
+        document::check_header(text, &file, document::INVENTORY_KIND)?;
+        inventory(text, &file)
+    }
+}
 
 /// Parses and validates an inventory whose header was checked.
 pub(super) fn inventory(text: &str, file: &Arc<str>) -> Result<Inventory, InventoryError> {
