@@ -223,13 +223,17 @@ fn long_values_are_cut_in_errors() {
     let cut = format!("{}… (100000 bytes)", "x".repeat(80));
     let cases = [
         (
-            format!("apiVersion: {long}\nkind: BundleManifest\nmetadata:\n  name: demo\nspec: {{}}\n"),
+            format!(
+                "apiVersion: {long}\nkind: BundleManifest\nmetadata:\n  name: demo\nspec: {{}}\n"
+            ),
             "unsupported apiVersion",
         ),
         (doc(&format!("  images:\n    - {long}\n")), "image"),
         (doc(&format!("  platforms: [\"{long}\"]\n")), "platform"),
         (
-            doc(&format!("  kubernetes:\n    version: v1.31.4\n    cni: {long}\n")),
+            doc(&format!(
+                "  kubernetes:\n    version: v1.31.4\n    cni: {long}\n"
+            )),
             "unknown value",
         ),
     ];
@@ -237,7 +241,11 @@ fn long_values_are_cut_in_errors() {
         let message = Manifest::from_str_named(&text, "demo.yaml")
             .expect_err(what)
             .to_string();
-        assert!(message.contains(&cut), "{what}: {}", &message[..message.len().min(300)]);
+        assert!(
+            message.contains(&cut),
+            "{what}: {}",
+            &message[..message.len().min(300)]
+        );
         assert!(message.len() < 1000, "{what}: {} bytes", message.len());
     }
 }

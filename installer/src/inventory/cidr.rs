@@ -11,6 +11,8 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 
+use bundle_spec::diagnostics::cut;
+
 /// An address range `address/prefix` with no host bits set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cidr {
@@ -224,19 +226,19 @@ pub enum CidrError {
     #[error("empty value; hint: write `address/length`, e.g. `10.233.64.0/18`")]
     Empty,
     /// A range without `/`.
-    #[error("`{value}` has no prefix length; hint: write `address/length`, e.g. `10.233.64.0/18`")]
+    #[error("`{value}` has no prefix length; hint: write `address/length`, e.g. `10.233.64.0/18`", value = cut(.value))]
     NoPrefix {
         /// The range as written.
         value: String,
     },
     /// The part before `/` is not an address.
-    #[error("`{value}` is not an IP address")]
+    #[error("`{value}` is not an IP address", value = cut(.value))]
     Address {
         /// The address as written.
         value: String,
     },
     /// The part after `/` is not a prefix length of the address's family.
-    #[error("prefix length `{prefix}` is not a number from 0 to {max}")]
+    #[error("prefix length `{prefix}` is not a number from 0 to {max}", prefix = cut(.prefix))]
     Prefix {
         /// The prefix as written.
         prefix: String,

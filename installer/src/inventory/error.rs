@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use bundle_spec::diagnostics::cut;
+
 use super::cidr::CidrError;
 
 /// An inventory or config that cannot be read, parsed or validated.
@@ -33,8 +35,7 @@ pub enum InventoryError {
     },
     /// `apiVersion` is not one kk reads.
     #[error(
-        "{at}: unsupported apiVersion `{found}`; hint: use `kubekey.kubesphere.io/v1` or `install.kk.io/v1alpha1`"
-    )]
+        "{at}: unsupported apiVersion `{found}`; hint: use `kubekey.kubesphere.io/v1` or `install.kk.io/v1alpha1`", found = cut(.found))]
     UnsupportedApiVersion {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -44,8 +45,7 @@ pub enum InventoryError {
     /// `kind` is not the kind of file expected here.
     #[error(
         "{at}: kind `{found}` where `{expected}` was expected{}",
-        kind_hint(found)
-    )]
+        kind_hint(found), found = cut(.found))]
     WrongKind {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -62,16 +62,26 @@ pub enum InventoryError {
     },
     /// A host name cannot name a node's files.
     #[error(
-        "{at}: invalid host name `{name}`; hint: use letters, digits, `-`, `_` and `.`, as node names need"
-    )]
+        "{at}: invalid host name `{name}`; hint: use letters, digits, `-`, `_` and `.`, as node names need", name = cut(.name))]
     InvalidHostName {
         /// Where the name is.
         at: bundle_spec::diagnostics::SourceLocation,
         /// The name as written.
         name: String,
     },
+    /// A host of `k8s_cluster` whose name kubeadm refuses as a node name.
+    #[error(
+        "{at}: host `{}` is in `k8s_cluster`, so it names a kubernetes node, and a node name is a lowercase RFC 1123 subdomain; hint: rename the host (lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit)",
+        cut(.name)
+    )]
+    InvalidNodeName {
+        /// Where the host's name is.
+        at: bundle_spec::diagnostics::SourceLocation,
+        /// The name as written.
+        name: String,
+    },
     /// An address does not parse.
-    #[error("{at}: invalid {family} address `{value}` in `{field}`")]
+    #[error("{at}: invalid {family} address `{value}` in `{field}`", value = cut(.value))]
     InvalidIp {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -84,8 +94,7 @@ pub enum InventoryError {
     },
     /// An address of the other family.
     #[error(
-        "{at}: `{value}` in `{field}` is an {found} address; hint: write it in `{right_field}`"
-    )]
+        "{at}: `{value}` in `{field}` is an {found} address; hint: write it in `{right_field}`", value = cut(.value))]
     WrongIpFamily {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -109,7 +118,7 @@ pub enum InventoryError {
         value: i64,
     },
     /// An addon's field is invalid.
-    #[error("{at}: addon `{field}` `{value}`: {reason}; hint: see `spec.addons` in the README")]
+    #[error("{at}: addon `{field}` `{value}`: {reason}; hint: see `spec.addons` in the README", value = cut(.value))]
     InvalidAddon {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -121,7 +130,7 @@ pub enum InventoryError {
         reason: &'static str,
     },
     /// A machine name that is neither an IP address nor a DNS name.
-    #[error("{at}: invalid host `{value}` in `{field}`; hint: write an IP address or a DNS name")]
+    #[error("{at}: invalid host `{value}` in `{field}`; hint: write an IP address or a DNS name", value = cut(.value))]
     InvalidHost {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -133,8 +142,7 @@ pub enum InventoryError {
     /// Two hosts have the same internal address.
     #[error(
         "{at}: host `{host}` has {} `{address}`, which host `{first_host}` already has at {first}; hint: each node needs its own address",
-        if address.is_ipv4() { "internal_ipv4" } else { "internal_ipv6" }
-    )]
+        if address.is_ipv4() { "internal_ipv4" } else { "internal_ipv6" }, host = cut(.host), first_host = cut(.first_host))]
     DuplicateAddress {
         /// Where the repetition is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -150,8 +158,7 @@ pub enum InventoryError {
     /// A group lists a host `spec.hosts` does not define.
     #[error(
         "{at}: group `{group}` lists host `{host}`, which `spec.hosts` does not define{}",
-        did_you_mean(suggestion.as_deref())
-    )]
+        did_you_mean(suggestion.as_deref()), group = cut(.group), host = cut(.host))]
     UnknownHost {
         /// Where the entry is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -165,8 +172,7 @@ pub enum InventoryError {
     /// A group nests a group `spec.groups` does not define.
     #[error(
         "{at}: group `{group}` nests group `{member}`, which `spec.groups` does not define{}",
-        did_you_mean(suggestion.as_deref())
-    )]
+        did_you_mean(suggestion.as_deref()), group = cut(.group), member = cut(.member))]
     UnknownGroup {
         /// Where the entry is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -178,7 +184,7 @@ pub enum InventoryError {
         suggestion: Option<String>,
     },
     /// Nested groups form a cycle.
-    #[error("{at}: groups nest each other in a cycle: {cycle}; hint: remove one of these nestings")]
+    #[error("{at}: groups nest each other in a cycle: {cycle}; hint: remove one of these nestings", cycle = cut(.cycle))]
     GroupCycle {
         /// Where the nesting closing the cycle is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -187,8 +193,7 @@ pub enum InventoryError {
     },
     /// A host no group lists.
     #[error(
-        "{at}: host `{host}` is in no group, so nothing would be installed on it; hint: list it in a group such as `kube_worker`, or remove it"
-    )]
+        "{at}: host `{host}` is in no group, so nothing would be installed on it; hint: list it in a group such as `kube_worker`, or remove it", host = cut(.host))]
     HostInNoGroup {
         /// Where the host is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -197,8 +202,7 @@ pub enum InventoryError {
     },
     /// A control-plane node or worker outside `k8s_cluster`.
     #[error(
-        "{at}: host `{host}` is in `{group}` but not in `k8s_cluster`, so it would get no kubelet; hint: add `{group}` to the `groups` of `k8s_cluster`"
-    )]
+        "{at}: host `{host}` is in `{group}` but not in `k8s_cluster`, so it would get no kubelet; hint: add `{group}` to the `groups` of `k8s_cluster`", host = cut(.host))]
     NotInCluster {
         /// Where `k8s_cluster` is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -209,8 +213,7 @@ pub enum InventoryError {
     },
     /// `kubernetes.kube_version` is not `vMAJOR.MINOR.PATCH`.
     #[error(
-        "{at}: invalid kube_version `{version}`; hint: write `vMAJOR.MINOR.PATCH`, e.g. `v1.31.4`"
-    )]
+        "{at}: invalid kube_version `{version}`; hint: write `vMAJOR.MINOR.PATCH`, e.g. `v1.31.4`", version = cut(.version))]
     InvalidKubeVersion {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -218,7 +221,7 @@ pub enum InventoryError {
         version: String,
     },
     /// A pod or service range does not parse.
-    #[error("{at}: invalid `{field}` `{value}`")]
+    #[error("{at}: invalid `{field}` `{value}`", value = cut(.value))]
     InvalidCidr {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -289,8 +292,7 @@ pub enum InventoryError {
     },
     /// `cluster_require.min_kernel_version` is not a kernel version.
     #[error(
-        "{at}: invalid min_kernel_version `{version}`; hint: write `MAJOR.MINOR[.PATCH]`, e.g. `4.19`"
-    )]
+        "{at}: invalid min_kernel_version `{version}`; hint: write `MAJOR.MINOR[.PATCH]`, e.g. `4.19`", version = cut(.version))]
     InvalidKernelVersion {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -299,8 +301,7 @@ pub enum InventoryError {
     },
     /// `image_registry.address` is not `host[:port]`.
     #[error(
-        "{at}: invalid registry address `{address}`; hint: write `host[:port]` in lowercase, e.g. `harbor.example.com:443`"
-    )]
+        "{at}: invalid registry address `{address}`; hint: write `host[:port]` in lowercase, e.g. `harbor.example.com:443`", address = cut(.address))]
     InvalidRegistryAddress {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,
@@ -317,8 +318,7 @@ pub enum InventoryError {
     },
     /// `password_env` is not an environment variable name.
     #[error(
-        "{at}: invalid environment variable name `{name}`; hint: use letters, digits and `_`, not starting with a digit"
-    )]
+        "{at}: invalid environment variable name `{name}`; hint: use letters, digits and `_`, not starting with a digit", name = cut(.name))]
     InvalidEnvName {
         /// Where the value is.
         at: bundle_spec::diagnostics::SourceLocation,

@@ -239,3 +239,18 @@ fn is_safe_name(name: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
+
+/// kubeadm's node name rule: an RFC 1123 subdomain (lowercase labels of letters, digits and `-`,
+/// not starting or ending with `-`, at most 63 characters each and 253 in all).
+pub fn is_node_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}

@@ -7,7 +7,7 @@ use bundle_spec::diagnostics::parse_yaml;
 use serde_saphyr::Spanned;
 
 use super::document::{Context, metadata_name, required};
-use super::inventory::Inventory;
+use super::inventory::{Inventory, K8S_CLUSTER};
 use super::raw::{RawInventoryDocument, RawInventorySpec};
 use super::{InventoryError, document};
 use super::{groups, hosts};
@@ -46,12 +46,30 @@ pub(super) fn inventory(text: &str, file: &Arc<str>) -> Result<Inventory, Invent
     let mut hosts = hosts::validate(&mut cx, raw_hosts)?;
     let raw_groups = spec.groups.unwrap_or_default();
     let groups = groups::validate(&mut cx, raw_groups, &mut hosts, &spec_at)?;
-    Ok(Inventory {
+    let inventory = Inventory {
         source_name: file.to_string(),
         name,
         hosts,
         groups,
         vars: spec.vars.unwrap_or_default(),
         warnings: cx.into_warnings(),
-    })
+    };
+    node_names(&inventory)?;
+    Ok(inventory)
+}
+
+/// Every host of `k8s_cluster` becomes a Kubernetes node of its name, which kubeadm accepts only
+/// as a lowercase RFC 1123 subdomain: refused here, where the host's line is known.
+fn node_names(inventory: &Inventory) -> Result<(), InventoryError> {
+    let invalid = inventory
+        .group_members(K8S_CLUSTER)
+        .into_iter()
+        .find(|host| !hosts::is_node_name(&host.name));
+    match invalid {
+        Some(host) => Err(InventoryError::InvalidNodeName {
+            at: host.location.clone(),
+            name: host.name.clone(),
+        }),
+        None => Ok(()),
+    }
 }

@@ -88,6 +88,7 @@ pub use config::{
 };
 pub use document::{API_VERSIONS, Warning};
 pub use error::InventoryError;
+pub use hosts::is_node_name;
 pub use inventory::{
     Connector, Group, Host, Inventory, K8S_CLUSTER, Password, Role, Roles, SshConnector,
 };
