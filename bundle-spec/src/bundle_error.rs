@@ -6,6 +6,7 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::diagnostics::cut;
 use crate::digest::Sha256Digest;
 use crate::format_version::FormatVersion;
 use crate::member::MemberPath;
@@ -144,7 +145,7 @@ pub enum BundleError {
         /// Its offset in the bundle.
         offset: u64,
         /// What is wrong.
-        reason: String,
+        reason: FrameProblem,
     },
     /// The file's bytes differ from those the integrity frame vouches for.
     #[error(
@@ -160,7 +161,7 @@ pub enum BundleError {
         /// The line at fault, from 1; 0 for the list as a whole.
         line: usize,
         /// What is wrong.
-        reason: String,
+        reason: ChecksumListProblem,
     },
     /// The tar stream ends early.
     #[error("the bundle is truncated{}", after.as_ref().map(|m| format!(" after member `{m}`")).unwrap_or_default())]
@@ -362,6 +363,118 @@ pub enum BundleError {
     NoSbom {
         /// The bundle's format version.
         version: FormatVersion,
+    },
+}
+
+/// What is wrong with a zstd frame of a bundle.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameProblem {
+    /// The frame does not start with zstd's magic number.
+    #[error("it does not start with the zstd magic number")]
+    NoMagic,
+    /// The frame ends before its header does.
+    #[error("it is too short")]
+    TooShort,
+    /// The header's flags are not those the format requires.
+    #[error("its header descriptor is {found:#04x}, not {expected:#04x}")]
+    Descriptor {
+        /// The descriptor byte found.
+        found: u8,
+        /// The one the format requires for this frame's size.
+        expected: u8,
+    },
+    /// The header's content size differs from the seek table's.
+    #[error("its header says {header} bytes, the seek table {table}")]
+    ContentSize {
+        /// The size in the frame header.
+        header: u64,
+        /// The size in the seek table.
+        table: u64,
+    },
+    /// The file ends inside the frame.
+    #[error("the bundle ends inside it")]
+    EndsInside,
+    /// zstd cannot find where the frame ends.
+    #[error("{0}")]
+    Zstd(&'static str),
+    /// The frame's compressed length differs from the seek table's.
+    #[error("it is {length} bytes long, the seek table says {table}")]
+    CompressedSize {
+        /// The length zstd found.
+        length: u64,
+        /// The length in the seek table.
+        table: u64,
+    },
+    /// zstd could not decode the frame (its own message, since it is the whole explanation).
+    #[error("{0}")]
+    Decode(io::Error),
+    /// The frame decodes to another size than the seek table's.
+    #[error("it decodes to {decoded} bytes, not {table}")]
+    DecodedSize {
+        /// The bytes decoded.
+        decoded: u64,
+        /// The size in the seek table.
+        table: u64,
+    },
+}
+
+/// What is wrong with the checksum list `kk-bundle/SHA256SUMS`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChecksumListProblem {
+    /// The list is not UTF-8.
+    #[error("is not UTF-8")]
+    NotUtf8,
+    /// The last line has no newline.
+    #[error("must end with a newline")]
+    NoFinalNewline,
+    /// A line is too short to hold a digest.
+    #[error("`{}` is not `<64 hex>  <path>`", cut(.line))]
+    NotALine {
+        /// The line.
+        line: String,
+    },
+    /// The digest is not 64 lowercase hex digits.
+    #[error("`{}` is not 64 lowercase hex digits", cut(.hex))]
+    Digest {
+        /// The first 64 characters of the line.
+        hex: String,
+    },
+    /// The digest is not followed by two spaces.
+    #[error("expected two spaces after the digest in `{}`", cut(.line))]
+    Separator {
+        /// The line.
+        line: String,
+    },
+    /// The path is not a member path.
+    #[error("`{}` is not a member path", cut(.path))]
+    Path {
+        /// The path as written.
+        path: String,
+    },
+    /// The list lists itself.
+    #[error("the list must not list itself")]
+    ListsItself,
+    /// A blob is listed with a digest other than its name.
+    #[error("`{path}` is listed with another digest, {digest}")]
+    OtherDigest {
+        /// The blob's path.
+        path: MemberPath,
+        /// The digest listed.
+        digest: Sha256Digest,
+    },
+    /// The lines are not sorted by path, or a path repeats.
+    #[error("`{path}` is out of order or repeated")]
+    Order {
+        /// The path out of order.
+        path: MemberPath,
+    },
+    /// A member every bundle has is not listed.
+    #[error("does not list `{path}`")]
+    Unlisted {
+        /// The member's path.
+        path: &'static str,
     },
 }
 

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 pub use walk::MemberVisitor;
 
-use crate::bundle_error::{BundleError, from_io};
+use crate::bundle_error::{BundleError, FrameProblem, from_io};
 use crate::checksums::ChecksumList;
 use crate::description::{
     DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
@@ -305,7 +305,7 @@ impl Bundle {
             .map_err(|e| BundleError::Frame {
                 index,
                 offset: frame.compressed_offset,
-                reason: e.to_string(),
+                reason: FrameProblem::Decode(e),
             })?;
         Ok(block)
     }
