@@ -291,8 +291,8 @@ pub enum BuildError {
         chart: String,
         /// Its version.
         version: String,
-        /// What helm said.
-        problem: String,
+        /// What went wrong.
+        problem: RenderProblem,
     },
     /// helm cannot be started.
     #[error("cannot run helm `{}` to check the charts' images; hint: check that it runs on this machine, or remove it from PATH to skip the check", helm.display())]
@@ -395,7 +395,7 @@ pub enum BuildError {
         /// The image.
         reference: String,
         /// What is wrong.
-        reason: String,
+        reason: DocumentError,
     },
     /// The lock file is malformed.
     #[error("lock file `{}` is invalid: {reason}; hint: delete it and rebuild without `--locked`", path.display())]
@@ -490,4 +490,44 @@ impl fmt::Display for ChartMiss {
 fn describe(misses: &[ChartMiss]) -> String {
     let described: Vec<String> = misses.iter().map(ToString::to_string).collect();
     described.join("; ")
+}
+
+/// Why a registry's manifest or index cannot be understood (the reason of
+/// [`BuildError::InvalidManifest`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DocumentError {
+    /// The bytes are not JSON of a manifest's or an index's shape.
+    #[error("not a manifest or index: {0}")]
+    Json(serde_json::Error),
+    /// A Docker schema 1 manifest, or another version.
+    #[error("only schemaVersion 2 manifests are supported (Docker schema 1 is not)")]
+    SchemaVersion,
+    /// A descriptor's digest is not a sha256 digest.
+    #[error("`{digest}` is not a sha256 digest")]
+    Digest {
+        /// The digest as written.
+        digest: String,
+    },
+}
+
+/// Why `helm template` of a chart gave no manifest to check (the problem of
+/// [`BuildError::ChartRender`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderProblem {
+    /// helm exited with an error.
+    #[error("{} ({status})", stderr.trim())]
+    Failed {
+        /// What helm wrote to stderr.
+        stderr: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+    },
+    /// helm's output is not UTF-8.
+    #[error("its output is not UTF-8: {0}")]
+    NotUtf8(std::string::FromUtf8Error),
+    /// helm's output is not YAML.
+    #[error("its output is not YAML: {0}")]
+    NotYaml(serde_saphyr::Error),
 }

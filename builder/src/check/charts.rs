@@ -29,8 +29,8 @@ use bundle_spec::manifest::{Cni, Kubernetes};
 use super::helm::{self, Helm};
 use crate::cache::CachedBlob;
 use crate::catalog::Expansion;
-use crate::error::BuildError;
 pub use crate::error::ChartMiss;
+use crate::error::{BuildError, RenderProblem};
 use crate::progress::Progress;
 use crate::resolve::binary::ResolvedFile;
 use crate::resolve::chart::ResolvedChart;
@@ -259,7 +259,7 @@ impl Renderer<'_> {
                         images,
                     }));
                 }
-                Err(error) => format!("its output is not YAML: {error}"),
+                Err(error) => RenderProblem::NotYaml(error),
             },
             Err(problem) => problem,
         };
@@ -283,7 +283,7 @@ impl Renderer<'_> {
         &self,
         chart: &BundledChart,
         values: Option<&str>,
-    ) -> Result<Result<String, String>, BuildError> {
+    ) -> Result<Result<String, RenderProblem>, BuildError> {
         let mut command = tokio::process::Command::new(&self.helm);
         command
             .arg("template")
@@ -321,10 +321,12 @@ impl Renderer<'_> {
                 source,
             })?;
         if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            return Ok(Err(format!("{} ({})", stderr.trim(), output.status)));
+            return Ok(Err(RenderProblem::Failed {
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+                status: output.status,
+            }));
         }
-        Ok(String::from_utf8(output.stdout).map_err(|e| format!("its output is not UTF-8: {e}")))
+        Ok(String::from_utf8(output.stdout).map_err(RenderProblem::NotUtf8))
     }
 }
 

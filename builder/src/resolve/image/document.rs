@@ -4,6 +4,8 @@ use bundle_spec::Sha256Digest;
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
 
+use crate::error::DocumentError;
+
 /// A blob a document references.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobRef {
@@ -52,11 +54,10 @@ struct RawDescriptor {
 }
 
 impl RawDescriptor {
-    fn blob(&self) -> Result<BlobRef, String> {
-        let digest = self
-            .digest
-            .parse()
-            .map_err(|_| format!("`{}` is not a sha256 digest", self.digest))?;
+    fn blob(&self) -> Result<BlobRef, DocumentError> {
+        let digest = self.digest.parse().map_err(|_| DocumentError::Digest {
+            digest: self.digest.clone(),
+        })?;
         Ok(BlobRef {
             media_type: self.media_type.clone(),
             digest,
@@ -67,13 +68,10 @@ impl RawDescriptor {
 
 impl Document {
     /// Parses `bytes`, whose digest is `digest`.
-    pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, String> {
-        let raw: Raw =
-            serde_json::from_slice(bytes).map_err(|e| format!("not a manifest or index: {e}"))?;
+    pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, DocumentError> {
+        let raw: Raw = serde_json::from_slice(bytes).map_err(DocumentError::Json)?;
         if raw.schema_version != Some(2) {
-            return Err(
-                "only schemaVersion 2 manifests are supported (Docker schema 1 is not)".into(),
-            );
+            return Err(DocumentError::SchemaVersion);
         }
         let is_index = raw.manifests.is_some();
         let media_type = raw.media_type.clone().unwrap_or_else(|| {
@@ -90,7 +88,7 @@ impl Document {
             .iter()
             .flatten()
             .map(|d| Ok((d.platform.as_ref().map(Platform::from_oci), d.blob()?)))
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, DocumentError>>()?;
         let config = raw.config.as_ref().map(RawDescriptor::blob).transpose()?;
         let mut blobs: Vec<BlobRef> = config.iter().cloned().collect();
         for layer in raw.layers.iter().flatten() {
@@ -167,6 +165,7 @@ mod tests {
         assert!(
             Document::parse(br#"{"schemaVersion":1}"#, d)
                 .unwrap_err()
+                .to_string()
                 .contains("schema 1")
         );
         assert!(Document::parse(b"<html>", d).is_err());
