@@ -15,6 +15,10 @@ What counts as a cycle: a child module is part of its parent, so an import betwe
 its ancestors or descendants is ignored, and an import from `a::x` to `b::y` (siblings `a` and `b` under
 their deepest common ancestor) makes `a` import `b`. A cycle is a closed chain of such imports among the
 children of one module; every elementary cycle is listed with the `file:line` of the imports behind it.
+
+Re-exports are not followed: a path through one counts as an import of the module that re-exports
+(`crate::X` as one of the crate root, which every module is part of, so it never counts). Inside a
+crate, import an item from the module that owns it.
 """
 
 import os
