@@ -80,6 +80,9 @@ pub enum PlanError {
         /// The plugin.
         plugin: &'static str,
     },
+    /// The inventory holds what kubeadm would refuse (a node name).
+    #[error(transparent)]
+    Inventory(#[from] InventoryError),
     /// kubeadm would refuse the config.
     #[error(
         "`{field}` is `{value}`: {reason}; hint: change it in the config (kubeadm would refuse it on the node)"
