@@ -529,5 +529,5 @@ pub enum RenderProblem {
     NotUtf8(std::string::FromUtf8Error),
     /// helm's output is not YAML.
     #[error("its output is not YAML: {0}")]
-    NotYaml(serde_saphyr::Error),
+    NotYaml(Box<serde_saphyr::Error>),
 }

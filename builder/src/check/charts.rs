@@ -259,7 +259,7 @@ impl Renderer<'_> {
                         images,
                     }));
                 }
-                Err(error) => RenderProblem::NotYaml(error),
+                Err(error) => RenderProblem::NotYaml(Box::new(error)),
             },
             Err(problem) => problem,
         };
