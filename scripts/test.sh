@@ -26,6 +26,9 @@ find_cargo
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
+step "no module imports a module that imports it (scripts/check-modules.py, after its self-test)"
+python3 scripts/check-modules.py --self-test
+
 step "cargo clippy --workspace --all-targets --locked -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

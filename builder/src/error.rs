@@ -3,6 +3,7 @@
 //! Messages are lowercase, name the artifact, URL, reference or file at fault in backticks, and
 //! end with a hint where one helps; causes are chained through `#[source]`.
 
+use std::fmt;
 use std::path::PathBuf;
 
 /// Why a build step failed.
@@ -82,7 +83,7 @@ pub enum BuildError {
     #[error("invalid url {url}")]
     InvalidFetchUrl {
         /// The URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// The cause.
         #[source]
         source: url::ParseError,
@@ -90,11 +91,11 @@ pub enum BuildError {
     /// Connection failures, cuts or timeouts persisted through every retry.
     #[error(
         "cannot fetch {url} ({}); hint: check the network, proxy and tls settings, or set a file mirror in `spec.fileMirrors`",
-        crate::fetch::attempts(*.attempts)
+        count_attempts(*.attempts)
     )]
     Transport {
         /// The URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// How many requests were made.
         attempts: u32,
         /// The last failure.
@@ -104,11 +105,11 @@ pub enum BuildError {
     /// The server answered with an error status.
     #[error(
         "fetching {url} failed with http status `{status}` ({}); hint: {hint}",
-        crate::fetch::attempts(*.attempts)
+        count_attempts(*.attempts)
     )]
     HttpStatus {
         /// The URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// The status code.
         status: u16,
         /// How many requests were made.
@@ -117,10 +118,10 @@ pub enum BuildError {
         hint: &'static str,
     },
     /// The server's answers broke the protocol through every retry.
-    #[error("fetching {url} failed ({}): {problem}", crate::fetch::attempts(*.attempts))]
+    #[error("fetching {url} failed ({}): {problem}", count_attempts(*.attempts))]
     HttpProtocol {
         /// The URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// How many requests were made.
         attempts: u32,
         /// What was wrong.
@@ -132,7 +133,7 @@ pub enum BuildError {
     )]
     TooLarge {
         /// The URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// The limit in bytes.
         limit: u64,
     },
@@ -140,7 +141,7 @@ pub enum BuildError {
     #[error("{url} is not utf-8 text")]
     NotText {
         /// The URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// The cause.
         #[source]
         source: std::string::FromUtf8Error,
@@ -160,7 +161,7 @@ pub enum BuildError {
     )]
     ChecksumNotListed {
         /// The checksum file's URL.
-        checksum_url: crate::fetch::FetchUrl,
+        checksum_url: FetchUrl,
         /// The file name looked for.
         file: String,
     },
@@ -194,7 +195,7 @@ pub enum BuildError {
     #[error("cannot parse helm repository index {url}")]
     ChartIndex {
         /// The index URL.
-        url: crate::fetch::FetchUrl,
+        url: FetchUrl,
         /// The cause (boxed: the parser's error is large).
         #[source]
         source: Box<serde_saphyr::Error>,
@@ -275,11 +276,11 @@ pub enum BuildError {
     /// Bundled charts, rendered as the install renders them, name images the bundle lacks.
     #[error(
         "{}; hint: add them to the manifest's `images:` list and build again, or pass `--allow-missing-chart-images` to build anyway",
-        crate::check::charts::describe(.misses)
+        describe(.misses)
     )]
     ChartImagesMissing {
         /// Each chart with the images it lacks.
-        misses: Vec<crate::check::charts::ChartMiss>,
+        misses: Vec<ChartMiss>,
     },
     /// The network plugin's chart does not render with the values the install gives it.
     #[error(
@@ -290,8 +291,8 @@ pub enum BuildError {
         chart: String,
         /// Its version.
         version: String,
-        /// What helm said.
-        problem: String,
+        /// What went wrong.
+        problem: RenderProblem,
     },
     /// helm cannot be started.
     #[error("cannot run helm `{}` to check the charts' images; hint: check that it runs on this machine, or remove it from PATH to skip the check", helm.display())]
@@ -394,7 +395,7 @@ pub enum BuildError {
         /// The image.
         reference: String,
         /// What is wrong.
-        reason: String,
+        reason: DocumentError,
     },
     /// The lock file is malformed.
     #[error("lock file `{}` is invalid: {reason}; hint: delete it and rebuild without `--locked`", path.display())]
@@ -430,4 +431,109 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// A URL as named (by the manifest, an index) and as fetched after file mirrors; errors show
+/// both when they differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchUrl {
+    /// The URL as named.
+    pub original: String,
+    /// The URL requested.
+    pub fetched: String,
+}
+
+impl fmt::Display for FetchUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.original == self.fetched {
+            write!(f, "`{}`", self.original)
+        } else {
+            write!(f, "`{}` (fetched as `{}`)", self.original, self.fetched)
+        }
+    }
+}
+
+/// `1 attempt`, `3 attempts`: for error messages.
+fn count_attempts(count: u32) -> String {
+    if count == 1 {
+        "1 attempt".to_owned()
+    } else {
+        format!("{count} attempts")
+    }
+}
+
+/// A chart that names images the bundle lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartMiss {
+    /// The chart's name.
+    pub chart: String,
+    /// Its version.
+    pub version: String,
+    /// The images it names that the bundle lacks, as the chart names them.
+    pub images: Vec<String>,
+}
+
+impl fmt::Display for ChartMiss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let images: Vec<String> = self.images.iter().map(|i| format!("`{i}`")).collect();
+        write!(
+            f,
+            "chart `{}` `{}` names images the bundle lacks: {}",
+            self.chart,
+            self.version,
+            images.join(", ")
+        )
+    }
+}
+
+/// The misses of several charts, for one message.
+fn describe(misses: &[ChartMiss]) -> String {
+    let described: Vec<String> = misses.iter().map(ToString::to_string).collect();
+    described.join("; ")
+}
+
+/// Why a registry's manifest or index cannot be understood (the reason of
+/// [`BuildError::InvalidManifest`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DocumentError {
+    /// The bytes are not JSON of a manifest's or an index's shape.
+    #[error("not a manifest or index: {0}")]
+    Json(serde_json::Error),
+    /// A Docker schema 1 manifest, or another version.
+    #[error("only schemaVersion 2 manifests are supported (Docker schema 1 is not)")]
+    SchemaVersion,
+    /// A descriptor's digest is not a sha256 digest.
+    #[error("`{digest}` is not a sha256 digest")]
+    Digest {
+        /// The digest as written.
+        digest: String,
+    },
+    /// A descriptor without a media type.
+    #[error("the descriptor of `{digest}` has no mediaType")]
+    NoMediaType {
+        /// The descriptor's digest.
+        digest: String,
+    },
+}
+
+/// Why `helm template` of a chart gave no manifest to check (the problem of
+/// [`BuildError::ChartRender`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderProblem {
+    /// helm exited with an error.
+    #[error("{} ({status})", stderr.trim())]
+    Failed {
+        /// What helm wrote to stderr.
+        stderr: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+    },
+    /// helm's output is not UTF-8.
+    #[error("its output is not UTF-8: {0}")]
+    NotUtf8(std::string::FromUtf8Error),
+    /// helm's output is not YAML.
+    #[error("its output is not YAML: {0}")]
+    NotYaml(Box<serde_saphyr::Error>),
 }

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::bundle_error::{BundleError, ChecksumListProblem};
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
 use crate::member::{DESCRIPTION_PATH, MemberKind, MemberPath};
 use crate::oci::{INDEX_PATH, OCI_LAYOUT_PATH};
 
@@ -63,53 +63,64 @@ impl ChecksumList {
 
     /// Parses a list, refusing anything but the spelling [`to_bytes`](Self::to_bytes) writes.
     pub fn parse(bytes: &[u8]) -> Result<Self, BundleError> {
-        let text = std::str::from_utf8(bytes).map_err(|_| list_error(0, "is not UTF-8".into()))?;
+        let text =
+            std::str::from_utf8(bytes).map_err(|_| list_error(0, ChecksumListProblem::NotUtf8))?;
         let Some(body) = text.strip_suffix('\n') else {
-            return Err(list_error(0, "must end with a newline".into()));
+            return Err(list_error(0, ChecksumListProblem::NoFinalNewline));
         };
         let mut list = Self::new();
         let mut previous: Option<MemberPath> = None;
         for (i, line) in body.split('\n').enumerate() {
             let (digest, path) = parse_line(line).map_err(|reason| list_error(i + 1, reason))?;
             if previous.as_ref().is_some_and(|p| p >= &path) {
-                return Err(list_error(
-                    i + 1,
-                    format!("`{path}` is out of order or repeated"),
-                ));
+                return Err(list_error(i + 1, ChecksumListProblem::Order { path }));
             }
             previous = Some(path.clone());
             list.entries.insert(path, digest);
         }
         for required in [DESCRIPTION_PATH, OCI_LAYOUT_PATH, INDEX_PATH] {
             if !list.entries.contains_key(&MemberPath::fixed(required)) {
-                return Err(list_error(0, format!("does not list `{required}`")));
+                return Err(list_error(
+                    0,
+                    ChecksumListProblem::Unlisted { path: required },
+                ));
             }
         }
         Ok(list)
     }
 }
 
-fn parse_line(line: &str) -> Result<(Sha256Digest, MemberPath), String> {
+fn parse_line(line: &str) -> Result<(Sha256Digest, MemberPath), ChecksumListProblem> {
     let (hex, path) = line
         .split_at_checked(64)
-        .ok_or_else(|| format!("`{line}` is not `<64 hex>  <path>`"))?;
-    let digest = Sha256Digest::from_hex(hex)
-        .ok_or_else(|| format!("`{hex}` is not 64 lowercase hex digits"))?;
+        .ok_or_else(|| ChecksumListProblem::NotALine {
+            line: line.to_owned(),
+        })?;
+    let digest = Sha256Digest::from_hex(hex).ok_or_else(|| ChecksumListProblem::Digest {
+        hex: hex.to_owned(),
+    })?;
     let path = path
         .strip_prefix("  ")
-        .ok_or_else(|| format!("expected two spaces after the digest in `{line}`"))?;
-    let member = MemberPath::parse(path).ok_or_else(|| format!("`{path}` is not a member path"))?;
+        .ok_or_else(|| ChecksumListProblem::Separator {
+            line: line.to_owned(),
+        })?;
+    let member = MemberPath::parse(path).ok_or_else(|| ChecksumListProblem::Path {
+        path: path.to_owned(),
+    })?;
     match member.kind() {
-        MemberKind::Checksums => return Err("the list must not list itself".into()),
+        MemberKind::Checksums => return Err(ChecksumListProblem::ListsItself),
         MemberKind::Blob(named) if named != digest => {
-            return Err(format!("`{path}` is listed with another digest, {digest}"));
+            return Err(ChecksumListProblem::OtherDigest {
+                path: member,
+                digest,
+            });
         }
         _ => {}
     }
     Ok((digest, member))
 }
 
-fn list_error(line: usize, reason: String) -> BundleError {
+fn list_error(line: usize, reason: ChecksumListProblem) -> BundleError {
     BundleError::ChecksumList { line, reason }
 }
 

@@ -1,79 +1,14 @@
 //! The bundle description `kk-bundle/bundle.json`: what a bundle holds and where it came from.
 
 use std::fmt;
-use std::str::FromStr;
 
 use jiff::Timestamp;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
+use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
+pub use crate::format_version::{DELTA_FORMAT_VERSION, FORMAT_VERSION, FormatVersion};
 use crate::lock::Lock;
-
-/// The format version this crate writes for a full bundle, and the first major version it reads.
-///
-/// 1.1 added the SBOM member `kk-bundle/sbom.spdx.json` (see [`crate::sbom`]); a 1.0 reader
-/// verifies it like any member and otherwise ignores it.
-pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 1 };
-
-/// The format version of a delta bundle (SPEC.md §7): a bundle that leaves out the blobs of the
-/// bundle it builds on. It is a major version of its own so that a reader of format 1, which
-/// would take the missing blobs for a damaged bundle, refuses it by its version instead.
-pub const DELTA_FORMAT_VERSION: FormatVersion = FormatVersion { major: 2, minor: 0 };
-
-/// A bundle format version, `MAJOR.MINOR`.
-///
-/// A reader refuses a major version it does not know: the layout or the checksum list may have
-/// changed in ways it cannot check. A newer minor version only adds optional fields and
-/// `kk-bundle/` files, all covered by the checksum list, so an older reader still verifies
-/// and unpacks it and reports that it may not understand everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct FormatVersion {
-    /// Incompatible changes.
-    pub major: u32,
-    /// Additive changes.
-    pub minor: u32,
-}
-
-impl fmt::Display for FormatVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
-
-impl FromStr for FormatVersion {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let invalid = || format!("`{text}` is not a format version like `1.0`");
-        let (major, minor) = text.split_once('.').ok_or_else(invalid)?;
-        let number = |s: &str| {
-            let canonical = !s.is_empty() && (s == "0" || !s.starts_with('0'));
-            canonical
-                .then(|| s.parse::<u32>().ok())
-                .flatten()
-                .ok_or_else(invalid)
-        };
-        Ok(Self {
-            major: number(major)?,
-            minor: number(minor)?,
-        })
-    }
-}
-
-impl Serialize for FormatVersion {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for FormatVersion {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
 
 /// The bundle description. Unknown fields are ignored when reading, so that a newer minor
 /// version stays readable.

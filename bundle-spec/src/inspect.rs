@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::error::BundleError;
+use crate::bundle_error::BundleError;
 use crate::read::Bundle;
 
 /// The bundle's header as JSON: identity, versions, sizes, artifacts, and the lock.

@@ -12,8 +12,8 @@
 
 use oci_spec::image::{Descriptor, ImageIndex, MediaType};
 
+use crate::bundle_error::BundleError;
 use crate::description::canonical_json;
-use crate::error::BundleError;
 use crate::oci;
 
 /// The registry host under which artifacts without a registry of origin are named. `.internal`

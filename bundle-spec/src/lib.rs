@@ -41,12 +41,15 @@
 //!   frame are skippable frames) holding a plain ustar archive holding a plain OCI layout:
 //!   `zstd -d | tar -x` and then skopeo, oras or helm need nothing from kk.
 
+mod bundle_error;
 pub mod charts;
 pub mod checksums;
 pub mod description;
+pub mod diagnostics;
 pub mod digest;
 pub mod durable;
-mod error;
+pub mod error;
+pub mod format_version;
 pub mod inspect;
 pub mod layout;
 pub mod lock;
@@ -61,14 +64,15 @@ pub mod sbom;
 pub mod test_support;
 pub mod write;
 
+pub use bundle_error::BundleError;
 pub use checksums::ChecksumList;
 pub use description::{
     Artifact, ArtifactKind, BaseBlob, DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION,
     FormatVersion,
 };
 pub use digest::Sha256Digest;
-pub use error::{BundleError, ManifestError};
 pub use lock::Lock;
+pub use manifest::ManifestError;
 pub use read::{Bundle, MemberHeader, Verified};
 pub use write::{
     BlobFile, BundleContents, WriteOptions, WrittenBundle, write_bundle, write_bundle_as_ready,

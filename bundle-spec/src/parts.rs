@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bundle_error::BundleError;
 use crate::description::canonical_json;
 use crate::digest::Sha256Digest;
 use crate::durable;
-use crate::error::BundleError;
 
 /// The `format` field of a parts index.
 pub const PARTS_FORMAT: &str = "kk-bundle-parts";

@@ -19,8 +19,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use crate::error::PlatformError;
-use crate::manifest::suggest::closest;
+use crate::diagnostics::cut;
+use crate::diagnostics::suggest::{Hint, closest};
 
 /// Go's `GOOS` values (`go tool dist list`), the names OCI image indexes use.
 const KNOWN_OS: &[&str] = &[
@@ -233,6 +233,45 @@ fn normalize_arch(architecture: &str, variant: &str) -> (String, String) {
         (architecture, variant) => (architecture, variant),
     };
     (architecture.to_owned(), variant.to_owned())
+}
+
+/// A platform string that is not `os/arch[/variant]` with Go's names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlatformError {
+    /// Not two or three `/`-separated, non-empty parts.
+    #[error(
+        "platform `{value}` is not `os/arch[/variant]`; hint: e.g. `linux/amd64`, `linux/arm/v7`", value = cut(.value))]
+    Malformed {
+        /// The text given.
+        value: String,
+    },
+    /// The operating system is not one of Go's `GOOS` names.
+    #[error(
+        "unknown operating system `{os}`{}",
+        Hint::or_example(*.suggestion, "linux"), os = cut(.os))]
+    UnknownOs {
+        /// The operating system, normalised.
+        os: String,
+        /// The known name closest to it, if one is close.
+        suggestion: Option<&'static str>,
+    },
+    /// The architecture is not one of Go's `GOARCH` names or a known alias.
+    #[error(
+        "unknown architecture `{architecture}`{}",
+        Hint::or_example(*.suggestion, "amd64"), architecture = cut(.architecture))]
+    UnknownArchitecture {
+        /// The architecture, normalised.
+        architecture: String,
+        /// The known name closest to it, if one is close.
+        suggestion: Option<&'static str>,
+    },
+    /// The variant has characters other than letters, digits and `.`.
+    #[error("invalid cpu variant `{variant}`; hint: e.g. `v7`, `v8`", variant = cut(.variant))]
+    InvalidVariant {
+        /// The variant, normalised.
+        variant: String,
+    },
 }
 
 #[cfg(test)]

@@ -15,10 +15,10 @@ use std::time::Duration;
 use bundle_spec::{ArtifactKind, Bundle};
 use serde::Deserialize;
 
-use crate::error::SshError;
 use crate::facts::{self, Facts};
 use crate::inventory::{self, Config, EndpointKind, Inventory};
 use crate::precheck::{BundleFacts, ClusterFacts};
+use crate::ssh::SshError;
 use crate::ssh::{Auth, Connector, HostKeyPolicy, Node, NodeLog, Target, Timeouts, fan_out};
 
 /// How the installer reaches the nodes: the global flags of `kk-install`.

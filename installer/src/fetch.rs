@@ -28,7 +28,9 @@ use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::error::FetchError;
+mod error;
+
+pub use error::FetchError;
 
 /// Where a node keeps the record of each fetch.
 pub const STAMP_DIR: &str = "/var/lib/kk/fetched";

@@ -9,8 +9,10 @@
 
 use std::path::Path;
 
-use crate::error::HookError;
+mod error;
+
 use crate::ssh::{Node, fan_out, quote};
+pub use error::HookError;
 
 /// Where hook scripts live on a node.
 pub const SCRIPT_DIR: &str = "/etc/kubekey/scripts";

@@ -38,7 +38,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::BuildError;
+pub use check::CatalogError;
 
+mod check;
 #[cfg(test)]
 mod tests;
 
@@ -249,8 +251,8 @@ impl Catalog {
     }
 
     /// Parses and checks catalog data.
-    fn parse(text: &str) -> Result<Catalog, String> {
-        let data: Data = serde_saphyr::from_str(text).map_err(|error| error.to_string())?;
+    fn parse(text: &str) -> Result<Catalog, CatalogError> {
+        let data: Data = serde_saphyr::from_str(text)?;
         data.check()?;
         Ok(Catalog { data })
     }
@@ -590,126 +592,6 @@ struct KubeadmImages {
     pause: String,
     coredns: String,
     etcd: String,
-}
-
-impl Data {
-    /// The invariants [`Catalog::expand`] relies on.
-    fn check(&self) -> Result<(), String> {
-        for binary in &self.binaries {
-            binary.check()?;
-        }
-        for (id, cni) in &self.cnis {
-            if cni.images.is_empty() {
-                return Err(format!("network plugin `{id}` lists no images"));
-            }
-        }
-        let mut previous: Option<(u32, u32)> = None;
-        for minor in &self.kubernetes {
-            let number = parse_minor(&minor.minor)
-                .ok_or_else(|| format!("`{}` is not a minor like `v1.31`", minor.minor))?;
-            if previous.is_some_and(|previous| previous >= number) {
-                return Err(format!("`{}` is out of order or repeated", minor.minor));
-            }
-            previous = Some(number);
-            self.check_minor(minor)?;
-        }
-        Ok(())
-    }
-
-    fn check_minor(&self, minor: &MinorData) -> Result<(), String> {
-        let name = &minor.minor;
-        // The kubeadm ranges must tile 0..=latestPatch, in order.
-        let mut next = 0;
-        for set in &minor.kubeadm {
-            let [first, last] = set.patches;
-            if first != next || last < first {
-                return Err(format!(
-                    "{name}: kubeadm range [{first}, {last}] does not start at patch {next}"
-                ));
-            }
-            next = last + 1;
-        }
-        if next != minor.latest_patch + 1 {
-            return Err(format!(
-                "{name}: kubeadm ranges end at patch {} but latestPatch is {}",
-                next.saturating_sub(1),
-                minor.latest_patch
-            ));
-        }
-        for binary in &self.binaries {
-            if binary.version_from != VersionFrom::Component {
-                continue;
-            }
-            let version = minor
-                .components
-                .get(&binary.name)
-                .ok_or_else(|| format!("{name}: no version for `{}`", binary.name))?;
-            let unpinned = binary
-                .sha256
-                .as_ref()
-                .is_some_and(|pinned| !pinned.contains_key(version));
-            if unpinned {
-                return Err(format!(
-                    "{name}: `{}` {version} has no pinned sha256",
-                    binary.name
-                ));
-            }
-        }
-        for component in minor.components.keys() {
-            if !self.binaries.iter().any(|binary| &binary.name == component) {
-                return Err(format!("{name}: component `{component}` is not a binary"));
-            }
-        }
-        for kind in CniKind::ALL {
-            let id = minor
-                .cnis
-                .get(&kind)
-                .ok_or_else(|| format!("{name}: no {} entry", kind.name()))?;
-            let cni = self
-                .cnis
-                .get(id)
-                .ok_or_else(|| format!("{name}: network plugin `{id}` is not defined"))?;
-            if cni.cni != kind {
-                return Err(format!("{name}: `{id}` is not a {} entry", kind.name()));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl BinaryData {
-    fn check(&self) -> Result<(), String> {
-        let name = &self.name;
-        match (&self.checksum_url, &self.sha256) {
-            (Some(_), None) | (None, Some(_)) => {}
-            _ => {
-                return Err(format!(
-                    "binary `{name}` needs exactly one of `checksumUrl` and `sha256`"
-                ));
-            }
-        }
-        for digests in self.sha256.iter().flat_map(BTreeMap::values) {
-            for (arch, hex) in digests {
-                let valid = hex.len() == 64
-                    && hex
-                        .bytes()
-                        .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
-                if !valid {
-                    return Err(format!(
-                        "binary `{name}`: sha256 for `{arch}` is not 64 lowercase hex digits"
-                    ));
-                }
-            }
-        }
-        // Pins are keyed by version, which only a component's is known in advance.
-        if self.version_from != VersionFrom::Component && self.sha256.is_some() {
-            return Err(format!(
-                "binary `{name}` takes its version from {:?} and cannot pin sha256",
-                self.version_from
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// `v1.31` → `(1, 31)`.

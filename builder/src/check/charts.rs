@@ -17,7 +17,6 @@
 //! values, must render.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use bundle_spec::Sha256Digest;
@@ -30,7 +29,8 @@ use bundle_spec::manifest::{Cni, Kubernetes};
 use super::helm::{self, Helm};
 use crate::cache::CachedBlob;
 use crate::catalog::Expansion;
-use crate::error::BuildError;
+pub use crate::error::ChartMiss;
+use crate::error::{BuildError, RenderProblem};
 use crate::progress::Progress;
 use crate::resolve::binary::ResolvedFile;
 use crate::resolve::chart::ResolvedChart;
@@ -59,36 +59,6 @@ pub struct ChartCheck<'a> {
     /// Where to keep the extracted helm and the values files for the check's duration (the
     /// cache directory: `/tmp` may be mounted `noexec`).
     pub work_dir: &'a Path,
-}
-
-/// A chart that names images the bundle lacks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChartMiss {
-    /// The chart's name.
-    pub chart: String,
-    /// Its version.
-    pub version: String,
-    /// The images it names that the bundle lacks, as the chart names them.
-    pub images: Vec<String>,
-}
-
-impl fmt::Display for ChartMiss {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let images: Vec<String> = self.images.iter().map(|i| format!("`{i}`")).collect();
-        write!(
-            f,
-            "chart `{}` `{}` names images the bundle lacks: {}",
-            self.chart,
-            self.version,
-            images.join(", ")
-        )
-    }
-}
-
-/// The misses of several charts, for one message.
-pub(crate) fn describe(misses: &[ChartMiss]) -> String {
-    let described: Vec<String> = misses.iter().map(ToString::to_string).collect();
-    described.join("; ")
 }
 
 /// Renders every bundled chart and fails (or warns, with `allow_missing`) if one names an
@@ -289,7 +259,7 @@ impl Renderer<'_> {
                         images,
                     }));
                 }
-                Err(error) => format!("its output is not YAML: {error}"),
+                Err(error) => RenderProblem::NotYaml(Box::new(error)),
             },
             Err(problem) => problem,
         };
@@ -313,7 +283,7 @@ impl Renderer<'_> {
         &self,
         chart: &BundledChart,
         values: Option<&str>,
-    ) -> Result<Result<String, String>, BuildError> {
+    ) -> Result<Result<String, RenderProblem>, BuildError> {
         let mut command = tokio::process::Command::new(&self.helm);
         command
             .arg("template")
@@ -351,10 +321,12 @@ impl Renderer<'_> {
                 source,
             })?;
         if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            return Ok(Err(format!("{} ({})", stderr.trim(), output.status)));
+            return Ok(Err(RenderProblem::Failed {
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+                status: output.status,
+            }));
         }
-        Ok(String::from_utf8(output.stdout).map_err(|e| format!("its output is not UTF-8: {e}")))
+        Ok(String::from_utf8(output.stdout).map_err(RenderProblem::NotUtf8))
     }
 }
 

@@ -25,7 +25,6 @@ pub(crate) mod test_server;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,6 +33,7 @@ use url::Url;
 use crate::BuildError;
 #[cfg(doc)]
 use crate::cache::Cache;
+pub use crate::error::FetchUrl;
 use client::Clients;
 use retry::{Failure, Retry, Timing};
 
@@ -51,26 +51,6 @@ pub struct FetchOptions {
     pub ca_files: BTreeMap<String, PathBuf>,
     /// Hosts whose TLS certificates are not verified.
     pub insecure_hosts: BTreeSet<String>,
-}
-
-/// A URL as named (by the manifest, an index) and as fetched after file mirrors; errors show
-/// both when they differ.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchUrl {
-    /// The URL as named.
-    pub original: String,
-    /// The URL requested.
-    pub fetched: String,
-}
-
-impl fmt::Display for FetchUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.original == self.fetched {
-            write!(f, "`{}`", self.original)
-        } else {
-            write!(f, "`{}` (fetched as `{}`)", self.original, self.fetched)
-        }
-    }
 }
 
 /// Downloads over HTTP(S) with mirrors, retries, resumption and verification; cheap to clone.
@@ -201,15 +181,6 @@ impl HttpFetcher {
 
     fn retry(&self) -> Retry {
         Retry::new(self.inner.retries, self.inner.timing)
-    }
-}
-
-/// `1 attempt`, `3 attempts`: for error messages.
-pub(crate) fn attempts(count: u32) -> String {
-    if count == 1 {
-        "1 attempt".to_owned()
-    } else {
-        format!("{count} attempts")
     }
 }
 

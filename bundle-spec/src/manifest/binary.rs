@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SpannedMap;
 use super::raw::{RawBinary, RawSha256};
-use super::validate::{Seen, dns_name, plain_version, required};
+use super::rules::{Seen, dns_name, plain_version, required};
 use super::{SourceLocation, UrlTemplate};
-use crate::ManifestError;
 use crate::platform::{Platform, parse_architecture};
 
 /// A binary from `spec.binaries`.

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use oci_spec::distribution::Reference;
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SourceLocation;
 use super::image::has_tag_or_digest;
 use super::raw::RawChart;
+use super::rules::{Seen, dns_name, plain_version, required};
 use super::url::{check_http_url, is_host_port};
-use super::validate::{Seen, dns_name, plain_version, required};
-use crate::ManifestError;
 
 /// A Helm chart from `spec.charts`.
 #[derive(Debug, Clone, PartialEq, Eq)]

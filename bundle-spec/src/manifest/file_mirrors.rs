@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SourceLocation;
 use super::SpannedMap;
 use super::url::{check_http_url, is_host_port};
-use crate::ManifestError;
 
 pub(super) fn validate_all(
     file: &Arc<str>,

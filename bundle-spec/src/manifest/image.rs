@@ -5,9 +5,9 @@ use std::sync::Arc;
 use oci_spec::distribution::Reference;
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SourceLocation;
-use super::validate::Seen;
-use crate::ManifestError;
+use super::rules::Seen;
 
 /// An image from `spec.images`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,13 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SourceLocation;
+use super::choices::{Cni, ContainerRuntime};
 use super::raw::RawKubernetes;
-use super::validate::required;
-use crate::ManifestError;
+use super::rules::required;
 
 /// The Kubernetes cluster to bundle: the builder's version catalog expands it into the
 /// images, binaries and charts that version needs.
@@ -65,66 +65,6 @@ fn parse_number(text: &str) -> Option<u32> {
 impl fmt::Display for KubernetesVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
-
-/// The container runtime of the cluster's nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ContainerRuntime {
-    /// containerd (the default).
-    #[default]
-    Containerd,
-    /// Docker Engine, through cri-dockerd.
-    Docker,
-}
-
-impl ContainerRuntime {
-    /// The name as written in a manifest.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Containerd => "containerd",
-            Self::Docker => "docker",
-        }
-    }
-}
-
-impl fmt::Display for ContainerRuntime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The cluster's network plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Cni {
-    /// Calico, through the Tigera operator (the default).
-    #[default]
-    Calico,
-    /// Cilium.
-    Cilium,
-    /// Flannel.
-    Flannel,
-    /// No plugin: the user installs one.
-    None,
-}
-
-impl Cni {
-    /// The name as written in a manifest.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Calico => "calico",
-            Self::Cilium => "cilium",
-            Self::Flannel => "flannel",
-            Self::None => "none",
-        }
-    }
-}
-
-impl fmt::Display for Cni {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -48,19 +48,21 @@
 //!
 //! The installer reads its inventory and config the same way, so the pieces that are not
 //! manifest-specific are public: [`parse_yaml`] (the parser options and the classified,
-//! located [`YamlError`]), [`SourceLocation`], [`SpannedMap`], the [`suggest`] hints, and the
+//! located [`YamlError`]) and [`SourceLocation`] (both from [`crate::diagnostics`], which also
+//! holds the "did you mean" hints), [`SpannedMap`], and the
 //! name checks [`is_dns_name`], [`is_host_port`] and [`is_env_name`].
 
 mod binary;
 mod chart;
+mod choices;
+mod error;
 mod file_mirrors;
 mod image;
 mod kubernetes;
-mod location;
 mod raw;
 mod registry;
+mod rules;
 mod spanned_map;
-pub mod suggest;
 mod template;
 mod url;
 mod validate;
@@ -74,21 +76,22 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
 pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
+pub use choices::{Cni, ContainerRuntime};
+pub use error::ManifestError;
 pub use image::ImageRef;
-pub use kubernetes::{Cni, ContainerRuntime, Kubernetes, KubernetesVersion};
-pub use location::{SourceLocation, YamlError, YamlProblem, parse_yaml};
+pub use kubernetes::{Kubernetes, KubernetesVersion};
 pub use registry::{Credentials, RegistryConfig, is_env_name};
 pub use spanned_map::SpannedMap;
 pub use template::{PLACEHOLDERS, UrlTemplate};
 pub use url::{is_dns_name, is_host_port};
 
-use crate::ManifestError;
 use crate::platform::Platform;
 use raw::RawHeader;
+use rules::required;
 use serde_saphyr::Spanned;
-use validate::required;
 
 /// The only `apiVersion` this crate reads.
 pub const API_VERSION: &str = "bundle.kk.io/v1alpha1";

@@ -15,7 +15,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::SpannedMap;
-use super::kubernetes::{Cni, ContainerRuntime};
+use super::choices::{Cni, ContainerRuntime};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SourceLocation;
 use super::SpannedMap;
 use super::raw::RawRegistry;
 use super::url::is_host_port;
-use crate::ManifestError;
 
 /// Settings for reaching one source registry, keyed in [`super::Spec::registries`] by the
 /// `host[:port]` that image references name (`docker.io` for Docker Hub).

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde_saphyr::Spanned;
 
+use super::ManifestError;
 use super::SourceLocation;
-use super::suggest::closest;
 use super::url::check_http_url;
-use crate::ManifestError;
+use crate::diagnostics::suggest::closest;
 use crate::platform::Platform;
 
 /// The placeholders a URL template may use, without braces.

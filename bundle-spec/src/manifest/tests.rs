@@ -214,3 +214,38 @@ fn reads_file_mirrors() {
             .is_empty()
     );
 }
+
+#[test]
+fn long_values_are_cut_in_errors() {
+    // A value of megabytes used to be echoed whole into the message; 100 kB shows it as well and
+    // keeps the test quick.
+    let long = "x".repeat(100_000);
+    let cut = format!("{}… (100000 bytes)", "x".repeat(80));
+    let cases = [
+        (
+            format!(
+                "apiVersion: {long}\nkind: BundleManifest\nmetadata:\n  name: demo\nspec: {{}}\n"
+            ),
+            "unsupported apiVersion",
+        ),
+        (doc(&format!("  images:\n    - {long}\n")), "image"),
+        (doc(&format!("  platforms: [\"{long}\"]\n")), "platform"),
+        (
+            doc(&format!(
+                "  kubernetes:\n    version: v1.31.4\n    cni: {long}\n"
+            )),
+            "unknown value",
+        ),
+    ];
+    for (text, what) in cases {
+        let message = Manifest::from_str_named(&text, "demo.yaml")
+            .expect_err(what)
+            .to_string();
+        assert!(
+            message.contains(&cut),
+            "{what}: {}",
+            &message[..message.len().min(300)]
+        );
+        assert!(message.len() < 1000, "{what}: {} bytes", message.len());
+    }
+}

@@ -5,10 +5,10 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use zeekstd::SeekTable;
 
+use super::MemberHeader;
+use crate::bundle_error::{BundleError, FrameProblem};
 use crate::digest::{BackgroundHasher, Sha256Digest};
-use crate::error::BundleError;
 use crate::member::{BLOCK, MAX_MEMBERS, padding};
-use crate::read::walk::MemberHeader;
 use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
 
 /// The zstd frame magic number, little-endian on disk.
@@ -172,7 +172,7 @@ impl FrameTable {
             .map_err(BundleError::Read)?;
         source
             .read_exact(&mut frame)
-            .map_err(|e| crate::error::from_io(e, BundleError::Read))?;
+            .map_err(|e| crate::bundle_error::from_io(e, BundleError::Read))?;
         if frame[..] != integrity_frame(digest.as_bytes())[..] {
             return Err(BundleError::Integrity {
                 offset: self.integrity_offset,
@@ -225,11 +225,11 @@ fn seek_error(error: &zeekstd::Error) -> BundleError {
 
 /// Checks the frame header rules of the format: single segment, content size present in its
 /// shortest encoding and equal to `size`, content checksum present, no dictionary.
-fn check_frame_header(bytes: &[u8], size: u64) -> Result<(), String> {
+fn check_frame_header(bytes: &[u8], size: u64) -> Result<(), FrameProblem> {
     if bytes.get(..4) != Some(&ZSTD_MAGIC[..]) {
-        return Err("it does not start with the zstd magic number".into());
+        return Err(FrameProblem::NoMagic);
     }
-    let descriptor = *bytes.get(4).ok_or("it is too short")?;
+    let descriptor = *bytes.get(4).ok_or(FrameProblem::TooShort)?;
     // Bits: 7-6 content size field size, 5 single segment, 4 unused, 3 reserved,
     // 2 content checksum, 1-0 dictionary id size.
     let expected_flag: u8 = match size {
@@ -240,9 +240,10 @@ fn check_frame_header(bytes: &[u8], size: u64) -> Result<(), String> {
     };
     let expected = (expected_flag << 6) | 0b0010_0100;
     if descriptor != expected {
-        return Err(format!(
-            "its header descriptor is {descriptor:#04x}, not {expected:#04x}"
-        ));
+        return Err(FrameProblem::Descriptor {
+            found: descriptor,
+            expected,
+        });
     }
     let field = match expected_flag {
         0 => bytes.get(5..6).map(|b| u64::from(b[0])),
@@ -258,10 +259,11 @@ fn check_frame_header(bytes: &[u8], size: u64) -> Result<(), String> {
     };
     match field {
         Some(value) if value == size => Ok(()),
-        Some(value) => Err(format!(
-            "its header says {value} bytes, the seek table {size}"
-        )),
-        None => Err("it is too short".into()),
+        Some(value) => Err(FrameProblem::ContentSize {
+            header: value,
+            table: size,
+        }),
+        None => Err(FrameProblem::TooShort),
     }
 }
 
@@ -348,7 +350,7 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             return Ok(false);
         };
         let index = self.next;
-        let corrupt = |reason: String| BundleError::Frame {
+        let corrupt = |reason: FrameProblem| BundleError::Frame {
             index,
             offset: frame.compressed_offset,
             reason,
@@ -358,29 +360,29 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             .seek(SeekFrom::Start(frame.compressed_offset))
             .and_then(|_| self.source.read_exact(&mut self.compressed))
             .map_err(|e| match e.kind() {
-                io::ErrorKind::UnexpectedEof => corrupt("the bundle ends inside it".into()),
-                _ => crate::error::from_io(e, BundleError::Read),
+                io::ErrorKind::UnexpectedEof => corrupt(FrameProblem::EndsInside),
+                _ => crate::bundle_error::from_io(e, BundleError::Read),
             })?;
         check_frame_header(&self.compressed, frame.size).map_err(corrupt)?;
         let length = zstd::zstd_safe::find_frame_compressed_size(&self.compressed)
-            .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_owned()))?;
+            .map_err(|code| corrupt(FrameProblem::Zstd(zstd::zstd_safe::get_error_name(code))))?;
         if length as u64 != frame.compressed_size {
-            return Err(corrupt(format!(
-                "it is {length} bytes long, the seek table says {}",
-                frame.compressed_size
-            )));
+            return Err(corrupt(FrameProblem::CompressedSize {
+                length: length as u64,
+                table: frame.compressed_size,
+            }));
         }
         self.content.clear();
         self.content.reserve_exact(frame.size as usize);
         let n = self
             .decompressor
             .decompress_to_buffer(&self.compressed[..], &mut self.content)
-            .map_err(|e| corrupt(e.to_string()))?;
+            .map_err(|e| corrupt(FrameProblem::Decode(e)))?;
         if n as u64 != frame.size {
-            return Err(corrupt(format!(
-                "it decodes to {n} bytes, not {}",
-                frame.size
-            )));
+            return Err(corrupt(FrameProblem::DecodedSize {
+                decoded: n as u64,
+                table: frame.size,
+            }));
         }
         // Hashed once decoded (a frame that fails refuses the bundle anyway, and its bytes stay
         // here for `salvage_first_block`); handed over whole rather than copied.
@@ -417,26 +419,30 @@ mod tests {
             .set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
             .unwrap();
         let bytes = frame.compress(b"hello hello hello").unwrap();
-        assert_eq!(check_frame_header(&bytes, 17), Ok(()));
+        assert!(check_frame_header(&bytes, 17).is_ok());
         assert!(
             check_frame_header(&bytes, 18)
                 .unwrap_err()
+                .to_string()
                 .contains("seek table 18")
         );
         let plain = zstd::bulk::compress(b"hello hello hello", 3).unwrap();
         assert!(
             check_frame_header(&plain, 17)
                 .unwrap_err()
+                .to_string()
                 .contains("descriptor")
         );
         assert!(
             check_frame_header(&bytes[..5], 17)
                 .unwrap_err()
+                .to_string()
                 .contains("too short")
         );
         assert!(
             check_frame_header(b"PK\x03\x04\x00", 17)
                 .unwrap_err()
+                .to_string()
                 .contains("magic")
         );
     }

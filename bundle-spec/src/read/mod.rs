@@ -18,19 +18,30 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use walk::{MemberHeader, MemberVisitor};
+pub use walk::MemberVisitor;
 
+use crate::bundle_error::{BundleError, FrameProblem, from_io};
 use crate::checksums::ChecksumList;
 use crate::description::{
     DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
 };
 use crate::digest::Sha256Digest;
-use crate::error::{BundleError, from_io};
 use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header};
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
 use source::Source;
 use walk::{Step, Walker};
+
+/// A member about to be visited (declared here, as both the walker and the frame reader use it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberHeader {
+    /// Its path.
+    pub path: MemberPath,
+    /// Its size.
+    pub size: u64,
+    /// The offset of its header in the tar stream.
+    pub offset: u64,
+}
 
 /// An opened bundle whose header has been verified.
 #[derive(Debug)]
@@ -295,7 +306,7 @@ impl Bundle {
             .map_err(|e| BundleError::Frame {
                 index,
                 offset: frame.compressed_offset,
-                reason: e.to_string(),
+                reason: FrameProblem::Decode(e),
             })?;
         Ok(block)
     }

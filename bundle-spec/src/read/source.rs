@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
+use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
 use crate::parts::{PartsIndex, find_parts_index};
 
 /// A readable, seekable bundle.

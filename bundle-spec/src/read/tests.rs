@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use tempfile::TempDir;
 
 use super::Bundle;
+use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
 use crate::member::{MemberPath, canonical_header, padding};
 use crate::test_support::{RawMember as Raw, blob_path, checksum_list as list_of, craft_bundle};
 use crate::write::frames::FrameEncoder;

@@ -9,22 +9,12 @@
 use std::collections::HashSet;
 use std::io::{self, Read, Seek};
 
+use super::MemberHeader;
+use super::frames::FrameReader;
+use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::digest::{BackgroundHasher, HashedReader, Sha256Digest};
-use crate::error::{BundleError, from_io};
 use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, canonical_header, padding};
-use crate::read::frames::FrameReader;
-
-/// A member about to be visited.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberHeader {
-    /// Its path.
-    pub path: MemberPath,
-    /// Its size.
-    pub size: u64,
-    /// The offset of its header in the tar stream.
-    pub offset: u64,
-}
 
 /// What to do with members' bytes during [`Bundle::walk`](crate::Bundle::walk).
 ///

@@ -21,10 +21,9 @@ use std::path::PathBuf;
 
 use tempfile::NamedTempFile;
 
-use super::frames::MAX_FRAME_SIZE;
-use super::output::WRITE_CHUNK;
+use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
+use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
 
 /// Blobs from this size on have their content frames cached (and their header in a frame of its
 /// own, cached or not, so the bundle's bytes do not depend on whether a cache was used).

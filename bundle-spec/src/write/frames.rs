@@ -15,9 +15,10 @@ use std::io::{self, Write};
 use zeekstd::SeekTable;
 use zstd::zstd_safe::CParameter;
 
+use super::MAX_FRAME_SIZE;
 use super::frame_cache::EntryWriter;
+use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
-use crate::error::BundleError;
 
 /// Magic number of the integrity frame, a zstd skippable frame (range `0x184D2A5?`) other than
 /// the seek table's `0x184D2A5E`.
@@ -26,9 +27,6 @@ pub(crate) const INTEGRITY_MAGIC: u32 = 0x184D_2A5B;
 pub(crate) const INTEGRITY_TAG: &[u8; 4] = b"KKFD";
 /// Size of the integrity frame: magic, size field, tag, sha256.
 pub(crate) const INTEGRITY_FRAME_SIZE: usize = 4 + 4 + 4 + 32;
-
-/// The largest frame, in decompressed bytes. Bounds the memory a reader needs per frame.
-pub const MAX_FRAME_SIZE: usize = 32 << 20;
 
 /// Frames whose sample shrinks less than this (in percent) are stored at level 1: they hold
 /// already-compressed data (gzip layers, tarballs) where a higher level only costs time.

@@ -17,14 +17,13 @@ use oci_spec::image::ImageIndex;
 use sha2::{Digest as _, Sha256};
 
 pub use frame_cache::{CACHED_BLOB_SIZE, FrameCache};
-pub use frames::MAX_FRAME_SIZE;
 pub(crate) use frames::{INTEGRITY_FRAME_SIZE, integrity_frame};
 pub use output::{MAX_PART_SIZE, OutputFiles};
 
+use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
-use crate::error::{BundleError, from_io};
 use crate::layout::index_bytes;
 use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding,
@@ -33,6 +32,15 @@ use crate::oci::{INDEX_PATH, OCI_LAYOUT, OCI_LAYOUT_PATH};
 use crate::sbom::{SBOM_PATH, spdx_document};
 use frames::FrameEncoder;
 use output::Output;
+
+/// The largest frame, in decompressed bytes. Bounds the memory a reader needs per frame.
+pub const MAX_FRAME_SIZE: usize = 32 << 20;
+
+/// The most handed to one `write` call. A frame is up to 32 MiB; written whole, it bypasses the
+/// `BufWriter` and goes to the kernel in one call, which on Linux copies into the page cache up
+/// to ten times slower than the same bytes in 1 MiB calls (measured with `dd bs=32M` against
+/// `bs=1M`: 0.05–0.18 s against 0.01 s for 48 MB).
+pub(crate) const WRITE_CHUNK: usize = 1 << 20;
 
 /// The zstd level for data that compresses; chosen by measurement (see BENCHMARKS.md).
 pub const DEFAULT_LEVEL: i32 = 9;

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 
 pub use parse::GATHER_SCRIPT;
 
-use crate::error::SshError;
+pub use crate::ssh::FactsError;
 use crate::ssh::Node;
+use crate::ssh::SshError;
 
 /// Gathers the facts of `node` in one round trip (one command).
 pub async fn gather(node: &Node) -> Result<Facts, SshError> {

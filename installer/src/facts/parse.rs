@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::{Facts, Listener, OsRelease, PROXY_SOURCES};
-use crate::error::FactsError;
+use crate::ssh::FactsError;
 
 /// The commands whose presence the rules check (kubeadm's preflight list of every version kk
 /// installs, and what the install and the etcd disk check use).
@@ -625,7 +625,7 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
                 }
                 Err(field) => {
                     // What `gather` reports: the node, the file and the field.
-                    let error = crate::error::SshError::Facts {
+                    let error = crate::ssh::SshError::Facts {
                         node: "node1".to_owned(),
                         source: parsed.expect_err(mem),
                     }

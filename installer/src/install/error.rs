@@ -6,8 +6,11 @@ use std::path::PathBuf;
 
 use super::bootstrap::TokenError;
 use super::render::kubernetes::KubeadmVersionError;
-use super::state::Target;
-use crate::error::{HookError, PkiError, SshError};
+use super::target::Target;
+use crate::hooks::HookError;
+use crate::inventory::InventoryError;
+use crate::pki::PkiError;
+use crate::ssh::SshError;
 
 /// The inventory, config and bundle do not make an installable plan.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +102,9 @@ pub enum PlanError {
         #[source]
         source: std::io::Error,
     },
+    /// The inventory names a node Kubernetes would refuse.
+    #[error(transparent)]
+    Inventory(#[from] InventoryError),
     /// kubeadm would refuse the config.
     #[error(
         "`{field}` is `{value}`: {reason}; hint: change it in the config (kubeadm would refuse it on the node)"

@@ -36,6 +36,7 @@ pub mod render;
 pub mod reset;
 pub mod run;
 pub mod state;
+mod target;
 
 mod phases;
 

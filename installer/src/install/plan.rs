@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
-use crate::error::PlanError;
+use crate::install::error::PlanError;
 use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
 
 mod charts;

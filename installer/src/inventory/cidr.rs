@@ -11,7 +11,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 
-use crate::error::CidrError;
+use bundle_spec::diagnostics::cut;
 
 /// An address range `address/prefix` with no host bits set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -216,6 +216,52 @@ impl fmt::Display for ClusterCidr {
         }
         Ok(())
     }
+}
+
+/// What is wrong with an address range (`cni.pod_cidr`, `cni.service_cidr`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CidrError {
+    /// Nothing is written.
+    #[error("empty value; hint: write `address/length`, e.g. `10.233.64.0/18`")]
+    Empty,
+    /// A range without `/`.
+    #[error("`{value}` has no prefix length; hint: write `address/length`, e.g. `10.233.64.0/18`", value = cut(.value))]
+    NoPrefix {
+        /// The range as written.
+        value: String,
+    },
+    /// The part before `/` is not an address.
+    #[error("`{value}` is not an IP address", value = cut(.value))]
+    Address {
+        /// The address as written.
+        value: String,
+    },
+    /// The part after `/` is not a prefix length of the address's family.
+    #[error("prefix length `{prefix}` is not a number from 0 to {max}", prefix = cut(.prefix))]
+    Prefix {
+        /// The prefix as written.
+        prefix: String,
+        /// 32 or 128.
+        max: u8,
+    },
+    /// The address has bits set beyond the prefix.
+    #[error("host bits are set; did you mean `{network}`?")]
+    HostBits {
+        /// The network the prefix gives.
+        network: Cidr,
+    },
+    /// More than a dual-stack pair.
+    #[error(
+        "more than two ranges; hint: a dual-stack value is one IPv4 and one IPv6 range, written `v4,v6` or `v4/v6`"
+    )]
+    TooManyRanges,
+    /// A pair of the same family.
+    #[error("both ranges are {family}; hint: a dual-stack value is one IPv4 and one IPv6 range")]
+    SameFamily {
+        /// `IPv4` or `IPv6`.
+        family: &'static str,
+    },
 }
 
 #[cfg(test)]

@@ -3,16 +3,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
-use std::path::Path;
-use std::sync::Arc;
 
 use bundle_spec::manifest::{ContainerRuntime, KubernetesVersion};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::Warning;
 use super::cidr::{Cidr, ClusterCidr};
-use super::{Warning, config_check, document};
-use crate::error::InventoryError;
 
 /// What to install and how: a KubeKey-shaped `kind: Config`, validated.
 ///
@@ -50,20 +47,6 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads and validates the config at `path`; errors name the path as given.
-    pub fn from_path(path: &Path) -> Result<Self, InventoryError> {
-        let text = document::read(path)?;
-        Self::from_str_named(&text, &path.display().to_string())
-    }
-
-    /// Parses and validates config `text`; `name` (usually a file name) prefixes the locations
-    /// in errors and warnings.
-    pub fn from_str_named(text: &str, name: &str) -> Result<Self, InventoryError> {
-        let file: Arc<str> = Arc::from(name);
-        document::check_header(text, &file, document::CONFIG_KIND)?;
-        config_check::config(text, &file)
-    }
-
     /// The name given for the source, or `defaults` for [`Config::default`].
     pub fn source_name(&self) -> &str {
         &self.source_name

@@ -21,7 +21,25 @@ use super::raw::{
     RawConfigSpec, RawCri, RawEndpoint, RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip,
     RawKubernetes, RawRegistryAuth, RegistryType,
 };
-use crate::error::InventoryError;
+use super::{InventoryError, document};
+
+/// Reading: here rather than beside the type, so that the type's module needs none of the
+/// checks (which build it).
+impl Config {
+    /// Reads and validates the config at `path`; errors name the path as given.
+    pub fn from_path(path: &Path) -> Result<Self, InventoryError> {
+        let text = document::read(path)?;
+        Self::from_str_named(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates config `text`; `name` (usually a file name) prefixes the locations
+    /// in errors and warnings.
+    pub fn from_str_named(text: &str, name: &str) -> Result<Self, InventoryError> {
+        let file: Arc<str> = Arc::from(name);
+        document::check_header(text, &file, document::CONFIG_KIND)?;
+        config(text, &file)
+    }
+}
 
 /// Parses and validates a config whose header was checked.
 pub(super) fn config(text: &str, file: &Arc<str>) -> Result<Config, InventoryError> {

@@ -6,14 +6,14 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use bundle_spec::manifest::suggest::closest;
-use bundle_spec::manifest::{SourceLocation, parse_yaml};
+use bundle_spec::diagnostics::suggest::closest;
+use bundle_spec::diagnostics::{SourceLocation, parse_yaml};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::raw::RawHeader;
 use super::section::Extra;
-use crate::error::InventoryError;
 
 /// The `apiVersion`s read: KubeKey v4's, and kk's own.
 pub const API_VERSIONS: [&str; 2] = ["kubekey.kubesphere.io/v1", "install.kk.io/v1alpha1"];

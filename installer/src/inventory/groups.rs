@@ -2,14 +2,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bundle_spec::manifest::suggest::closest;
-use bundle_spec::manifest::{SourceLocation, SpannedMap};
+use bundle_spec::diagnostics::SourceLocation;
+use bundle_spec::diagnostics::suggest::closest;
+use bundle_spec::manifest::SpannedMap;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::document::Context;
 use super::inventory::{Group, Host, K8S_CLUSTER, Role};
 use super::raw::RawGroup;
-use crate::error::InventoryError;
 
 /// A group whose references are indexes: hosts into the host list, groups into this list.
 struct Linked {

@@ -1,17 +1,18 @@
 //! `spec.hosts`: names, addresses and connectors.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{AddrParseError, IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
-use bundle_spec::manifest::{SourceLocation, SpannedMap};
+use bundle_spec::diagnostics::SourceLocation;
+use bundle_spec::manifest::SpannedMap;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::document::{Context, is_host, port};
 use super::inventory::{Connector, Host, Password, Roles, SshConnector};
 use super::raw::{ConnectorType, RawConnector, RawHost};
-use crate::error::InventoryError;
 
 /// The name KubeKey runs on the local machine when no connector type is given.
 const LOCALHOST: &str = "localhost";
@@ -102,26 +103,27 @@ impl SeenAddresses {
 }
 
 /// A non-empty address field, parsed: KubeKey files often leave `internal_ipv6: ""`.
-fn address(
+/// Gives the text as written (trimmed) beside the parse result, for the error naming it.
+fn address<'a>(
     cx: &Context,
-    raw: Option<&Spanned<String>>,
-) -> Option<(Result<IpAddr, String>, SourceLocation)> {
+    raw: Option<&'a Spanned<String>>,
+) -> Option<(&'a str, Result<IpAddr, AddrParseError>, SourceLocation)> {
     let raw = raw.filter(|raw| !raw.value.trim().is_empty())?;
     let text = raw.value.trim();
-    Some((text.parse().map_err(|_| text.to_owned()), cx.at(raw)))
+    Some((text, text.parse(), cx.at(raw)))
 }
 
 fn internal_ipv4(
     cx: &Context,
     raw: Option<&Spanned<String>>,
 ) -> Result<Option<(Ipv4Addr, SourceLocation)>, InventoryError> {
-    let Some((parsed, at)) = address(cx, raw) else {
+    let Some((text, parsed, at)) = address(cx, raw) else {
         return Ok(None);
     };
     match parsed {
         Ok(IpAddr::V4(ip)) => Ok(Some((ip, at))),
         Ok(IpAddr::V6(ip)) => Err(wrong_family(at, "internal_ipv4", ip.to_string(), "IPv6")),
-        Err(value) => Err(invalid_ip(at, "internal_ipv4", value, "IPv4")),
+        Err(_) => Err(invalid_ip(at, "internal_ipv4", text.to_owned(), "IPv4")),
     }
 }
 
@@ -129,13 +131,13 @@ fn internal_ipv6(
     cx: &Context,
     raw: Option<&Spanned<String>>,
 ) -> Result<Option<(Ipv6Addr, SourceLocation)>, InventoryError> {
-    let Some((parsed, at)) = address(cx, raw) else {
+    let Some((text, parsed, at)) = address(cx, raw) else {
         return Ok(None);
     };
     match parsed {
         Ok(IpAddr::V6(ip)) => Ok(Some((ip, at))),
         Ok(IpAddr::V4(ip)) => Err(wrong_family(at, "internal_ipv6", ip.to_string(), "IPv4")),
-        Err(value) => Err(invalid_ip(at, "internal_ipv6", value, "IPv6")),
+        Err(_) => Err(invalid_ip(at, "internal_ipv6", text.to_owned(), "IPv6")),
     }
 }
 
@@ -237,4 +239,19 @@ fn is_safe_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// kubeadm's node name rule: an RFC 1123 subdomain (lowercase labels of letters, digits and `-`,
+/// not starting or ending with `-`, at most 63 characters each and 253 in all).
+pub fn is_node_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
 }

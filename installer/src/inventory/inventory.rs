@@ -3,14 +3,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
-use bundle_spec::manifest::SourceLocation;
+use bundle_spec::diagnostics::SourceLocation;
 use serde_json::Value;
 
-use super::{Warning, document, inventory_check};
-use crate::error::InventoryError;
+use super::Warning;
 
 /// The machines to install on and what each is for: a KubeKey-shaped `kind: Inventory`,
 /// validated (every host in a group, every group reference resolved, no cycle, no address
@@ -26,20 +24,6 @@ pub struct Inventory {
 }
 
 impl Inventory {
-    /// Reads and validates the inventory at `path`; errors name the path as given.
-    pub fn from_path(path: &Path) -> Result<Self, InventoryError> {
-        let text = document::read(path)?;
-        Self::from_str_named(&text, &path.display().to_string())
-    }
-
-    /// Parses and validates inventory `text`; `name` (usually a file name) prefixes the
-    /// locations in errors and warnings.
-    pub fn from_str_named(text: &str, name: &str) -> Result<Self, InventoryError> {
-        let file: Arc<str> = Arc::from(name);
-        document::check_header(text, &file, document::INVENTORY_KIND)?;
-        inventory_check::inventory(text, &file)
-    }
-
     /// The name given for the source (a path or file name), for display.
     pub fn source_name(&self) -> &str {
         &self.source_name

@@ -65,6 +65,7 @@ mod cidr;
 mod config;
 mod config_check;
 mod document;
+mod error;
 mod groups;
 mod hosts;
 #[allow(clippy::module_inception)] // `inventory::inventory` holds the `Inventory` type itself.
@@ -79,13 +80,15 @@ mod error_table;
 #[cfg(test)]
 mod tests;
 
-pub use cidr::{Cidr, ClusterCidr};
+pub use cidr::{Cidr, CidrError, ClusterCidr};
 pub use config::{
     Addon, CniConfig, Config, ControlPlaneEndpoint, CriConfig, EndpointKind, EtcdConfig,
     EtcdDeploymentType, ExternalRegistry, ImageRegistry, KernelVersion, KubeProxyMode, KubeVip,
     KubeVipMode, KubernetesConfig, NetworkPlugin, PrecheckConfig, RegistryAddress,
 };
 pub use document::{API_VERSIONS, Warning};
+pub use error::InventoryError;
+pub use hosts::is_node_name;
 pub use inventory::{
     Connector, Group, Host, Inventory, K8S_CLUSTER, Password, Role, Roles, SshConnector,
 };

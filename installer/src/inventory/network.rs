@@ -3,15 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use bundle_spec::manifest::SourceLocation;
+use bundle_spec::diagnostics::SourceLocation;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::InventoryError;
 use super::cidr::{Cidr, ClusterCidr};
 use super::config::CniConfig;
 use super::document::Context;
 use super::raw::RawCni;
-use crate::error::InventoryError;
 
 pub(super) fn cni(
     cx: &mut Context,

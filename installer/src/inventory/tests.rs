@@ -4,8 +4,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
+use super::InventoryError;
 use super::*;
-use crate::error::InventoryError;
 
 /// The repository's `manifests/` directory.
 fn manifests() -> PathBuf {
@@ -541,4 +541,45 @@ spec:
         Some(Path::new("/srv/ingress.yaml"))
     );
     assert!(Config::default().addons.is_empty());
+}
+
+#[test]
+fn node_names_are_refused_with_their_line() {
+    let text = |control_plane: &str, etcd: &str| {
+        format!(
+            "apiVersion: install.kk.io/v1alpha1\nkind: Inventory\nspec:\n  hosts:\n    {control_plane}: {{internal_ipv4: 10.0.0.1}}\n    {etcd}: {{internal_ipv4: 10.0.0.2}}\n  groups:\n    kube_control_plane: {{hosts: [{control_plane}]}}\n    etcd: {{hosts: [{etcd}]}}\n"
+        )
+    };
+    let read = |text: &str| Inventory::from_str_named(text, "inventory.yaml").expect("read");
+    let error = read(&text("Node1", "etcd1"))
+        .check_node_names()
+        .expect_err("Node1");
+    assert!(
+        matches!(&error, InventoryError::InvalidNodeName { name, .. } if name == "Node1"),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("inventory.yaml:5:5: host `Node1` is in `k8s_cluster`"),
+        "{error}"
+    );
+    // A host outside `k8s_cluster` names no node.
+    read(&text("node1", "Etcd_1"))
+        .check_node_names()
+        .expect("Etcd_1 is no node");
+}
+
+#[test]
+fn node_names_follow_rfc_1123() {
+    for (name, valid) in [
+        ("node1", true),
+        ("cp-1.example", true),
+        ("Node1", false),
+        ("node_1", false),
+        ("-node", false),
+        ("", false),
+    ] {
+        assert_eq!(is_node_name(name), valid, "{name}");
+    }
 }

@@ -47,6 +47,7 @@
 //! - **Files**: keys 0600 (and `sa.pub`, as kubeadm writes it), certificates 0644, directories
 //!   0700; every file written whole through a temporary file, `fsync` and rename.
 
+mod error;
 mod issue;
 mod spec;
 mod store;
@@ -62,7 +63,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-pub use crate::error::PkiError;
+pub use error::PkiError;
 
 /// Where kubeadm keeps the cluster PKI on a node.
 pub const KUBERNETES_PKI: &str = "/etc/kubernetes/pki";

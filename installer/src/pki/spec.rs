@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
+use super::PkiError;
 use super::{Member, PkiSpec, RegistryNames};
-use crate::error::PkiError;
 
 /// kubeadm's group for the apiserver's kubelet client (`ClusterAdminsGroupAndClusterRoleBinding`).
 pub(super) const CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";

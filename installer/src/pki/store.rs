@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use bundle_spec::durable::{self, sync_dir};
 
-use crate::error::PkiError;
+use super::PkiError;
 
 /// Mode of private keys (and `sa.pub`, as kubeadm writes it).
 pub(super) const KEY_MODE: u32 = 0o600;

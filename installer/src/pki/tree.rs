@@ -8,11 +8,11 @@ use std::time::SystemTime;
 
 use rcgen::{Issuer, KeyPair};
 
+use super::PkiError;
 use super::issue::{self, Made};
 use super::spec::{CaId, LeafSpec};
 use super::store::{self, CERT_MODE, KEY_MODE, PairPaths};
 use super::verify::{self, CertFile};
-use crate::error::PkiError;
 
 /// A CA already on disk, checked.
 #[derive(Debug)]

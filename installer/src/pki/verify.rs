@@ -12,9 +12,9 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 use x509_parser::pem::Pem;
 
+use super::PkiError;
 use super::spec::LeafSpec;
 use super::store::PairPaths;
-use crate::error::PkiError;
 
 /// A certificate file decoded from PEM (its DER, which [`X509Certificate`] borrows).
 #[derive(Debug)]

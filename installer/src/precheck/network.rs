@@ -244,7 +244,7 @@ fn address_space(cx: &Context) -> CheckResult {
         let Some(range) = range else { continue };
         match node_ranges(range, mask, cni.max_pods, nodes, field) {
             Ok(text) => shown.push(text),
-            Err(problem) => return CheckResult::fail(ID, problem),
+            Err(problem) => return CheckResult::fail(ID, problem.to_string()),
         }
     }
     CheckResult::pass(ID, shown.join("; "))
@@ -257,33 +257,80 @@ fn node_ranges(
     max_pods: u32,
     nodes: usize,
     field: &str,
-) -> Result<String, String> {
+) -> Result<String, NodeRangeProblem> {
     let width: u8 = if range.is_ipv4() { 32 } else { 128 };
+    let field = field.to_owned();
     if mask < range.prefix() || mask > width {
-        return Err(format!(
-            "`{field}` {mask} does not fit pod range {range}; fix: use a mask size from {} to {width}",
-            range.prefix()
-        ));
+        return Err(NodeRangeProblem::MaskOutside {
+            field,
+            mask,
+            range,
+            width,
+        });
     }
     let usable = 2_u64
         .checked_pow(u32::from(width - mask))
         .map_or(u64::MAX, |n| n.saturating_sub(2));
     if u64::from(max_pods) > usable {
-        return Err(format!(
-            "a /{mask} node range holds {usable} pod addresses, fewer than `cni.max_pods` {max_pods}; fix: lower `cni.max_pods` or `{field}`"
-        ));
+        return Err(NodeRangeProblem::TooFewAddresses {
+            field,
+            mask,
+            usable,
+            max_pods,
+        });
     }
     let ranges = 2_u64
         .checked_pow(u32::from(mask - range.prefix()))
         .unwrap_or(u64::MAX);
     if (nodes as u64) > ranges {
-        return Err(format!(
-            "pod range {range} has {ranges} node ranges of /{mask}, fewer than the {nodes} Kubernetes nodes; fix: widen `cni.pod_cidr` or raise `{field}`"
-        ));
+        return Err(NodeRangeProblem::TooFewRanges {
+            field,
+            mask,
+            range,
+            ranges,
+            nodes,
+        });
     }
     Ok(format!(
         "{range}: /{mask} per node, {usable} pod addresses for {max_pods} pods, {ranges} node ranges for {nodes} nodes"
     ))
+}
+
+/// Why a pod range cannot be cut into the node ranges the config asks for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NodeRangeProblem {
+    /// The mask is shorter than the pod range's prefix or longer than an address.
+    #[error(
+        "`{field}` {mask} does not fit pod range {range}; fix: use a mask size from {} to {width}",
+        range.prefix()
+    )]
+    MaskOutside {
+        field: String,
+        mask: u8,
+        range: Cidr,
+        width: u8,
+    },
+    /// A node range holds fewer addresses than a node may run pods.
+    #[error(
+        "a /{mask} node range holds {usable} pod addresses, fewer than `cni.max_pods` {max_pods}; fix: lower `cni.max_pods` or `{field}`"
+    )]
+    TooFewAddresses {
+        field: String,
+        mask: u8,
+        usable: u64,
+        max_pods: u32,
+    },
+    /// The pod range has fewer node ranges than there are nodes.
+    #[error(
+        "pod range {range} has {ranges} node ranges of /{mask}, fewer than the {nodes} Kubernetes nodes; fix: widen `cni.pod_cidr` or raise `{field}`"
+    )]
+    TooFewRanges {
+        field: String,
+        mask: u8,
+        range: Cidr,
+        ranges: u64,
+        nodes: usize,
+    },
 }
 
 /// `network.hybridnet`: hybridnet needs Kubernetes 1.16.

@@ -38,6 +38,7 @@
 //! does not exist with `404`: that is [`PushError::ProjectMissing`], naming the project (the
 //! first component of the repository, `docker.io` for `docker.io/library/busybox`) to create.
 
+mod error;
 mod plan;
 
 use std::collections::BTreeMap;
@@ -53,8 +54,8 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use tokio_util::io::ReaderStream;
 
-use crate::error::PushError;
 use crate::registry::Store;
+pub use error::PushError;
 use plan::{Blob, Manifest, RepositoryPlan};
 
 /// The buffer size a blob is streamed with.
@@ -508,8 +509,8 @@ fn names_missing_project(error: &OciDistributionError) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::PushError;
     use super::{Credentials, PushTarget, names_missing_project, status_of};
-    use crate::error::PushError;
     use oci_client::errors::OciDistributionError;
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bundle_spec::Sha256Digest;
 use bundle_spec::oci::Document;
 
-use crate::error::PushError;
+use super::PushError;
 use crate::registry::Store;
 
 /// Everything one repository of the store needs in the target registry.

@@ -59,6 +59,7 @@
 //! before use; a malformed request gets a 4xx answer with an OCI error body.
 
 mod api;
+mod error;
 mod names;
 mod serve;
 mod store;
@@ -72,6 +73,7 @@ use axum::routing::any;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub use error::RegistryError;
 pub use serve::{ServeError, TlsFiles, bind, serve};
 pub use store::{Store, Unpacked, check_base, unpack};
 

@@ -15,8 +15,8 @@ use bundle_spec::oci::{
     REF_NAME_ANNOTATION,
 };
 
+use super::RegistryError;
 use super::names::{parse_ref_name, repository_name};
-use crate::error::RegistryError;
 
 pub use write::{Unpacked, check_base, unpack};
 

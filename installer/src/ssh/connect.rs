@@ -19,9 +19,9 @@ use std::time::Duration;
 use russh::client::{self, Handle};
 use russh::keys::{Algorithm, HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 
+use super::SshError;
 use super::{Auth, HostKeyPolicy};
 use crate::durable;
-use crate::error::SshError;
 
 /// Where a connection goes, for connecting and for messages.
 #[derive(Debug, Clone, Copy)]
@@ -130,7 +130,11 @@ impl Checker {
         let known_hosts = &self.policy.known_hosts;
         let recorded = match recorded_keys(&self.host, self.port, known_hosts) {
             Ok(recorded) => recorded,
-            Err(reason) => return Verdict::Unreadable { reason },
+            Err(error) => {
+                return Verdict::Unreadable {
+                    reason: error.to_string(),
+                };
+            }
         };
         match judge(&recorded, key) {
             Judgement::Known => Verdict::Known,
@@ -163,9 +167,8 @@ fn recorded_keys(
     host: &str,
     port: u16,
     known_hosts: &Path,
-) -> Result<Vec<(usize, PublicKey)>, String> {
+) -> Result<Vec<(usize, PublicKey)>, russh::keys::Error> {
     russh::keys::known_hosts::known_host_keys_path(host, port, known_hosts)
-        .map_err(|e| e.to_string())
 }
 
 /// Only one node at a time records its key: each rewrites the whole file.

@@ -7,8 +7,8 @@ use std::time::Duration;
 use bundle_spec::Sha256Digest;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+use super::SshError;
 use super::{CommandOutput, MAX_COMMAND_OUTPUT, output_too_large};
-use crate::error::SshError;
 
 /// Runs `command` with `sh -c`, ending it when `timeout` passes or when it prints more than
 /// [`MAX_COMMAND_OUTPUT`] on a stream.

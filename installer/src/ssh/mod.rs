@@ -31,6 +31,7 @@
 //!   ([`NodeLog`]) record each command, its exit code and its output.
 
 mod connect;
+mod error;
 mod fanout;
 mod local;
 mod log;
@@ -45,8 +46,8 @@ pub(crate) use connect::check_key_file;
 pub use fanout::fan_out;
 pub use log::NodeLog;
 
-use crate::error::SshError;
 pub use crate::inventory::Password;
+pub use error::{FactsError, SshError};
 
 /// How to authenticate to a node. Tried as given; [`Auth::Agent`] asks the agent of
 /// `SSH_AUTH_SOCK` for its keys and tries each.

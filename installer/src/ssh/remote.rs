@@ -9,9 +9,9 @@ use russh_sftp::client::SftpSession;
 use russh_sftp::protocol::OpenFlags;
 use tokio::io::AsyncWriteExt as _;
 
+use super::SshError;
 use super::connect::{self, Address, Checker};
 use super::{Auth, CommandOutput, HostKeyPolicy, MAX_COMMAND_OUTPUT, output_too_large, quote};
-use crate::error::SshError;
 
 /// An authenticated SSH connection.
 pub(super) struct Remote {

@@ -5,6 +5,8 @@ use bundle_spec::oci::{self, Descriptor};
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
 
+use crate::error::DocumentError;
+
 /// A blob a document references.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobRef {
@@ -35,15 +37,19 @@ pub struct Document {
 
 /// The blob `descriptor` points at; a descriptor without a media type or with a digest other
 /// than sha256 is refused.
-fn blob(descriptor: &Descriptor) -> Result<BlobRef, String> {
+fn blob(descriptor: &Descriptor) -> Result<BlobRef, DocumentError> {
     let digest = descriptor
         .digest
         .parse()
-        .map_err(|_| format!("`{}` is not a sha256 digest", descriptor.digest))?;
+        .map_err(|_| DocumentError::Digest {
+            digest: descriptor.digest.clone(),
+        })?;
     let media_type = descriptor
         .media_type
         .clone()
-        .ok_or_else(|| format!("the descriptor of `{}` has no mediaType", descriptor.digest))?;
+        .ok_or_else(|| DocumentError::NoMediaType {
+            digest: descriptor.digest.clone(),
+        })?;
     Ok(BlobRef {
         media_type,
         digest,
@@ -53,13 +59,10 @@ fn blob(descriptor: &Descriptor) -> Result<BlobRef, String> {
 
 impl Document {
     /// Parses `bytes`, whose digest is `digest`.
-    pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, String> {
-        let raw: oci::Document =
-            serde_json::from_slice(bytes).map_err(|e| format!("not a manifest or index: {e}"))?;
+    pub fn parse(bytes: &[u8], digest: Sha256Digest) -> Result<Self, DocumentError> {
+        let raw: oci::Document = serde_json::from_slice(bytes).map_err(DocumentError::Json)?;
         if raw.schema_version != Some(2) {
-            return Err(
-                "only schemaVersion 2 manifests are supported (Docker schema 1 is not)".into(),
-            );
+            return Err(DocumentError::SchemaVersion);
         }
         let is_index = raw.manifests.is_some();
         let media_type = raw.media_type.clone().unwrap_or_else(|| {
@@ -76,7 +79,7 @@ impl Document {
             .iter()
             .flatten()
             .map(|d| Ok((d.platform.as_ref().map(Platform::from_oci), blob(d)?)))
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, DocumentError>>()?;
         let config = raw.config.as_ref().map(blob).transpose()?;
         let mut blobs: Vec<BlobRef> = config.iter().cloned().collect();
         for layer in &raw.layers {
@@ -153,6 +156,7 @@ mod tests {
         assert!(
             Document::parse(br#"{"schemaVersion":1}"#, d)
                 .unwrap_err()
+                .to_string()
                 .contains("schema 1")
         );
         assert!(Document::parse(b"<html>", d).is_err());

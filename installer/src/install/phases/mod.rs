@@ -18,9 +18,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::error::SshError;
 use crate::inventory::{Config, Inventory};
 use crate::pki::Issued;
+use crate::ssh::SshError;
 use crate::ssh::{Node, quote};
 
 use super::error::StepError;

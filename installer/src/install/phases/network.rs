@@ -13,10 +13,10 @@ use std::fmt::Write as _;
 use bundle_spec::charts::missing_images;
 
 use super::{Cx, StepResult, put, runtime, sh};
-use crate::error::SshError;
 use crate::install::error::StepError;
 use crate::install::plan::{ChartInstall, ChartValues};
 use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
+use crate::ssh::SshError;
 use crate::ssh::{Node, quote};
 
 /// Where a chart's values and rendered manifest are kept on the node.

@@ -4,10 +4,10 @@
 use std::collections::BTreeSet;
 
 use crate::cluster::{self, Reach};
-use crate::error::SshError;
 use crate::inventory::{Config, Inventory};
 use crate::precheck::{self, BundleFacts, Context, Report};
 use crate::ssh::Node;
+use crate::ssh::SshError;
 
 /// What the precheck reads: the cluster as configured, the bundle, the nodes.
 #[derive(Debug, Clone, Copy)]

@@ -6,7 +6,7 @@
 use bundle_spec::charts::{CniChart, cni_values};
 
 use super::{ChartInstall, ChartValues, Content};
-use crate::error::PlanError;
+use crate::install::error::PlanError;
 use crate::inventory::{Addon, Config, NetworkPlugin};
 
 /// The CNI's chart with its rendered values; `None` for `cni.type: none`.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use bundle_spec::{ArtifactKind, Description, Sha256Digest};
 
 use super::BinaryFetch;
-use crate::error::PlanError;
+use crate::install::error::PlanError;
 
 /// Where a node keeps the charts it fetched.
 pub const CHARTS_DIR: &str = "/var/lib/kk/charts";

@@ -12,7 +12,7 @@ use super::{
     Action, BinaryFetch, ChartInstall, Content, KubeVipPlan, Phase, Step, add_step, address_of,
     charts,
 };
-use crate::error::PlanError;
+use crate::install::error::PlanError;
 use crate::install::render::kubernetes::paths::{
     APISERVER_ETCD_CLIENT_CERT, APISERVER_ETCD_CLIENT_KEY, CRI_SOCKET,
 };
@@ -379,47 +379,6 @@ fn validate(inventory: &Inventory, config: &Config, version: &str) -> Result<(),
             ));
         }
     }
-    for host in inventory.group_members(crate::inventory::K8S_CLUSTER) {
-        if !is_node_name(&host.name) {
-            return Err(reject(
-                &format!("spec.hosts.{}", host.name),
-                host.name.clone(),
-                "a node name must be a lowercase RFC 1123 subdomain".to_owned(),
-            ));
-        }
-    }
+    inventory.check_node_names()?;
     Ok(())
-}
-
-/// kubeadm's node name rule (a DNS-1123 subdomain).
-fn is_node_name(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_node_name;
-
-    #[test]
-    fn node_names_follow_rfc_1123() {
-        for (name, valid) in [
-            ("node1", true),
-            ("cp-1.example", true),
-            ("Node1", false),
-            ("node_1", false),
-            ("-node", false),
-            ("", false),
-        ] {
-            assert_eq!(is_node_name(name), valid, "{name}");
-        }
-    }
 }

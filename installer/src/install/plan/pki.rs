@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::{RegistryPlan, address_of};
-use crate::error::PlanError;
+use crate::install::error::PlanError;
 use crate::inventory::{Config, EndpointKind, EtcdDeploymentType, Host, Inventory, Role};
 use crate::pki::{Member, PkiSpec, RegistryNames};
 

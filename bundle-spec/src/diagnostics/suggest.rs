@@ -50,7 +50,7 @@ impl<'a> Hint<'a> {
     }
 
     /// Suggests `suggestion`, or shows `example` of an accepted value.
-    pub(crate) fn or_example(suggestion: Option<&'a str>, example: &'static str) -> Self {
+    pub fn or_example(suggestion: Option<&'a str>, example: &'static str) -> Self {
         Self {
             suggestion,
             fallback: Fallback::Example(example),

@@ -1,14 +1,13 @@
 //! Where in a YAML document something is, and turning parser errors into located, classified
-//! errors ([`YamlError`]) that this crate's [`ManifestError`] and the installer's inventory
-//! errors render.
+//! errors ([`YamlError`]) that the manifest's errors and the installer's inventory errors render.
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde_saphyr::{Error as SaphyrError, MessageFormatter, Spanned, UserMessageFormatter};
 
+use super::cut::cut;
 use super::suggest::{Hint, closest};
-use crate::ManifestError;
 
 /// A position in a YAML document: file name (as given for display), 1-based line and column.
 ///
@@ -24,7 +23,8 @@ pub struct SourceLocation {
 }
 
 impl SourceLocation {
-    /// The file name given to [`super::Manifest::from_str_named`] (or the path read).
+    /// The file name the document was read under (for a manifest, the one given to
+    /// `Manifest::from_str_named`, or the path read).
     pub fn file(&self) -> &str {
         &self.file
     }
@@ -131,7 +131,8 @@ impl fmt::Display for YamlProblem {
                 expected,
             } => write!(
                 f,
-                "unknown field `{field}`{}",
+                "unknown field `{}`{}",
+                cut(field),
                 Hint::new(*suggestion, expected)
             ),
             Self::UnknownValue {
@@ -140,13 +141,15 @@ impl fmt::Display for YamlProblem {
                 expected,
             } => write!(
                 f,
-                "unknown value `{value}`{}",
+                "unknown value `{}`{}",
+                cut(value),
                 Hint::new(*suggestion, expected)
             ),
             Self::MissingField { field } => write!(f, "missing required field `{field}`"),
             Self::DuplicateKey { key } => write!(
                 f,
-                "duplicate key `{key}`; hint: each key may appear once per mapping"
+                "duplicate key `{}`; hint: each key may appear once per mapping",
+                cut(key)
             ),
             Self::Other { message } => f.write_str(message),
         }
@@ -206,35 +209,4 @@ fn printable(message: &str) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
-}
-
-impl From<YamlError> for ManifestError {
-    fn from(error: YamlError) -> Self {
-        let at = error.at;
-        match error.problem {
-            YamlProblem::UnknownField {
-                field,
-                suggestion,
-                expected,
-            } => Self::UnknownField {
-                at,
-                field,
-                suggestion,
-                expected,
-            },
-            YamlProblem::UnknownValue {
-                value,
-                suggestion,
-                expected,
-            } => Self::UnknownValue {
-                at,
-                value,
-                suggestion,
-                expected,
-            },
-            YamlProblem::MissingField { field } => Self::MissingField { at, field },
-            YamlProblem::DuplicateKey { key } => Self::DuplicateKey { at, key },
-            YamlProblem::Other { message } => Self::Yaml { at, message },
-        }
-    }
 }

@@ -1,0 +1,68 @@
+//! The closed sets of values a manifest chooses from: the container runtime and the network plugin.
+//!
+//! Apart from [`kubernetes`](super::kubernetes): the raw YAML types deserialize these directly,
+//! and the kubernetes section's checks read the raw types.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+/// The container runtime of the cluster's nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerRuntime {
+    /// containerd (the default).
+    #[default]
+    Containerd,
+    /// Docker Engine, through cri-dockerd.
+    Docker,
+}
+
+impl ContainerRuntime {
+    /// The name as written in a manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Containerd => "containerd",
+            Self::Docker => "docker",
+        }
+    }
+}
+
+impl fmt::Display for ContainerRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The cluster's network plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cni {
+    /// Calico, through the Tigera operator (the default).
+    #[default]
+    Calico,
+    /// Cilium.
+    Cilium,
+    /// Flannel.
+    Flannel,
+    /// No plugin: the user installs one.
+    None,
+}
+
+impl Cni {
+    /// The name as written in a manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Calico => "calico",
+            Self::Cilium => "cilium",
+            Self::Flannel => "flannel",
+            Self::None => "none",
+        }
+    }
+}
+
+impl fmt::Display for Cni {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

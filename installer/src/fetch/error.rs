@@ -1,0 +1,110 @@
+//! The error of a node fetching a binary from kk's registry.
+
+use std::path::PathBuf;
+
+/// A node could not fetch or install a binary from the registry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// A local file could not be read or written.
+    #[error("cannot write or read `{}`", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The CA file holds no usable certificate.
+    #[error("`{}` is not a PEM CA certificate; hint: pass the installation's `ca.crt`", path.display())]
+    Ca {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The reference is not `repository:tag`.
+    #[error("`{0}` is not a reference `repository:tag`")]
+    Reference(String),
+    /// The registry could not be reached.
+    #[error(
+        "cannot reach `{url}`; hint: check that kk-registry.service runs and that the node resolves and trusts the registry"
+    )]
+    Http {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The registry answered with an error status.
+    #[error("`{url}` answered HTTP {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+    /// A manifest is not what a binary artifact is.
+    #[error("the manifest of `{reference}` cannot be used: {reason}")]
+    Manifest {
+        /// The reference.
+        reference: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The index has no entry for this node's platform.
+    #[error(
+        "`{reference}` has no `{platform}` entry; hint: build the bundle with `--platform {platform}`"
+    )]
+    NoPlatform {
+        /// The reference.
+        reference: String,
+        /// The node's platform.
+        platform: String,
+    },
+    /// The registry served a manifest the bundle does not list.
+    #[error(
+        "the registry served `{reference}` as `{digest}`, which the bundle does not list; the node refuses it"
+    )]
+    UnexpectedManifest {
+        /// The reference.
+        reference: String,
+        /// The digest served.
+        digest: String,
+    },
+    /// The blob's size or digest is wrong.
+    #[error("blob `{digest}` is not what the manifest says: {reason}")]
+    Blob {
+        /// The blob's digest.
+        digest: String,
+        /// What was received.
+        reason: String,
+    },
+    /// The release archive cannot be read.
+    #[error("cannot read the archive `{name}`")]
+    Archive {
+        /// The archive's file name.
+        name: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Programs asked for are not in the archive.
+    #[error("the archive `{name}` holds no `{missing}`")]
+    NotInArchive {
+        /// The archive's file name.
+        name: String,
+        /// The programs missing.
+        missing: String,
+    },
+}
+
+impl FetchError {
+    /// A closure turning an I/O error on `path` into [`FetchError::Io`].
+    pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self + use<> {
+        let path = path.to_owned();
+        move |source| Self::Io { path, source }
+    }
+}

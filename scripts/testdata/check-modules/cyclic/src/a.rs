@@ -1,0 +1,5 @@
+mod sub;
+
+use crate::{b::B, error::E};
+
+pub struct A(B, E);

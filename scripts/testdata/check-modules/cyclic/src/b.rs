@@ -1,0 +1,5 @@
+pub struct B;
+
+pub fn c() -> crate::c::C {
+    crate::c::C
+}

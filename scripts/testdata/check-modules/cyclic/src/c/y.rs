@@ -1,0 +1,2 @@
+use crate::c::x::{self, X};
+pub struct Y;

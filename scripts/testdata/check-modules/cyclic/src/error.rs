@@ -1,0 +1,3 @@
+pub enum E {
+    A(Box<crate::a::A>),
+}
