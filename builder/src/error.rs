@@ -248,29 +248,9 @@ pub enum BuildError {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
-    // ---- catalog errors (owned by catalog/) ----
-    /// `spec.kubernetes` names a minor release the version catalog does not describe.
-    #[error(
-        "kubernetes `{version}` is not in the version catalog; supported minors: {supported}; hint: pick one of them, or drop `spec.kubernetes` and list the binaries and images yourself"
-    )]
-    KubernetesNotInCatalog {
-        /// The version asked for, e.g. `v1.28.4`.
-        version: String,
-        /// The supported minors, each in backticks.
-        supported: String,
-    },
-    /// `spec.kubernetes` names a patch release newer than the catalog has verified.
-    #[error(
-        "kubernetes `{version}` is newer than the version catalog knows (its newest {minor} release is `{latest}`); hint: use `{latest}`, or a kk-bundle whose catalog covers `{version}`"
-    )]
-    KubernetesPatchUnknown {
-        /// The version asked for, e.g. `v1.31.99`.
-        version: String,
-        /// Its minor, e.g. `v1.31`.
-        minor: String,
-        /// The newest patch release of that minor the catalog knows, e.g. `v1.31.14`.
-        latest: String,
-    },
+    /// `spec.kubernetes` cannot be expanded through the version catalog.
+    #[error(transparent)]
+    Expand(#[from] crate::catalog::ExpandError),
 
     // ---- chart image check (owned by check/) ----
     /// Bundled charts, rendered as the install renders them, name images the bundle lacks.
@@ -397,14 +377,9 @@ pub enum BuildError {
         /// What is wrong.
         reason: DocumentError,
     },
-    /// The lock file is malformed.
-    #[error("lock file `{}` is invalid: {reason}; hint: delete it and rebuild without `--locked`", path.display())]
-    LockFile {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
+    /// The lock file cannot be read or written.
+    #[error(transparent)]
+    LockFile(#[from] crate::lockfile::LockFileError),
     /// `--locked` was given but the lock does not cover something the manifest asks for.
     #[error(
         "the lock has no entry for {what}; hint: rebuild without `--locked` to update the lock"

@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 use bundle_spec::Lock;
 use bundle_spec::lock::LOCK_VERSION;
 
-use crate::error::BuildError;
-
 /// Where the lock of `manifest` lives by default: `cluster.yaml` → `cluster.lock.yaml`.
 pub fn default_lock_path(manifest: &Path) -> PathBuf {
     let stem = manifest
@@ -20,17 +18,17 @@ pub fn default_lock_path(manifest: &Path) -> PathBuf {
 }
 
 /// Reads a lock file.
-pub fn read_lock(path: &Path) -> Result<Lock, BuildError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BuildError::File {
+pub fn read_lock(path: &Path) -> Result<Lock, LockFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LockFileError::File {
         path: path.to_owned(),
         source,
     })?;
-    let lock: Lock = serde_saphyr::from_str(&text).map_err(|e| BuildError::LockFile {
+    let lock: Lock = serde_saphyr::from_str(&text).map_err(|e| LockFileError::Invalid {
         path: path.to_owned(),
         reason: e.to_string(),
     })?;
     if lock.version != LOCK_VERSION {
-        return Err(BuildError::LockFile {
+        return Err(LockFileError::Invalid {
             path: path.to_owned(),
             reason: format!(
                 "version {} is not {LOCK_VERSION}, the version this kk-bundle writes",
@@ -42,22 +40,45 @@ pub fn read_lock(path: &Path) -> Result<Lock, BuildError> {
 }
 
 /// Writes a lock file atomically.
-pub fn write_lock(path: &Path, lock: &Lock) -> Result<(), BuildError> {
+pub fn write_lock(path: &Path, lock: &Lock) -> Result<(), LockFileError> {
     let mut text = String::from(
         "# Written by kk-bundle: the exact sources of a bundle. Rebuild with `kk-bundle build --locked`.\n",
     );
     text.push_str(
-        &serde_saphyr::to_string(lock).map_err(|e| BuildError::LockFile {
+        &serde_saphyr::to_string(lock).map_err(|e| LockFileError::Invalid {
             path: path.to_owned(),
             reason: e.to_string(),
         })?,
     );
     bundle_spec::durable::write(path, text.as_bytes(), LOCK_MODE, ".kk-lock-").map_err(|source| {
-        BuildError::File {
+        LockFileError::File {
             path: path.to_owned(),
             source,
         }
     })
+}
+
+/// A lock file cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockFileError {
+    /// The file could not be read or written.
+    #[error("cannot access `{}`", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The lock file is malformed.
+    #[error("lock file `{}` is invalid: {reason}; hint: delete it and rebuild without `--locked`", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// The mode of a lock file: what the temporary file it was renamed from always had.

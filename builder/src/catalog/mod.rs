@@ -37,10 +37,11 @@ use bundle_spec::platform::Platform;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::error::BuildError;
 pub use check::CatalogError;
+pub use error::ExpandError;
 
 mod check;
+mod error;
 #[cfg(test)]
 mod tests;
 
@@ -133,7 +134,7 @@ impl Catalog {
     ///
     /// Fails for a minor the catalog does not describe (naming the supported ones), and for a
     /// patch release newer than the newest it knows.
-    pub fn expand(&self, kubernetes: &Kubernetes) -> Result<Expansion, BuildError> {
+    pub fn expand(&self, kubernetes: &Kubernetes) -> Result<Expansion, ExpandError> {
         let version = kubernetes.version;
         let minor = self.minor(version)?;
         let tags = minor.kubeadm_for(version.patch).ok_or_else(|| {
@@ -182,14 +183,14 @@ impl Catalog {
     }
 
     /// The entry for `version`'s minor, checking that the catalog knows the patch.
-    fn minor(&self, version: KubernetesVersion) -> Result<&MinorData, BuildError> {
+    fn minor(&self, version: KubernetesVersion) -> Result<&MinorData, ExpandError> {
         let name = format!("v{}.{}", version.major, version.minor);
         let minor = self
             .data
             .kubernetes
             .iter()
             .find(|minor| minor.minor == name)
-            .ok_or_else(|| BuildError::KubernetesNotInCatalog {
+            .ok_or_else(|| ExpandError::KubernetesNotInCatalog {
                 version: version.to_string(),
                 supported: self
                     .minors()
@@ -199,7 +200,7 @@ impl Catalog {
                     .join(", "),
             })?;
         if version.patch > minor.latest_patch {
-            return Err(BuildError::KubernetesPatchUnknown {
+            return Err(ExpandError::KubernetesPatchUnknown {
                 version: version.to_string(),
                 latest: format!("{name}.{}", minor.latest_patch),
                 minor: name,
@@ -213,7 +214,7 @@ impl Catalog {
         minor: &MinorData,
         kubernetes: KubernetesVersion,
         images: &KubeadmImages,
-    ) -> Result<CatalogBinary, BuildError> {
+    ) -> Result<CatalogBinary, ExpandError> {
         let version = match binary.version_from {
             VersionFrom::Kubernetes => kubernetes.to_string(),
             VersionFrom::Etcd => etcd_release(&images.etcd),
@@ -242,7 +243,7 @@ impl Catalog {
         })
     }
 
-    fn cni(&self, minor: &MinorData, kind: CniKind) -> Result<&CniData, BuildError> {
+    fn cni(&self, minor: &MinorData, kind: CniKind) -> Result<&CniData, ExpandError> {
         minor
             .cnis
             .get(&kind)
@@ -451,8 +452,8 @@ fn etcd_release(image_tag: &str) -> String {
     format!("v{release}")
 }
 
-fn internal(problem: &str) -> BuildError {
-    BuildError::Internal(format!("version catalog: {problem}"))
+fn internal(problem: &str) -> ExpandError {
+    ExpandError::Internal(format!("version catalog: {problem}"))
 }
 
 // ---- the file's schema ----

@@ -341,7 +341,7 @@ fn an_unknown_minor_is_refused_naming_the_supported_ones() {
             .expand(&kubernetes(version, "containerd", "calico"))
             .expect_err(version);
         assert!(
-            matches!(error, BuildError::KubernetesNotInCatalog { .. }),
+            matches!(error, ExpandError::KubernetesNotInCatalog { .. }),
             "{error:?}"
         );
         let message = error.to_string();
@@ -359,7 +359,7 @@ fn a_patch_newer_than_the_catalog_is_refused() {
         .expand(&kubernetes("v1.31.15", "containerd", "calico"))
         .expect_err("v1.31.15 is not in the catalog");
     assert!(
-        matches!(error, BuildError::KubernetesPatchUnknown { .. }),
+        matches!(error, ExpandError::KubernetesPatchUnknown { .. }),
         "{error:?}"
     );
     let message = error.to_string();
