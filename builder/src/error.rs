@@ -2,9 +2,18 @@
 //!
 //! Messages are lowercase, name the artifact, URL, reference or file at fault in backticks, and
 //! end with a hint where one helps; causes are chained through `#[source]`.
+//!
+//! Errors live beside the module that owns them and are re-exported here, so `crate::error::X`
+//! names every error. Modules import an error from its owner, never from here: this module
+//! imports them all.
 
 use std::fmt;
 use std::path::PathBuf;
+
+pub use crate::cache::CacheError;
+pub use crate::catalog::{CatalogError, ExpandError};
+pub use crate::fetch::{FetchError, FetchUrl};
+pub use crate::lockfile::LockFileError;
 
 /// Why a build step failed.
 #[derive(Debug, thiserror::Error)]
@@ -26,135 +35,12 @@ pub enum BuildError {
         source: std::io::Error,
     },
 
-    // ---- cache and HTTP fetch errors (owned by cache.rs and fetch/) ----
-    /// The cache directory cannot be created or used.
-    #[error("cannot use cache directory `{}`; hint: pass another with `--cache DIR`", path.display())]
-    CacheDir {
-        /// The directory.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Downloaded or stored bytes do not have the digest they must have.
-    #[error(
-        "{what} has digest `{actual}` but `{expected}` was expected; hint: upstream changed the file or the pinned sha256 is wrong"
-    )]
-    DigestMismatch {
-        /// What was checked: the URL (in backticks) or a description.
-        what: String,
-        /// The digest it must have.
-        expected: bundle_spec::Sha256Digest,
-        /// The digest it has.
-        actual: bundle_spec::Sha256Digest,
-    },
-    /// A download is not of the size announced for it (by the server, or by an image blob's
-    /// descriptor): it ended short, or went past the size and was cut off there.
-    #[error(
-        "{what} should have {expected} bytes, but {actual} arrived; hint: the transfer was cut, or the server or the image manifest is inconsistent; retry"
-    )]
-    SizeMismatch {
-        /// What was downloaded: the URL in backticks, or a description.
-        what: String,
-        /// The announced size.
-        expected: u64,
-        /// The bytes received: all of them, or up to the cut-off.
-        actual: u64,
-    },
-    /// The HTTP client could not be set up.
-    #[error("cannot set up the http client")]
-    HttpClient {
-        /// The cause.
-        #[source]
-        source: reqwest::Error,
-    },
-    /// A CA file given for a host cannot be read or holds no PEM certificate.
-    #[error("cannot load ca file `{}` for host `{host}`; hint: it must hold PEM certificates", path.display())]
-    CaFile {
-        /// The host it is for.
-        host: String,
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// A URL to fetch cannot be parsed.
-    #[error("invalid url {url}")]
-    InvalidFetchUrl {
-        /// The URL.
-        url: FetchUrl,
-        /// The cause.
-        #[source]
-        source: url::ParseError,
-    },
-    /// Connection failures, cuts or timeouts persisted through every retry.
-    #[error(
-        "cannot fetch {url} ({}); hint: check the network, proxy and tls settings, or set a file mirror in `spec.fileMirrors`",
-        count_attempts(*.attempts)
-    )]
-    Transport {
-        /// The URL.
-        url: FetchUrl,
-        /// How many requests were made.
-        attempts: u32,
-        /// The last failure.
-        #[source]
-        source: reqwest::Error,
-    },
-    /// The server answered with an error status.
-    #[error(
-        "fetching {url} failed with http status `{status}` ({}); hint: {hint}",
-        count_attempts(*.attempts)
-    )]
-    HttpStatus {
-        /// The URL.
-        url: FetchUrl,
-        /// The status code.
-        status: u16,
-        /// How many requests were made.
-        attempts: u32,
-        /// What to check.
-        hint: &'static str,
-    },
-    /// The server's answers broke the protocol through every retry.
-    #[error("fetching {url} failed ({}): {problem}", count_attempts(*.attempts))]
-    HttpProtocol {
-        /// The URL.
-        url: FetchUrl,
-        /// How many requests were made.
-        attempts: u32,
-        /// What was wrong.
-        problem: String,
-    },
-    /// A text document is larger than allowed.
-    #[error(
-        "{url} is larger than {limit} bytes; hint: check that the url names a checksum file or helm index"
-    )]
-    TooLarge {
-        /// The URL.
-        url: FetchUrl,
-        /// The limit in bytes.
-        limit: u64,
-    },
-    /// A text document is not UTF-8.
-    #[error("{url} is not utf-8 text")]
-    NotText {
-        /// The URL.
-        url: FetchUrl,
-        /// The cause.
-        #[source]
-        source: std::string::FromUtf8Error,
-    },
-    /// A blocking background task (hashing, fsync) was cancelled.
-    #[error("{what} was cancelled")]
-    Cancelled {
-        /// What was running.
-        what: &'static str,
-        /// The cause.
-        #[source]
-        source: tokio::task::JoinError,
-    },
+    /// The blob cache failed.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A fetch failed.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
     /// A checksum file has no entry for the file.
     #[error(
         "checksum file {checksum_url} has no sha256 for `{file}`; hint: check `checksumUrl`, or pin `sha256` instead"
@@ -250,7 +136,7 @@ pub enum BuildError {
 
     /// `spec.kubernetes` cannot be expanded through the version catalog.
     #[error(transparent)]
-    Expand(#[from] crate::catalog::ExpandError),
+    Expand(#[from] ExpandError),
 
     // ---- chart image check (owned by check/) ----
     /// Bundled charts, rendered as the install renders them, name images the bundle lacks.
@@ -379,7 +265,7 @@ pub enum BuildError {
     },
     /// The lock file cannot be read or written.
     #[error(transparent)]
-    LockFile(#[from] crate::lockfile::LockFileError),
+    LockFile(#[from] LockFileError),
     /// `--locked` was given but the lock does not cover something the manifest asks for.
     #[error(
         "the lock has no entry for {what}; hint: rebuild without `--locked` to update the lock"
@@ -406,35 +292,6 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// A URL as named (by the manifest, an index) and as fetched after file mirrors; errors show
-/// both when they differ.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchUrl {
-    /// The URL as named.
-    pub original: String,
-    /// The URL requested.
-    pub fetched: String,
-}
-
-impl fmt::Display for FetchUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.original == self.fetched {
-            write!(f, "`{}`", self.original)
-        } else {
-            write!(f, "`{}` (fetched as `{}`)", self.original, self.fetched)
-        }
-    }
-}
-
-/// `1 attempt`, `3 attempts`: for error messages.
-fn count_attempts(count: u32) -> String {
-    if count == 1 {
-        "1 attempt".to_owned()
-    } else {
-        format!("{count} attempts")
-    }
 }
 
 /// A chart that names images the bundle lacks.

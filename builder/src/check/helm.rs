@@ -35,9 +35,9 @@ impl Helm<'_> {
                 );
                 blocking("extracting the bundle's helm", move || {
                     extract(&from, &name, &to)?;
-                    Ok(to)
+                    Ok::<_, BuildError>(to)
                 })
-                .await
+                .await?
             }
         }
     }

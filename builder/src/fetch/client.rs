@@ -11,9 +11,9 @@ use std::path::Path;
 use reqwest::{Certificate, Client};
 use url::Url;
 
+use super::FetchError;
 use super::FetchOptions;
 use super::retry::Timing;
-use crate::BuildError;
 
 /// The clients, by host.
 #[derive(Debug, Clone)]
@@ -23,7 +23,7 @@ pub(crate) struct Clients {
 }
 
 impl Clients {
-    pub(crate) fn new(options: &FetchOptions, timing: Timing) -> Result<Self, BuildError> {
+    pub(crate) fn new(options: &FetchOptions, timing: Timing) -> Result<Self, FetchError> {
         let default = builder(timing).build().map_err(client_error)?;
         let hosts: BTreeSet<&String> = options
             .ca_files
@@ -62,8 +62,8 @@ fn builder(timing: Timing) -> reqwest::ClientBuilder {
         .read_timeout(timing.stall)
 }
 
-fn certificates(host: &str, path: &Path) -> Result<Vec<Certificate>, BuildError> {
-    let ca_error = |source: Box<dyn std::error::Error + Send + Sync>| BuildError::CaFile {
+fn certificates(host: &str, path: &Path) -> Result<Vec<Certificate>, FetchError> {
+    let ca_error = |source: Box<dyn std::error::Error + Send + Sync>| FetchError::CaFile {
         host: host.to_owned(),
         path: path.to_owned(),
         source,
@@ -77,6 +77,6 @@ fn certificates(host: &str, path: &Path) -> Result<Vec<Certificate>, BuildError>
     Ok(certificates)
 }
 
-fn client_error(source: reqwest::Error) -> BuildError {
-    BuildError::HttpClient { source }
+fn client_error(source: reqwest::Error) -> FetchError {
+    FetchError::HttpClient { source }
 }

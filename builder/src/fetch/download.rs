@@ -9,10 +9,10 @@
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
 
+use super::FetchError;
 use super::retry::Failure;
 use super::{HttpFetcher, Target, blocking};
-use crate::BuildError;
-use crate::cache::{Cache, CachedBlob, Download};
+use crate::cache::{Cache, CacheError, CachedBlob, Download};
 use bundle_spec::Sha256Digest;
 
 /// Progress callback: bytes so far, total if known.
@@ -40,11 +40,11 @@ impl HttpFetcher {
         expected: Option<Sha256Digest>,
         cache: &Cache,
         progress: Progress<'_>,
-    ) -> Result<CachedBlob, BuildError> {
+    ) -> Result<CachedBlob, FetchError> {
         let target = self.target(url)?;
         if let Some(expected) = expected {
             let lookup = cache.clone();
-            let hit = blocking("checking the cache", move || lookup.get(&expected)).await?;
+            let hit = blocking("checking the cache", move || lookup.get(&expected)).await??;
             if let Some(blob) = hit {
                 tracing::debug!(url, digest = %blob.digest, "cache hit");
                 progress(blob.size, Some(blob.size));
@@ -56,9 +56,11 @@ impl HttpFetcher {
             .download_once(&target, expected, cache, progress, &mut resumed)
             .await
         {
-            Err(error @ (BuildError::DigestMismatch { .. } | BuildError::SizeMismatch { .. }))
-                if resumed =>
-            {
+            Err(
+                error @ FetchError::Cache(
+                    CacheError::DigestMismatch { .. } | CacheError::SizeMismatch { .. },
+                ),
+            ) if resumed => {
                 tracing::warn!(url = %target.shown, %error, "a resumed download failed verification; downloading it again from the start");
                 self.download_once(&target, expected, cache, progress, &mut resumed)
                     .await
@@ -74,7 +76,7 @@ impl HttpFetcher {
         cache: &Cache,
         progress: Progress<'_>,
         resumed: &mut bool,
-    ) -> Result<CachedBlob, BuildError> {
+    ) -> Result<CachedBlob, FetchError> {
         let (starter, key, what) = (
             cache.clone(),
             target.url.to_string(),
@@ -83,10 +85,10 @@ impl HttpFetcher {
         let mut download = blocking("resuming a partial download", move || {
             starter.begin(&key, &what, expected)
         })
-        .await?;
+        .await??;
         *resumed = download.offset() > 0;
         self.transfer(target, &mut download, progress).await?;
-        blocking("storing a download", move || download.finish()).await
+        Ok(blocking("storing a download", move || download.finish()).await??)
     }
 
     /// Requests until the download holds the whole file, or the retries are used up.
@@ -95,7 +97,7 @@ impl HttpFetcher {
         target: &Target,
         download: &mut Download,
         progress: Progress<'_>,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), FetchError> {
         let mut retry = self.retry();
         loop {
             retry.attempt();

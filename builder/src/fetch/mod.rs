@@ -18,6 +18,7 @@
 
 mod client;
 mod download;
+mod error;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod test_server;
@@ -30,11 +31,10 @@ use std::sync::Arc;
 
 use url::Url;
 
-use crate::BuildError;
 #[cfg(doc)]
 use crate::cache::Cache;
-pub use crate::error::FetchUrl;
 use client::Clients;
+pub use error::{FetchError, FetchUrl};
 use retry::{Failure, Retry, Timing};
 
 /// The size limit of [`HttpFetcher::text`].
@@ -75,11 +75,11 @@ struct Target {
 
 impl HttpFetcher {
     /// A fetcher with `options`; fails if a CA file cannot be loaded.
-    pub fn new(options: FetchOptions) -> Result<Self, BuildError> {
+    pub fn new(options: FetchOptions) -> Result<Self, FetchError> {
         Self::with_timing(options, Timing::default())
     }
 
-    pub(crate) fn with_timing(options: FetchOptions, timing: Timing) -> Result<Self, BuildError> {
+    pub(crate) fn with_timing(options: FetchOptions, timing: Timing) -> Result<Self, FetchError> {
         Ok(Self {
             inner: Arc::new(Inner {
                 clients: Clients::new(&options, timing)?,
@@ -118,12 +118,12 @@ impl HttpFetcher {
     }
 
     /// A small text document (a checksum file): at most [`TEXT_LIMIT`] bytes, retried.
-    pub async fn text(&self, url: &str) -> Result<String, BuildError> {
+    pub async fn text(&self, url: &str) -> Result<String, FetchError> {
         self.text_with_limit(url, TEXT_LIMIT).await
     }
 
     /// A text document of at most `limit` bytes (a Helm index can be large), retried.
-    pub async fn text_with_limit(&self, url: &str, limit: u64) -> Result<String, BuildError> {
+    pub async fn text_with_limit(&self, url: &str, limit: u64) -> Result<String, FetchError> {
         let target = self.target(url)?;
         let mut retry = self.retry();
         let body = loop {
@@ -133,7 +133,7 @@ impl HttpFetcher {
                 Err(failure) => retry.after(failure, &target.shown).await?,
             }
         };
-        String::from_utf8(body).map_err(|source| BuildError::NotText {
+        String::from_utf8(body).map_err(|source| FetchError::NotText {
             url: target.shown,
             source,
         })
@@ -147,7 +147,7 @@ impl HttpFetcher {
             return Err(Failure::status(status, response.headers()));
         }
         let too_large = || {
-            Failure::Fatal(BuildError::TooLarge {
+            Failure::Fatal(FetchError::TooLarge {
                 url: target.shown.clone(),
                 limit,
             })
@@ -168,14 +168,14 @@ impl HttpFetcher {
         Ok(body)
     }
 
-    fn target(&self, url: &str) -> Result<Target, BuildError> {
+    fn target(&self, url: &str) -> Result<Target, FetchError> {
         let shown = FetchUrl {
             original: url.to_owned(),
             fetched: self.mirrored(url),
         };
         match Url::parse(&shown.fetched) {
             Ok(url) => Ok(Target { shown, url }),
-            Err(source) => Err(BuildError::InvalidFetchUrl { url: shown, source }),
+            Err(source) => Err(FetchError::InvalidUrl { url: shown, source }),
         }
     }
 
@@ -184,16 +184,18 @@ impl HttpFetcher {
     }
 }
 
-/// Runs blocking file work (hashing, fsync) off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(
+/// Runs blocking file work (hashing, fsync) off the async workers: the job's own result, or
+/// [`FetchError::Cancelled`] if the task was cancelled (kept apart, so the job may return any
+/// module's error).
+pub(crate) async fn blocking<T: Send + 'static, E: Send + 'static>(
     what: &'static str,
-    job: impl FnOnce() -> Result<T, BuildError> + Send + 'static,
-) -> Result<T, BuildError> {
+    job: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<Result<T, E>, FetchError> {
     match tokio::task::spawn_blocking(job).await {
-        Ok(result) => result,
+        Ok(result) => Ok(result),
         Err(error) => match error.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
-            Err(source) => Err(BuildError::Cancelled { what, source }),
+            Err(source) => Err(FetchError::Cancelled { what, source }),
         },
     }
 }

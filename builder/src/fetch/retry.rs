@@ -13,8 +13,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
+use super::FetchError;
 use super::FetchUrl;
-use crate::BuildError;
+use crate::cache::CacheError;
 
 /// Timeouts and waits; tests shorten them.
 #[derive(Debug, Clone, Copy)]
@@ -56,12 +57,18 @@ pub(crate) enum Failure {
     /// A response that does not fit the request (Content-Range, short body); retried.
     Protocol(String),
     /// Not worth retrying.
-    Fatal(BuildError),
+    Fatal(FetchError),
 }
 
-impl From<BuildError> for Failure {
-    fn from(error: BuildError) -> Self {
+impl From<FetchError> for Failure {
+    fn from(error: FetchError) -> Self {
         Self::Fatal(error)
+    }
+}
+
+impl From<CacheError> for Failure {
+    fn from(error: CacheError) -> Self {
+        Self::Fatal(error.into())
     }
 }
 
@@ -93,21 +100,21 @@ impl Failure {
         }
     }
 
-    fn into_error(self, url: &FetchUrl, attempts: u32) -> BuildError {
+    fn into_error(self, url: &FetchUrl, attempts: u32) -> FetchError {
         let url = url.clone();
         match self {
-            Self::Transport(source) => BuildError::Transport {
+            Self::Transport(source) => FetchError::Transport {
                 url,
                 attempts,
                 source,
             },
-            Self::Status { status, .. } => BuildError::HttpStatus {
+            Self::Status { status, .. } => FetchError::HttpStatus {
                 url,
                 status: status.as_u16(),
                 attempts,
                 hint: status_hint(status),
             },
-            Self::Protocol(problem) => BuildError::HttpProtocol {
+            Self::Protocol(problem) => FetchError::HttpProtocol {
                 url,
                 attempts,
                 problem,
@@ -174,7 +181,7 @@ impl Retry {
         &mut self,
         failure: Failure,
         url: &FetchUrl,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), FetchError> {
         if !failure.is_transient() || self.failures >= self.retries {
             return Err(failure.into_error(url, self.attempts));
         }

@@ -66,7 +66,7 @@ async fn an_interrupted_run_is_resumed_by_the_next() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, BuildError::Transport { attempts: 1, .. }),
+        matches!(error, FetchError::Transport { attempts: 1, .. }),
         "{error:?}"
     );
     let blob = retrying(0)
@@ -131,7 +131,7 @@ async fn retries_run_out() {
     assert!(
         matches!(
             error,
-            BuildError::HttpStatus {
+            FetchError::HttpStatus {
                 status: 502,
                 attempts: 3,
                 ..
@@ -351,11 +351,11 @@ async fn text_is_size_capped_and_retried() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, BuildError::TooLarge { limit: 10, .. }),
+        matches!(error, FetchError::TooLarge { limit: 10, .. }),
         "{error:?}"
     );
     let error = fetcher.text(&server.url("/binary")).await.unwrap_err();
-    assert!(matches!(error, BuildError::NotText { .. }), "{error:?}");
+    assert!(matches!(error, FetchError::NotText { .. }), "{error:?}");
 }
 
 #[test]

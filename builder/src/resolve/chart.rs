@@ -108,7 +108,7 @@ pub async fn resolve_chart(
         }
         config_json(&path, &metadata)
     })
-    .await?;
+    .await??;
     Ok(ResolvedChart {
         name: name.to_owned(),
         version: version.to_owned(),
@@ -245,6 +245,8 @@ fn available(entries: &[IndexEntry]) -> String {
 mod tests {
     use super::metadata::tests::{APP, package};
     use super::*;
+    use crate::cache::CacheError;
+    use crate::fetch::FetchError;
     use crate::fetch::test_server::{Reply, TestServer, retrying};
 
     #[test]
@@ -366,7 +368,10 @@ mod tests {
         assert!(message.contains("has no chart `other`"), "{message}");
         let error = resolve("app", "1.1.0").await.unwrap_err();
         assert!(
-            matches!(error, BuildError::DigestMismatch { .. }),
+            matches!(
+                error,
+                BuildError::Fetch(FetchError::Cache(CacheError::DigestMismatch { .. }))
+            ),
             "{error:?}"
         );
         assert!(

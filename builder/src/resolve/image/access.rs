@@ -96,7 +96,7 @@ impl RegistryAccess {
         let client = blocking("setting up a registry client", move || {
             access.client_config(&configured).map(Client::new)
         })
-        .await?;
+        .await??;
         // Another task may have set one up meanwhile: all use the first.
         Ok(self.clients()?.entry(host).or_insert(client).clone())
     }

@@ -25,7 +25,7 @@ use oci_client::client::BlobResponse;
 pub use access::RegistryAccess;
 pub use document::{BlobRef, Document};
 
-use crate::cache::{Cache, CachedBlob, Download};
+use crate::cache::{Cache, CacheError, CachedBlob, Download};
 use crate::error::BuildError;
 use crate::fetch::blocking;
 
@@ -296,7 +296,7 @@ async fn pull_document(
     let blob = blocking("storing a manifest", move || {
         store.put_bytes(&bytes, Some(digest))
     })
-    .await?;
+    .await??;
     Ok((document, blob))
 }
 
@@ -316,7 +316,7 @@ pub async fn fetch_blob(
     progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
 ) -> Result<CachedBlob, BuildError> {
     let (lookup, digest, size) = (cache.clone(), blob.digest, blob.size);
-    if let Some(hit) = blocking("checking the cache", move || lookup.get(&digest)).await? {
+    if let Some(hit) = blocking("checking the cache", move || lookup.get(&digest)).await?? {
         progress(hit.size, Some(hit.size));
         return Ok(hit);
     }
@@ -338,9 +338,9 @@ pub async fn fetch_blob(
             download.restart()?;
         }
         download.expect_size(size);
-        Ok(download)
+        Ok::<_, CacheError>(download)
     })
-    .await?;
+    .await??;
     progress(download.offset(), Some(size));
     // A partial file holding every byte (a run stopped just before storing it) needs no request:
     // the registry could not serve a range starting at its end.
@@ -355,9 +355,9 @@ pub async fn fetch_blob(
                 download = blocking("restarting a download", move || {
                     download.restart()?;
                     download.expect_size(size);
-                    Ok(download)
+                    Ok::<_, CacheError>(download)
                 })
-                .await?;
+                .await??;
                 stream.stream
             }
             BlobResponse::Partial(stream) => stream.stream,
@@ -390,7 +390,7 @@ pub async fn fetch_blob(
             }
         }
     }
-    blocking("storing a blob", move || download.finish()).await
+    Ok(blocking("storing a blob", move || download.finish()).await??)
 }
 
 /// Appends `chunks` to `download` on the blocking pool; the download moves there and back, so a
@@ -402,13 +402,13 @@ async fn write_chunks(
     if chunks.is_empty() {
         return Ok(download);
     }
-    blocking("writing a download", move || {
+    Ok(blocking("writing a download", move || {
         for chunk in &chunks {
             download.write(chunk)?;
         }
-        Ok(download)
+        Ok::<_, CacheError>(download)
     })
-    .await
+    .await??)
 }
 
 /// Whether a stream error is oci-client's digest check at the end of a blob.

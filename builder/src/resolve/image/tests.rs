@@ -84,11 +84,11 @@ async fn a_blob_longer_than_its_descriptor_is_cut_off_as_soon_as_it_is() {
     .await;
     let (_dir, cache) = cache();
     let error = fetch_layer(&server, &cache, &blob).await.unwrap_err();
-    let BuildError::SizeMismatch {
+    let BuildError::Cache(CacheError::SizeMismatch {
         what,
         expected,
         actual,
-    } = &error
+    }) = &error
     else {
         panic!("{error:?}");
     };
@@ -111,7 +111,7 @@ async fn a_blob_shorter_than_its_descriptor_is_an_error_naming_it() {
     assert!(
         matches!(
             &error,
-            BuildError::SizeMismatch { what, expected: 36, actual: 30 }
+            BuildError::Cache(CacheError::SizeMismatch { what, expected: 36, actual: 30 })
                 if what.contains(&blob.digest.to_string())
         ),
         "{error:?}"

@@ -26,7 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bundle_spec::{Sha256Digest, durable};
 use sha2::{Digest as _, Sha256};
 
-use crate::BuildError;
+pub use error::CacheError;
+
+mod error;
 
 /// Buffer size for hashing and writing.
 const BUFFER: usize = 256 * 1024;
@@ -74,12 +76,12 @@ pub struct CachedBlob {
 
 impl Cache {
     /// Opens the cache at `dir`, creating its directories as needed.
-    pub fn open(dir: &Path) -> Result<Cache, BuildError> {
+    pub fn open(dir: &Path) -> Result<Cache, CacheError> {
         let cache = Cache {
             root: Arc::new(dir.to_owned()),
         };
         for sub in [cache.blobs_dir(), cache.partial_dir()] {
-            fs::create_dir_all(&sub).map_err(|source| BuildError::CacheDir {
+            fs::create_dir_all(&sub).map_err(|source| CacheError::Dir {
                 path: sub.clone(),
                 source,
             })?;
@@ -102,15 +104,15 @@ impl Cache {
 
     /// A verified blob: re-hashes the file on every hit; a corrupt entry is removed (logged
     /// with `tracing::warn` naming it) and `None` returned, so it is refetched.
-    pub fn get(&self, digest: &Sha256Digest) -> Result<Option<CachedBlob>, BuildError> {
+    pub fn get(&self, digest: &Sha256Digest) -> Result<Option<CachedBlob>, CacheError> {
         file_call();
         let path = self.blob_path(digest);
         let file = match File::open(&path) {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(BuildError::File { path, source }),
+            Err(source) => return Err(CacheError::File { path, source }),
         };
-        let (actual, size) = hash_reader(file).map_err(|source| BuildError::File {
+        let (actual, size) = hash_reader(file).map_err(|source| CacheError::File {
             path: path.clone(),
             source,
         })?;
@@ -143,7 +145,7 @@ impl Cache {
         key: &str,
         what: &str,
         expected: Option<Sha256Digest>,
-    ) -> Result<Download, BuildError> {
+    ) -> Result<Download, CacheError> {
         file_call();
         let shared = self
             .partial_dir()
@@ -177,13 +179,13 @@ impl Cache {
         &self,
         bytes: &[u8],
         expected: Option<Sha256Digest>,
-    ) -> Result<CachedBlob, BuildError> {
+    ) -> Result<CachedBlob, CacheError> {
         file_call();
         let digest = Sha256Digest::of(bytes);
         if let Some(expected) = expected
             && expected != digest
         {
-            return Err(BuildError::DigestMismatch {
+            return Err(CacheError::DigestMismatch {
                 what: format!("data to cache ({} bytes)", bytes.len()),
                 expected,
                 actual: digest,
@@ -193,14 +195,14 @@ impl Cache {
             return Ok(blob);
         }
         let partial = self.partial_dir();
-        let file_error = |source| BuildError::File {
+        let file_error = |source| CacheError::File {
             path: partial.clone(),
             source,
         };
         let mut temp = tempfile::NamedTempFile::new_in(&partial).map_err(file_error)?;
         temp.write_all(bytes).map_err(file_error)?;
         let path = self.blob_path(&digest);
-        durable::persist(temp, &path).map_err(|source| BuildError::File {
+        durable::persist(temp, &path).map_err(|source| CacheError::File {
             path: path.clone(),
             source,
         })?;
@@ -275,9 +277,9 @@ impl Download {
     }
 
     /// Discards the bytes written so far, e.g. when the server ignored `Range`.
-    pub fn restart(&mut self) -> Result<(), BuildError> {
+    pub fn restart(&mut self) -> Result<(), CacheError> {
         file_call();
-        let io_error = |source| BuildError::File {
+        let io_error = |source| CacheError::File {
             path: self.path.clone(),
             source,
         };
@@ -295,13 +297,13 @@ impl Download {
     /// Appends `chunk`, unless it would take the blob past its expected size: then nothing
     /// of it is written and the error names the blob, the size it must have and the bytes
     /// received so far, so a source sending too much is cut off as soon as it does.
-    pub fn write(&mut self, chunk: &[u8]) -> Result<(), BuildError> {
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), CacheError> {
         file_call();
         let received = self.offset + chunk.len() as u64;
         if let Some(expected) = self.expected_size
             && received > expected
         {
-            return Err(BuildError::SizeMismatch {
+            return Err(CacheError::SizeMismatch {
                 what: self.what.clone(),
                 expected,
                 actual: received,
@@ -309,7 +311,7 @@ impl Download {
         }
         self.writer
             .write_all(chunk)
-            .map_err(|source| BuildError::File {
+            .map_err(|source| CacheError::File {
                 path: self.path.clone(),
                 source,
             })?;
@@ -322,7 +324,7 @@ impl Download {
     /// and renames the blob into `blobs/`. On a mismatch the partial file is deleted and the
     /// error names the blob (`what` of [`Cache::begin`]), the expected and the actual digest
     /// or size.
-    pub fn finish(mut self) -> Result<CachedBlob, BuildError> {
+    pub fn finish(mut self) -> Result<CachedBlob, CacheError> {
         file_call();
         self.done = true;
         self.sync()?;
@@ -331,7 +333,7 @@ impl Download {
             && expected != self.offset
         {
             remove_if_present(&self.path)?;
-            return Err(BuildError::SizeMismatch {
+            return Err(CacheError::SizeMismatch {
                 what: std::mem::take(&mut self.what),
                 expected,
                 actual: self.offset,
@@ -341,7 +343,7 @@ impl Download {
             && expected != digest
         {
             remove_if_present(&self.path)?;
-            return Err(BuildError::DigestMismatch {
+            return Err(CacheError::DigestMismatch {
                 what: std::mem::take(&mut self.what),
                 expected,
                 actual: digest,
@@ -350,7 +352,7 @@ impl Download {
         let path = self.blobs.join(digest.hex());
         fs::rename(&self.path, &path)
             .and_then(|()| durable::sync_dir(&self.blobs))
-            .map_err(|source| BuildError::File {
+            .map_err(|source| CacheError::File {
                 path: path.clone(),
                 source,
             })?;
@@ -361,18 +363,18 @@ impl Download {
         })
     }
 
-    fn sync(&mut self) -> Result<(), BuildError> {
+    fn sync(&mut self) -> Result<(), CacheError> {
         self.writer
             .flush()
             .and_then(|()| self.writer.get_ref().sync_all())
-            .map_err(|source| BuildError::File {
+            .map_err(|source| CacheError::File {
                 path: self.path.clone(),
                 source,
             })
     }
 
     /// Feeds the bytes a previous run left in the partial file to the hasher.
-    fn rehash_existing(&mut self) -> Result<(), BuildError> {
+    fn rehash_existing(&mut self) -> Result<(), CacheError> {
         let path = self.path.clone();
         let file = self.writer.get_mut();
         let mut rehash = || -> io::Result<u64> {
@@ -388,7 +390,7 @@ impl Download {
                 total += read as u64;
             }
         };
-        self.offset = rehash().map_err(|source| BuildError::File { path, source })?;
+        self.offset = rehash().map_err(|source| CacheError::File { path, source })?;
         if self.offset > 0 {
             tracing::debug!(key = %self.key, offset = self.offset, "resuming a partial download");
         }
@@ -412,8 +414,8 @@ impl Drop for Download {
 
 /// Opens (creating) the partial file at `path` and locks it; `None` if another download holds
 /// the lock.
-fn open_locked(path: &Path) -> Result<Option<File>, BuildError> {
-    let io_error = |source| BuildError::File {
+fn open_locked(path: &Path) -> Result<Option<File>, CacheError> {
+    let io_error = |source| CacheError::File {
         path: path.to_owned(),
         source,
     };
@@ -440,13 +442,13 @@ fn private_partial(shared: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn create_private(path: &Path) -> Result<File, BuildError> {
+fn create_private(path: &Path) -> Result<File, CacheError> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         .open(path)
-        .map_err(|source| BuildError::File {
+        .map_err(|source| CacheError::File {
             path: path.to_owned(),
             source,
         })
@@ -475,9 +477,9 @@ pub(crate) fn digest_of(hasher: Sha256) -> Sha256Digest {
         .unwrap_or_else(|| unreachable!("hex of 32 bytes is a sha256 digest"))
 }
 
-fn remove_if_present(path: &Path) -> Result<(), BuildError> {
+fn remove_if_present(path: &Path) -> Result<(), CacheError> {
     match fs::remove_file(path) {
-        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(BuildError::File {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(CacheError::File {
             path: path.to_owned(),
             source: error,
         }),
@@ -619,7 +621,7 @@ mod tests {
         assert!(
             matches!(
                 error,
-                BuildError::SizeMismatch {
+                CacheError::SizeMismatch {
                     expected: 4,
                     actual: 3,
                     ..
@@ -641,7 +643,7 @@ mod tests {
         assert!(
             matches!(
                 &error,
-                BuildError::SizeMismatch {
+                CacheError::SizeMismatch {
                     expected: 4,
                     actual: 5,
                     what,
