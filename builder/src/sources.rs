@@ -80,7 +80,10 @@ impl Sources {
 /// `oci://host/path/name` at `version` as an image reference; Helm tags replace `+` by `_`.
 fn oci_chart_source(url: &str, version: &str) -> Result<ImageSource, BuildError> {
     let location = url.trim_start_matches("oci://").trim_end_matches('/');
-    ImageSource::parse(&format!("{location}:{}", version.replace('+', "_")))
+    Ok(ImageSource::parse(&format!(
+        "{location}:{}",
+        version.replace('+', "_")
+    ))?)
 }
 
 /// The catalog's expansion as a manifest, for the manifest parser to validate.

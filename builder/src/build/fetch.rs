@@ -22,6 +22,7 @@ use crate::delta::Base;
 use crate::error::BuildError;
 use crate::fetch::HttpFetcher;
 use crate::progress::Progress;
+use crate::resolve::ResolveError;
 use crate::resolve::binary::{ResolvedFile, resolve_binary};
 use crate::resolve::chart::{ResolvedChart, resolve_chart};
 use crate::resolve::image::{
@@ -250,7 +251,7 @@ async fn fetch_layer(
 ) -> Result<CachedBlob, BuildError> {
     let fetch = ctx.access.fetch_reference(&source.reference);
     let tracker = ctx.progress.tracker();
-    image::fetch_blob(&ctx.access, &ctx.cache, &source, &fetch, &blob, &tracker).await
+    Ok(image::fetch_blob(&ctx.access, &ctx.cache, &source, &fetch, &blob, &tracker).await?)
 }
 
 pub(super) async fn resolve_images(
@@ -266,7 +267,7 @@ pub(super) async fn resolve_images(
                         lock.images
                             .iter()
                             .find(|l| l.reference == source.name())
-                            .ok_or_else(|| BuildError::NotLocked {
+                            .ok_or_else(|| ResolveError::NotLocked {
                                 what: format!("image `{}`", source.name()),
                             })?,
                     ),
@@ -280,8 +281,9 @@ pub(super) async fn resolve_images(
             }
         })
         .buffered(ctx.jobs)
-        .try_collect()
+        .try_collect::<Vec<_>>()
         .await
+        .map_err(BuildError::from)
 }
 
 /// Fetches the blobs of `images` (OCI charts) into the cache, all of them before returning.

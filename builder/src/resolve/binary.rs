@@ -17,9 +17,9 @@ use bundle_spec::lock::LockedFile;
 use bundle_spec::manifest::Binary;
 use bundle_spec::platform::Platform;
 
-use crate::BuildError;
 use crate::cache::{Cache, CachedBlob};
 use crate::fetch::{FetchUrl, HttpFetcher};
+use crate::resolve::ResolveError;
 
 /// A binary resolved and downloaded for one platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub async fn resolve_binary(
     fetcher: &HttpFetcher,
     cache: &Cache,
     locked: Option<&[LockedFile]>,
-) -> Result<Vec<ResolvedFile>, BuildError> {
+) -> Result<Vec<ResolvedFile>, ResolveError> {
     let mut checksum_files = BTreeMap::new();
     let mut downloaded: BTreeMap<String, CachedBlob> = BTreeMap::new();
     let mut files = Vec::with_capacity(platforms.len());
@@ -124,7 +124,7 @@ impl Wanted<'_> {
         locked: Option<&[LockedFile]>,
         fetcher: &HttpFetcher,
         checksum_files: &mut BTreeMap<String, String>,
-    ) -> Result<Sha256Digest, BuildError> {
+    ) -> Result<Sha256Digest, ResolveError> {
         let pinned = self.pinned()?;
         if let Some(locked) = locked {
             return self.locked_digest(locked, pinned);
@@ -133,7 +133,7 @@ impl Wanted<'_> {
             return Ok(pinned);
         }
         let Some(checksum_url) = self.binary.checksum_url_for(self.platform) else {
-            return Err(BuildError::NoChecksum {
+            return Err(ResolveError::NoChecksum {
                 what: self.describe(),
             });
         };
@@ -142,7 +142,7 @@ impl Wanted<'_> {
             checksum_files.insert(checksum_url.clone(), text);
         }
         let text = checksum_files.get(&checksum_url).map_or("", String::as_str);
-        find_checksum(text, self.file_name).ok_or_else(|| BuildError::ChecksumNotListed {
+        find_checksum(text, self.file_name).ok_or_else(|| ResolveError::ChecksumNotListed {
             checksum_url: FetchUrl {
                 fetched: fetcher.mirrored(&checksum_url),
                 original: checksum_url.clone(),
@@ -152,7 +152,7 @@ impl Wanted<'_> {
     }
 
     /// The manifest's `sha256` for this platform, if it pins one.
-    fn pinned(&self) -> Result<Option<Sha256Digest>, BuildError> {
+    fn pinned(&self) -> Result<Option<Sha256Digest>, ResolveError> {
         let Some(hex) = self
             .binary
             .checksum
@@ -162,7 +162,7 @@ impl Wanted<'_> {
         };
         Sha256Digest::from_hex(hex)
             .map(Some)
-            .ok_or_else(|| BuildError::InvalidSha256 {
+            .ok_or_else(|| ResolveError::InvalidSha256 {
                 what: self.describe(),
                 value: hex.to_owned(),
             })
@@ -172,7 +172,7 @@ impl Wanted<'_> {
         &self,
         locked: &[LockedFile],
         pinned: Option<Sha256Digest>,
-    ) -> Result<Sha256Digest, BuildError> {
+    ) -> Result<Sha256Digest, ResolveError> {
         let platform = self.platform.to_string();
         let entry = locked
             .iter()
@@ -182,11 +182,11 @@ impl Wanted<'_> {
                     && entry.platform.as_deref() == Some(platform.as_str())
                     && entry.url == self.url
             })
-            .ok_or_else(|| BuildError::NotLocked {
+            .ok_or_else(|| ResolveError::NotLocked {
                 what: format!("{} from `{}`", self.describe(), self.url),
             })?;
         match pinned {
-            Some(pinned) if pinned != entry.digest => Err(BuildError::LockConflict {
+            Some(pinned) if pinned != entry.digest => Err(ResolveError::LockConflict {
                 what: self.describe(),
                 locked: entry.digest,
                 pinned,
@@ -524,6 +524,6 @@ mod tests {
         let error = resolve_binary(&binary, &platforms(), &fetcher, &cache, Some(&lock))
             .await
             .unwrap_err();
-        assert!(matches!(error, BuildError::NotLocked { .. }), "{error:?}");
+        assert!(matches!(error, ResolveError::NotLocked { .. }), "{error:?}");
     }
 }

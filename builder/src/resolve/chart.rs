@@ -25,9 +25,9 @@ use bundle_spec::lock::LockedFile;
 use serde::Deserialize;
 use url::Url;
 
-use crate::BuildError;
 use crate::cache::{Cache, CachedBlob};
 use crate::fetch::{FetchUrl, HttpFetcher, blocking};
+use crate::resolve::ResolveError;
 use metadata::{archive_error, config_json, read_metadata};
 
 /// The size limit of a repository's `index.yaml` (large public repositories reach tens of MiB).
@@ -77,7 +77,7 @@ pub async fn resolve_chart(
     fetcher: &HttpFetcher,
     cache: &Cache,
     locked: Option<&[LockedFile]>,
-) -> Result<ResolvedChart, BuildError> {
+) -> Result<ResolvedChart, ResolveError> {
     let (url, expected) = match locked {
         Some(locked) => {
             let entry = locked
@@ -85,7 +85,7 @@ pub async fn resolve_chart(
                 .find(|entry| {
                     entry.name == name && entry.version == version && entry.platform.is_none()
                 })
-                .ok_or_else(|| BuildError::NotLocked {
+                .ok_or_else(|| ResolveError::NotLocked {
                     what: format!("chart `{name}` `{version}` from `{repo}`"),
                 })?;
             (entry.url.clone(), Some(entry.digest))
@@ -121,7 +121,7 @@ pub async fn resolve_chart(
 
 /// Helm's OCI config blob for the packaged chart at `path`: its `Chart.yaml` as JSON, in the
 /// shape of Helm's `chart.Metadata` (fields in Helm's order, empty ones left out).
-pub fn chart_config_from_tgz(path: &Path) -> Result<Vec<u8>, BuildError> {
+pub fn chart_config_from_tgz(path: &Path) -> Result<Vec<u8>, ResolveError> {
     config_json(path, &read_metadata(path)?)
 }
 
@@ -131,10 +131,10 @@ async fn locate(
     version: &str,
     repo: &str,
     fetcher: &HttpFetcher,
-) -> Result<(String, Option<Sha256Digest>), BuildError> {
+) -> Result<(String, Option<Sha256Digest>), ResolveError> {
     let index_url = format!("{}/index.yaml", repo.trim_end_matches('/'));
     let text = fetcher.text_with_limit(&index_url, INDEX_LIMIT).await?;
-    let index = parse_index(&text).map_err(|source| BuildError::ChartIndex {
+    let index = parse_index(&text).map_err(|source| ResolveError::ChartIndex {
         url: FetchUrl {
             fetched: fetcher.mirrored(&index_url),
             original: index_url.clone(),
@@ -144,20 +144,20 @@ async fn locate(
     let entries = index
         .entries
         .get(name)
-        .ok_or_else(|| BuildError::ChartNotInIndex {
+        .ok_or_else(|| ResolveError::ChartNotInIndex {
             chart: name.to_owned(),
             repo: repo.to_owned(),
         })?;
     let entry = entries
         .iter()
         .find(|entry| entry.version == version)
-        .ok_or_else(|| BuildError::ChartVersionMissing {
+        .ok_or_else(|| ResolveError::ChartVersionMissing {
             chart: name.to_owned(),
             version: version.to_owned(),
             repo: repo.to_owned(),
             available: available(entries),
         })?;
-    let entry_error = |problem: String| BuildError::ChartIndexEntry {
+    let entry_error = |problem: String| ResolveError::ChartIndexEntry {
         chart: name.to_owned(),
         version: version.to_owned(),
         repo: repo.to_owned(),
@@ -345,7 +345,7 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert!(matches!(error, BuildError::NotLocked { .. }), "{error:?}");
+        assert!(matches!(error, ResolveError::NotLocked { .. }), "{error:?}");
     }
 
     #[tokio::test]
@@ -370,7 +370,7 @@ mod tests {
         assert!(
             matches!(
                 error,
-                BuildError::Fetch(FetchError::Cache(CacheError::DigestMismatch { .. }))
+                ResolveError::Fetch(FetchError::Cache(CacheError::DigestMismatch { .. }))
             ),
             "{error:?}"
         );

@@ -15,15 +15,15 @@ use std::path::{Component, Path};
 use flate2::read::GzDecoder;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::BuildError;
+use crate::resolve::ResolveError;
 
 /// The size limit of a chart's `Chart.yaml`.
 const CHART_YAML_LIMIT: u64 = 1024 * 1024;
 /// How many bytes of a chart archive are unpacked at most while looking for `Chart.yaml`.
 const UNPACK_LIMIT: u64 = 512 * 1024 * 1024;
 
-pub(super) fn config_json(path: &Path, metadata: &ChartMetadata) -> Result<Vec<u8>, BuildError> {
-    serde_json::to_vec(metadata).map_err(|error| BuildError::ChartArchive {
+pub(super) fn config_json(path: &Path, metadata: &ChartMetadata) -> Result<Vec<u8>, ResolveError> {
+    serde_json::to_vec(metadata).map_err(|error| ResolveError::ChartArchive {
         path: path.to_owned(),
         problem: "its metadata cannot be written as json".to_owned(),
         source: Some(Box::new(error)),
@@ -31,21 +31,21 @@ pub(super) fn config_json(path: &Path, metadata: &ChartMetadata) -> Result<Vec<u
 }
 
 /// Reads `<chart>/Chart.yaml` out of the packaged chart at `path`.
-pub(super) fn read_metadata(path: &Path) -> Result<ChartMetadata, BuildError> {
+pub(super) fn read_metadata(path: &Path) -> Result<ChartMetadata, ResolveError> {
     let text = read_chart_yaml(path)?;
-    serde_saphyr::from_str(&text).map_err(|error| BuildError::ChartArchive {
+    serde_saphyr::from_str(&text).map_err(|error| ResolveError::ChartArchive {
         path: path.to_owned(),
         problem: "its `Chart.yaml` is not valid".to_owned(),
         source: Some(Box::new(error)),
     })
 }
 
-fn read_chart_yaml(path: &Path) -> Result<String, BuildError> {
-    let file = File::open(path).map_err(|source| BuildError::File {
+fn read_chart_yaml(path: &Path) -> Result<String, ResolveError> {
+    let file = File::open(path).map_err(|source| ResolveError::File {
         path: path.to_owned(),
         source,
     })?;
-    let not_tgz = |error: std::io::Error| BuildError::ChartArchive {
+    let not_tgz = |error: std::io::Error| ResolveError::ChartArchive {
         path: path.to_owned(),
         problem: "it is not a gzip-compressed tar archive".to_owned(),
         source: Some(Box::new(error)),
@@ -89,8 +89,8 @@ fn is_chart_yaml(path: &Path) -> bool {
     )
 }
 
-pub(super) fn archive_error(path: &Path, problem: String) -> BuildError {
-    BuildError::ChartArchive {
+pub(super) fn archive_error(path: &Path, problem: String) -> ResolveError {
+    ResolveError::ChartArchive {
         path: path.to_owned(),
         problem,
         source: None,

@@ -15,8 +15,8 @@ use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientP
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use crate::error::BuildError;
 use crate::fetch::blocking;
+use crate::resolve::ResolveError;
 
 /// Clients and credentials for every registry a build talks to.
 #[derive(Clone)]
@@ -38,7 +38,7 @@ impl std::fmt::Debug for RegistryAccess {
 impl RegistryAccess {
     /// Access as the manifest's `registries` section describes, with credentials from the
     /// user's `~/.docker/config.json` where the manifest names none.
-    pub fn new(settings: &BTreeMap<String, RegistryConfig>) -> Result<Self, BuildError> {
+    pub fn new(settings: &BTreeMap<String, RegistryConfig>) -> Result<Self, ResolveError> {
         let docker_auths = docker_config_path()
             .map_or_else(|| Ok(BTreeMap::new()), |path| read_docker_auths(&path))?;
         Ok(Self {
@@ -87,7 +87,7 @@ impl RegistryAccess {
 
     /// The client for the registry `reference` lives on. The first request for a host sets
     /// its client up off the async workers, since that reads the host's CA file.
-    pub async fn client(&self, reference: &Reference) -> Result<Client, BuildError> {
+    pub async fn client(&self, reference: &Reference) -> Result<Client, ResolveError> {
         let host = reference.registry().to_owned();
         if let Some(client) = self.clients()?.get(&host) {
             return Ok(client.clone());
@@ -101,13 +101,13 @@ impl RegistryAccess {
         Ok(self.clients()?.entry(host).or_insert(client).clone())
     }
 
-    fn clients(&self) -> Result<MutexGuard<'_, BTreeMap<String, Client>>, BuildError> {
+    fn clients(&self) -> Result<MutexGuard<'_, BTreeMap<String, Client>>, ResolveError> {
         self.clients
             .lock()
-            .map_err(|_| BuildError::Internal("registry client table poisoned".into()))
+            .map_err(|_| ResolveError::Internal("registry client table poisoned".into()))
     }
 
-    fn client_config(&self, host: &str) -> Result<ClientConfig, BuildError> {
+    fn client_config(&self, host: &str) -> Result<ClientConfig, ResolveError> {
         let settings = self.settings.get(host);
         let mut config = ClientConfig {
             protocol: if settings.is_some_and(|s| s.plain_http) {
@@ -123,7 +123,7 @@ impl RegistryAccess {
             ..ClientConfig::default()
         };
         if let Some(ca) = settings.and_then(|s| s.ca_file.as_ref()) {
-            let data = std::fs::read(ca).map_err(|source| BuildError::File {
+            let data = std::fs::read(ca).map_err(|source| ResolveError::File {
                 path: ca.clone(),
                 source,
             })?;
@@ -136,14 +136,15 @@ impl RegistryAccess {
     }
 
     /// The credentials for the registry `reference` lives on.
-    pub fn auth(&self, reference: &Reference) -> Result<RegistryAuth, BuildError> {
+    pub fn auth(&self, reference: &Reference) -> Result<RegistryAuth, ResolveError> {
         let host = reference.registry();
         if let Some(credentials) = self.settings.get(host).and_then(|s| s.credentials.as_ref()) {
-            let password =
-                std::env::var(&credentials.password_env).map_err(|_| BuildError::PasswordEnv {
+            let password = std::env::var(&credentials.password_env).map_err(|_| {
+                ResolveError::PasswordEnv {
                     registry: host.to_owned(),
                     variable: credentials.password_env.clone(),
-                })?;
+                }
+            })?;
             return Ok(RegistryAuth::Basic(credentials.username.clone(), password));
         }
         let docker_host = if host == "docker.io" {
@@ -172,7 +173,7 @@ fn docker_config_path() -> Option<PathBuf> {
 /// The `auths` of a Docker client config: host → (user, password), from the base64 `auth` field.
 fn read_docker_auths(
     path: &std::path::Path,
-) -> Result<BTreeMap<String, (String, String)>, BuildError> {
+) -> Result<BTreeMap<String, (String, String)>, ResolveError> {
     #[derive(serde::Deserialize)]
     struct DockerConfig {
         #[serde(default)]
@@ -182,12 +183,12 @@ fn read_docker_auths(
     struct DockerAuth {
         auth: Option<String>,
     }
-    let text = std::fs::read(path).map_err(|source| BuildError::File {
+    let text = std::fs::read(path).map_err(|source| ResolveError::File {
         path: path.to_owned(),
         source,
     })?;
     let config: DockerConfig =
-        serde_json::from_slice(&text).map_err(|e| BuildError::DockerConfig {
+        serde_json::from_slice(&text).map_err(|e| ResolveError::DockerConfig {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
@@ -198,7 +199,7 @@ fn read_docker_auths(
             .decode(encoded.trim())
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or_else(|| BuildError::DockerConfig {
+            .ok_or_else(|| ResolveError::DockerConfig {
                 path: path.to_owned(),
                 reason: format!("the `auth` of `{host}` is not base64 of `user:password`"),
             })?;

@@ -5,8 +5,6 @@ use bundle_spec::oci::{self, Descriptor};
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
 
-use crate::error::DocumentError;
-
 /// A blob a document references.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobRef {
@@ -132,6 +130,31 @@ pub(super) fn config_platform(bytes: &[u8]) -> Option<Platform> {
         None => format!("{os}/{arch}"),
     };
     text.parse().ok()
+}
+
+/// Why a registry's manifest or index cannot be understood (the reason of
+/// [`ResolveError::InvalidManifest`](crate::resolve::ResolveError::InvalidManifest)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DocumentError {
+    /// The bytes are not JSON of a manifest's or an index's shape.
+    #[error("not a manifest or index: {0}")]
+    Json(serde_json::Error),
+    /// A Docker schema 1 manifest, or another version.
+    #[error("only schemaVersion 2 manifests are supported (Docker schema 1 is not)")]
+    SchemaVersion,
+    /// A descriptor's digest is not a sha256 digest.
+    #[error("`{digest}` is not a sha256 digest")]
+    Digest {
+        /// The digest as written.
+        digest: String,
+    },
+    /// A descriptor without a media type.
+    #[error("the descriptor of `{digest}` has no mediaType")]
+    NoMediaType {
+        /// The descriptor's digest.
+        digest: String,
+    },
 }
 
 #[cfg(test)]

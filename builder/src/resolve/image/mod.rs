@@ -23,11 +23,11 @@ use oci_client::Reference;
 use oci_client::client::BlobResponse;
 
 pub use access::RegistryAccess;
-pub use document::{BlobRef, Document};
+pub use document::{BlobRef, Document, DocumentError};
 
 use crate::cache::{Cache, CacheError, CachedBlob, Download};
-use crate::error::BuildError;
 use crate::fetch::blocking;
+use crate::resolve::ResolveError;
 
 /// The media types a build accepts for manifests and indexes.
 pub const MANIFEST_MEDIA_TYPES: &[&str] = &[
@@ -48,10 +48,10 @@ pub struct ImageSource {
 
 impl ImageSource {
     /// Parses a reference; it must name a tag or a digest.
-    pub fn parse(text: &str) -> Result<Self, BuildError> {
+    pub fn parse(text: &str) -> Result<Self, ResolveError> {
         let reference: Reference =
             text.parse()
-                .map_err(|e: oci_client::ParseError| BuildError::ImageReference {
+                .map_err(|e: oci_client::ParseError| ResolveError::ImageReference {
                     reference: text.to_owned(),
                     reason: e.to_string(),
                 })?;
@@ -123,13 +123,13 @@ pub async fn resolve_image(
     source: &ImageSource,
     locked: Option<&LockedImage>,
     options: ResolveOptions<'_>,
-) -> Result<ResolvedImage, BuildError> {
+) -> Result<ResolvedImage, ResolveError> {
     let fetch = access.fetch_reference(&source.reference);
     let (top, top_blob) = pull_document(access, cache, source, &fetch).await?;
     if let Some(pin) = source.reference.digest()
         && pin != top.digest.to_string()
     {
-        return Err(BuildError::ManifestDigest {
+        return Err(ResolveError::ManifestDigest {
             reference: source.name(),
             expected: pin.to_owned(),
             actual: top.digest,
@@ -138,7 +138,7 @@ pub async fn resolve_image(
     if let Some(locked) = locked
         && locked.digest != top.digest
     {
-        return Err(BuildError::Drift {
+        return Err(ResolveError::Drift {
             reference: source.name(),
             locked: locked.digest,
             current: top.digest,
@@ -157,7 +157,7 @@ pub async fn resolve_image(
             );
             let (document, blob) = pull_document(access, cache, source, &by_digest).await?;
             if document.digest != entry.digest {
-                return Err(BuildError::ManifestDigest {
+                return Err(ResolveError::ManifestDigest {
                     reference: source.name(),
                     expected: entry.digest.to_string(),
                     actual: document.digest,
@@ -193,7 +193,7 @@ fn choose_platforms(
     source: &ImageSource,
     index: &Document,
     options: ResolveOptions<'_>,
-) -> Result<(Vec<PlatformEntry>, Vec<String>), BuildError> {
+) -> Result<(Vec<PlatformEntry>, Vec<String>), ResolveError> {
     let mut chosen = Vec::new();
     for wanted in options.platforms {
         match index
@@ -225,8 +225,8 @@ fn missing_platform(
     wanted: &Platform,
     available: &[String],
     options: ResolveOptions<'_>,
-) -> Result<(), BuildError> {
-    let error = BuildError::PlatformMissing {
+) -> Result<(), ResolveError> {
+    let error = ResolveError::PlatformMissing {
         reference: source.name(),
         platform: wanted.to_string(),
         available: available.join(", "),
@@ -247,14 +247,14 @@ async fn check_single_platform(
     fetch: &Reference,
     manifest: &Document,
     options: ResolveOptions<'_>,
-) -> Result<Option<Platform>, BuildError> {
+) -> Result<Option<Platform>, ResolveError> {
     let Some(config) = manifest.config.as_ref() else {
         return Ok(None);
     };
     let blob = fetch_blob(access, cache, source, fetch, config, &|_, _| {}).await?;
     let bytes = tokio::fs::read(&blob.path)
         .await
-        .map_err(|source| BuildError::File {
+        .map_err(|source| ResolveError::File {
             path: blob.path.clone(),
             source,
         })?;
@@ -275,20 +275,20 @@ async fn pull_document(
     cache: &Cache,
     source: &ImageSource,
     fetch: &Reference,
-) -> Result<(Document, CachedBlob), BuildError> {
+) -> Result<(Document, CachedBlob), ResolveError> {
     let client = access.client(fetch).await?;
     let auth = access.auth(fetch)?;
     let (bytes, _header_digest) = client
         .pull_manifest_raw(fetch, &auth, MANIFEST_MEDIA_TYPES)
         .await
-        .map_err(|e| BuildError::Registry {
+        .map_err(|e| ResolveError::Registry {
             reference: source.name(),
             fetched: fetch.whole(),
             source: Box::new(e),
         })?;
     let digest = Sha256Digest::of(&bytes);
     let document =
-        Document::parse(&bytes, digest).map_err(|reason| BuildError::InvalidManifest {
+        Document::parse(&bytes, digest).map_err(|reason| ResolveError::InvalidManifest {
             reference: source.name(),
             reason,
         })?;
@@ -314,7 +314,7 @@ pub async fn fetch_blob(
     fetch: &Reference,
     blob: &BlobRef,
     progress: &(dyn Fn(u64, Option<u64>) + Send + Sync),
-) -> Result<CachedBlob, BuildError> {
+) -> Result<CachedBlob, ResolveError> {
     let (lookup, digest, size) = (cache.clone(), blob.digest, blob.size);
     if let Some(hit) = blocking("checking the cache", move || lookup.get(&digest)).await?? {
         progress(hit.size, Some(hit.size));
@@ -322,7 +322,7 @@ pub async fn fetch_blob(
     }
     let client = access.client(fetch).await?;
     let auth = access.auth(fetch)?;
-    let registry_error = |e: oci_client::errors::OciDistributionError| BuildError::Registry {
+    let registry_error = |e: oci_client::errors::OciDistributionError| ResolveError::Registry {
         reference: source.name(),
         fetched: format!("{}@{}", fetch.whole(), blob.digest),
         source: Box::new(e),
@@ -383,7 +383,7 @@ pub async fn fetch_blob(
                 if download.offset() < size && is_digest_check(&error) {
                     break;
                 }
-                return Err(BuildError::Transfer {
+                return Err(ResolveError::Transfer {
                     what: format!("{} blob {}", source.name(), blob.digest),
                     source: error,
                 });
@@ -398,7 +398,7 @@ pub async fn fetch_blob(
 async fn write_chunks(
     mut download: Download,
     chunks: Vec<bytes::Bytes>,
-) -> Result<Download, BuildError> {
+) -> Result<Download, ResolveError> {
     if chunks.is_empty() {
         return Ok(download);
     }

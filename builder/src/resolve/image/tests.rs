@@ -54,7 +54,7 @@ async fn fetch_layer(
     server: &TestServer,
     cache: &Cache,
     blob: &BlobRef,
-) -> Result<CachedBlob, BuildError> {
+) -> Result<CachedBlob, ResolveError> {
     let (access, source) = image(server);
     let fetch = access.fetch_reference(&source.reference);
     let fetching = fetch_blob(&access, cache, &source, &fetch, blob, &no_progress);
@@ -84,7 +84,7 @@ async fn a_blob_longer_than_its_descriptor_is_cut_off_as_soon_as_it_is() {
     .await;
     let (_dir, cache) = cache();
     let error = fetch_layer(&server, &cache, &blob).await.unwrap_err();
-    let BuildError::Cache(CacheError::SizeMismatch {
+    let ResolveError::Cache(CacheError::SizeMismatch {
         what,
         expected,
         actual,
@@ -111,7 +111,7 @@ async fn a_blob_shorter_than_its_descriptor_is_an_error_naming_it() {
     assert!(
         matches!(
             &error,
-            BuildError::Cache(CacheError::SizeMismatch { what, expected: 36, actual: 30 })
+            ResolveError::Cache(CacheError::SizeMismatch { what, expected: 36, actual: 30 })
                 if what.contains(&blob.digest.to_string())
         ),
         "{error:?}"
