@@ -27,10 +27,9 @@ use bundle_spec::charts::{
 use bundle_spec::manifest::{Cni, Kubernetes};
 
 use super::helm::{self, Helm};
+use super::{ChartMiss, CheckError, RenderProblem};
 use crate::cache::CachedBlob;
 use crate::catalog::Expansion;
-pub use crate::error::ChartMiss;
-use crate::error::{BuildError, RenderProblem};
 use crate::progress::Progress;
 use crate::resolve::binary::ResolvedFile;
 use crate::resolve::chart::ResolvedChart;
@@ -66,7 +65,7 @@ pub struct ChartCheck<'a> {
 pub async fn check_chart_images(
     check: &ChartCheck<'_>,
     progress: &Progress,
-) -> Result<(), BuildError> {
+) -> Result<(), CheckError> {
     let charts = bundled_charts(check);
     if charts.is_empty() {
         return Ok(());
@@ -81,7 +80,7 @@ pub async fn check_chart_images(
     let work = tempfile::Builder::new()
         .prefix(".chart-check-")
         .tempdir_in(check.work_dir)
-        .map_err(|source| BuildError::File {
+        .map_err(|source| CheckError::File {
             path: check.work_dir.to_path_buf(),
             source,
         })?;
@@ -125,12 +124,12 @@ fn install_values(cni: Option<&(&str, CniChart)>, chart: &BundledChart) -> Optio
 
 /// The build's outcome for `misses`: an error listing them, or with `allow_missing` a warning
 /// per chart.
-fn verdict(misses: Vec<ChartMiss>, allow_missing: bool) -> Result<(), BuildError> {
+fn verdict(misses: Vec<ChartMiss>, allow_missing: bool) -> Result<(), CheckError> {
     if misses.is_empty() {
         return Ok(());
     }
     if !allow_missing {
-        return Err(BuildError::ChartImagesMissing { misses });
+        return Err(CheckError::ChartImagesMissing { misses });
     }
     for miss in &misses {
         tracing::warn!(
@@ -201,7 +200,7 @@ fn bundled_images(check: &ChartCheck<'_>) -> Vec<String> {
 
 /// The network plugin's chart (by name) and its values, as `kk-install` derives them: Calico's
 /// registry is that of the bundle's `calico/node` image.
-fn cni_chart<'a>(check: &ChartCheck<'a>) -> Result<Option<(&'a str, CniChart)>, BuildError> {
+fn cni_chart<'a>(check: &ChartCheck<'a>) -> Result<Option<(&'a str, CniChart)>, CheckError> {
     let (Some(kubernetes), Some(expansion)) = (check.kubernetes, check.expansion) else {
         return Ok(None);
     };
@@ -211,7 +210,7 @@ fn cni_chart<'a>(check: &ChartCheck<'a>) -> Result<Option<(&'a str, CniChart)>, 
     let cni = match kubernetes.cni {
         Cni::Calico => CniChart::Calico {
             registry: calico_registry(check.images).ok_or_else(|| {
-                BuildError::Internal("the catalog's calico images have no `calico/node`".into())
+                CheckError::Internal("the catalog's calico images have no `calico/node`".into())
             })?,
         },
         Cni::Cilium => CniChart::Cilium,
@@ -248,7 +247,7 @@ impl Renderer<'_> {
         chart: &BundledChart,
         values: Option<&str>,
         bundled: &[String],
-    ) -> Result<Option<ChartMiss>, BuildError> {
+    ) -> Result<Option<ChartMiss>, CheckError> {
         let problem = match self.render(chart, values).await? {
             Ok(rendered) => match missing_images(&rendered, bundled) {
                 Ok(images) if images.is_empty() => return Ok(None),
@@ -264,7 +263,7 @@ impl Renderer<'_> {
             Err(problem) => problem,
         };
         if values.is_some() {
-            return Err(BuildError::ChartRender {
+            return Err(CheckError::ChartRender {
                 chart: chart.name.clone(),
                 version: chart.version.clone(),
                 problem,
@@ -283,7 +282,7 @@ impl Renderer<'_> {
         &self,
         chart: &BundledChart,
         values: Option<&str>,
-    ) -> Result<Result<String, RenderProblem>, BuildError> {
+    ) -> Result<Result<String, RenderProblem>, CheckError> {
         let mut command = tokio::process::Command::new(&self.helm);
         command
             .arg("template")
@@ -307,7 +306,7 @@ impl Renderer<'_> {
             let path = self.work.join(format!("{}.values.yaml", chart.name));
             tokio::fs::write(&path, values)
                 .await
-                .map_err(|source| BuildError::File {
+                .map_err(|source| CheckError::File {
                     path: path.clone(),
                     source,
                 })?;
@@ -316,7 +315,7 @@ impl Renderer<'_> {
         let output = command
             .output()
             .await
-            .map_err(|source| BuildError::HelmRun {
+            .map_err(|source| CheckError::HelmRun {
                 helm: self.helm.clone(),
                 source,
             })?;

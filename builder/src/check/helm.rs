@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use bundle_spec::platform::Platform;
 
-use crate::error::BuildError;
+use super::CheckError;
 use crate::fetch::blocking;
 use crate::resolve::binary::ResolvedFile;
 
@@ -24,7 +24,7 @@ pub(super) enum Helm<'a> {
 
 impl Helm<'_> {
     /// Where the helm of `self` can be run: the bundled one is first extracted into `dir`.
-    pub(super) async fn executable(&self, dir: &Path) -> Result<PathBuf, BuildError> {
+    pub(super) async fn executable(&self, dir: &Path) -> Result<PathBuf, CheckError> {
         match self {
             Helm::OnPath(path) => Ok(path.clone()),
             Helm::Bundled(file) => {
@@ -35,7 +35,7 @@ impl Helm<'_> {
                 );
                 blocking("extracting the bundle's helm", move || {
                     extract(&from, &name, &to)?;
-                    Ok::<_, BuildError>(to)
+                    Ok::<_, CheckError>(to)
                 })
                 .await?
             }
@@ -112,16 +112,16 @@ fn is_executable(path: &Path) -> bool {
 
 /// Writes the executable of the bundle's helm file `from` (named `name` upstream) to `to`: the
 /// `helm` member of a release tarball (gzip, whatever its name), or the file itself.
-fn extract(from: &Path, name: &str, to: &Path) -> Result<(), BuildError> {
+fn extract(from: &Path, name: &str, to: &Path) -> Result<(), CheckError> {
     let file_error = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| BuildError::File { path, source }
+        move |source| CheckError::File { path, source }
     };
     let mut input = File::open(from).map_err(file_error(from))?;
     let mut output = File::create(to).map_err(file_error(to))?;
     if is_gzip(&mut input).map_err(file_error(from))? {
         if !copy_helm_member(input, &mut output).map_err(file_error(from))? {
-            return Err(BuildError::HelmArchive {
+            return Err(CheckError::HelmArchive {
                 file: name.to_owned(),
             });
         }

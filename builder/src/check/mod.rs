@@ -4,5 +4,8 @@
 //! - [`charts`]: every bundled chart, rendered as the install renders it, names only images
 //!   the bundle carries.
 
+pub use error::{ChartMiss, CheckError, RenderProblem};
+
 pub mod charts;
+mod error;
 mod helm;
