@@ -22,8 +22,7 @@ use bundle_spec::{Artifact, ArtifactKind, BlobFile, Sha256Digest};
 use oci_spec::image::{Descriptor, ImageIndex, ImageIndexBuilder, MediaType};
 use serde_json::json;
 
-use crate::cache::{Cache, CachedBlob};
-use crate::error::BuildError;
+use crate::cache::{Cache, CacheError, CachedBlob};
 use crate::resolve::image::ResolvedImage;
 
 /// A file of a binary or file artifact, for one platform (or for all).
@@ -65,9 +64,9 @@ impl Assembly {
         });
     }
 
-    fn generated(&mut self, value: &serde_json::Value) -> Result<CachedBlob, BuildError> {
+    fn generated(&mut self, value: &serde_json::Value) -> Result<CachedBlob, AssembleError> {
         let bytes = serde_json::to_vec(value)
-            .map_err(|e| BuildError::Internal(format!("cannot serialise a manifest: {e}")))?;
+            .map_err(|e| AssembleError::Internal(format!("cannot serialise a manifest: {e}")))?;
         let blob = self.cache.put_bytes(&bytes, None)?;
         self.blob(&blob);
         Ok(blob)
@@ -78,11 +77,10 @@ impl Assembly {
         media_type: &str,
         blob: &CachedBlob,
         reference: &str,
-    ) -> Result<(), BuildError> {
-        let digest: oci_spec::image::Digest =
-            blob.digest.to_string().parse().map_err(|_| {
-                BuildError::Internal(format!("`{}` is not an OCI digest", blob.digest))
-            })?;
+    ) -> Result<(), AssembleError> {
+        let digest: oci_spec::image::Digest = blob.digest.to_string().parse().map_err(|_| {
+            AssembleError::Internal(format!("`{}` is not an OCI digest", blob.digest))
+        })?;
         let mut descriptor = Descriptor::new(MediaType::from(media_type), blob.size, digest);
         descriptor.set_annotations(Some(HashMap::from([(
             REF_NAME_ANNOTATION.to_owned(),
@@ -98,7 +96,7 @@ impl Assembly {
         kind: ArtifactKind,
         image: &ResolvedImage,
         fetched: &BTreeMap<Sha256Digest, CachedBlob>,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), AssembleError> {
         let reference = image.source.name();
         self.blob(&image.top_blob);
         let top_blob = image.top_blob.clone();
@@ -111,7 +109,7 @@ impl Assembly {
             let mut size = manifest_blob.size;
             for needed in &manifest.blobs {
                 let blob = fetched.get(&needed.digest).ok_or_else(|| {
-                    BuildError::Internal(format!(
+                    AssembleError::Internal(format!(
                         "blob `{}` of `{reference}` was not fetched",
                         needed.digest
                     ))
@@ -143,7 +141,7 @@ impl Assembly {
         name: &str,
         version: &str,
         files: &[PlatformFile],
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), AssembleError> {
         let (namespace, artifact_type) = match kind {
             ArtifactKind::Binary => (ArtifactNamespace::Binaries, BINARY_ARTIFACT_TYPE),
             _ => (ArtifactNamespace::Files, FILE_ARTIFACT_TYPE),
@@ -196,7 +194,7 @@ impl Assembly {
         version: &str,
         config_json: &[u8],
         tgz: &CachedBlob,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), AssembleError> {
         let reference = layout::artifact_reference(ArtifactNamespace::Charts, name, version)?;
         let config = self.cache.put_bytes(config_json, None)?;
         self.blob(&config);
@@ -223,7 +221,7 @@ impl Assembly {
     }
 
     /// The index, the blobs and the artifact list.
-    pub fn finish(mut self) -> Result<(ImageIndex, Vec<BlobFile>, Vec<Artifact>), BuildError> {
+    pub fn finish(mut self) -> Result<(ImageIndex, Vec<BlobFile>, Vec<Artifact>), AssembleError> {
         // Sorted by reference name, so the order of the manifest does not change the bytes.
         self.descriptors
             .sort_by(|a, b| layout::ref_name(a).cmp(&layout::ref_name(b)));
@@ -232,7 +230,7 @@ impl Assembly {
             .media_type(MediaType::ImageIndex)
             .manifests(self.descriptors)
             .build()
-            .map_err(|e| BuildError::Internal(format!("cannot build index.json: {e}")))?;
+            .map_err(|e| AssembleError::Internal(format!("cannot build index.json: {e}")))?;
         self.artifacts
             .sort_by(|a, b| (&a.reference, &a.platform).cmp(&(&b.reference, &b.platform)));
         Ok((index, self.blobs.into_values().collect(), self.artifacts))
@@ -254,4 +252,19 @@ fn platform_json(platform: &Platform) -> serde_json::Value {
         value["variant"] = variant.into();
     }
     value
+}
+
+/// The fetched blobs cannot be laid out as one OCI layout.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AssembleError {
+    /// An artifact's name or version cannot name it in the layout.
+    #[error(transparent)]
+    Bundle(#[from] bundle_spec::BundleError),
+    /// A generated document could not be stored in the cache.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A bug: an internal invariant broke.
+    #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
+    Internal(String),
 }

@@ -8,12 +8,10 @@
 //! and those it takes from its own base are all in a store that holds it.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bundle_spec::member::MemberKind;
 use bundle_spec::{BaseBlob, BlobFile, Bundle, DeltaBase, Sha256Digest};
-
-use crate::error::BuildError;
 
 /// The bundle a delta builds on: its identity and every blob a store holding it has.
 #[derive(Debug, Clone)]
@@ -25,8 +23,8 @@ pub struct Base {
 impl Base {
     /// Reads the header of the bundle at `path` (the seek table and two small members; the
     /// blobs are not read).
-    pub fn open(path: &Path) -> Result<Self, BuildError> {
-        let bundle = Bundle::open(path).map_err(|source| BuildError::Since {
+    pub fn open(path: &Path) -> Result<Self, SinceError> {
+        let bundle = Bundle::open(path).map_err(|source| SinceError {
             path: path.to_owned(),
             source: Box::new(source),
         })?;
@@ -71,6 +69,17 @@ impl Base {
         };
         (carried, base)
     }
+}
+
+/// The bundle a delta builds on cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the previous bundle `{}` given with `--since`; hint: pass the bundle file (or its `.split.json`) the delta builds on", path.display())]
+pub struct SinceError {
+    /// The bundle.
+    pub path: PathBuf,
+    /// Why.
+    #[source]
+    pub source: Box<bundle_spec::BundleError>,
 }
 
 #[cfg(test)]

@@ -26,4 +26,4 @@ pub mod progress;
 pub mod resolve;
 pub mod sources;
 
-pub use error::BuildError;
+pub use build::BuildError;

@@ -12,7 +12,7 @@ use bundle_spec::manifest::{Binary, Chart, ChartSource, Manifest};
 use serde_json::json;
 
 use crate::catalog::Expansion;
-use crate::error::BuildError;
+use crate::resolve::ResolveError;
 use crate::resolve::image::ImageSource;
 
 /// The sources of a build.
@@ -30,7 +30,10 @@ pub struct Sources {
 
 impl Sources {
     /// The manifest's entries, then the catalog's that the manifest does not override.
-    pub fn collect(manifest: &Manifest, expansion: Option<&Expansion>) -> Result<Self, BuildError> {
+    pub fn collect(
+        manifest: &Manifest,
+        expansion: Option<&Expansion>,
+    ) -> Result<Self, SourcesError> {
         let mut sources = Self::default();
         sources.add(manifest)?;
         if let Some(expansion) = expansion {
@@ -39,7 +42,7 @@ impl Sources {
         Ok(sources)
     }
 
-    fn add(&mut self, manifest: &Manifest) -> Result<(), BuildError> {
+    fn add(&mut self, manifest: &Manifest) -> Result<(), SourcesError> {
         let spec = manifest.spec();
         let mut names: BTreeSet<String> = self.images.iter().map(ImageSource::name).collect();
         for image in &spec.images {
@@ -67,7 +70,7 @@ impl Sources {
                     self.oci_charts.push(oci_chart_source(url, &chart.version)?);
                 }
                 other => {
-                    return Err(BuildError::Internal(format!(
+                    return Err(SourcesError::Internal(format!(
                         "chart source `{other:?}` is not supported by this kk-bundle"
                     )));
                 }
@@ -78,7 +81,7 @@ impl Sources {
 }
 
 /// `oci://host/path/name` at `version` as an image reference; Helm tags replace `+` by `_`.
-fn oci_chart_source(url: &str, version: &str) -> Result<ImageSource, BuildError> {
+fn oci_chart_source(url: &str, version: &str) -> Result<ImageSource, SourcesError> {
     let location = url.trim_start_matches("oci://").trim_end_matches('/');
     Ok(ImageSource::parse(&format!(
         "{location}:{}",
@@ -87,7 +90,7 @@ fn oci_chart_source(url: &str, version: &str) -> Result<ImageSource, BuildError>
 }
 
 /// The catalog's expansion as a manifest, for the manifest parser to validate.
-fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, BuildError> {
+fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, SourcesError> {
     let platforms: Vec<String> = user
         .spec()
         .platforms
@@ -122,11 +125,26 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
     });
     // JSON is YAML, so the manifest parser reads it as it is.
     let text = serde_json::to_string_pretty(&document)
-        .map_err(|e| BuildError::Internal(format!("cannot render the catalog: {e}")))?;
+        .map_err(|e| SourcesError::Internal(format!("cannot render the catalog: {e}")))?;
     Ok(Manifest::from_str_named(
         &text,
         &format!("catalog {}", expansion.kubernetes),
     )?)
+}
+
+/// The manifest's and the catalog's entries cannot be collected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourcesError {
+    /// The catalog's entries, read back as a manifest, are invalid.
+    #[error(transparent)]
+    Manifest(#[from] bundle_spec::ManifestError),
+    /// An image reference does not parse.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A bug: an internal invariant broke.
+    #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
+    Internal(String),
 }
 
 #[cfg(test)]

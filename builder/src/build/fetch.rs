@@ -13,13 +13,13 @@ use bundle_spec::write::{CACHED_BLOB_SIZE, FrameCache};
 use bundle_spec::{ArtifactKind, Lock, Sha256Digest};
 use futures_util::{StreamExt as _, TryStreamExt as _, stream};
 
+use super::BuildError;
 use super::{BuildOptions, resolution_time};
 use crate::assemble::{Assembly, PlatformFile};
 use crate::cache::{Cache, CachedBlob};
 use crate::catalog::Expansion;
 use crate::check::charts::ChartCheck;
 use crate::delta::Base;
-use crate::error::BuildError;
 use crate::fetch::HttpFetcher;
 use crate::progress::Progress;
 use crate::resolve::ResolveError;

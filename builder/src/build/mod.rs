@@ -6,6 +6,7 @@
 //! digest order the format puts blobs in. A rebuild copies the compressed frames of large
 //! unchanged blobs from the frame cache instead of compressing them again (`write`).
 
+mod error;
 mod fetch;
 mod write;
 
@@ -21,12 +22,13 @@ use bundle_spec::{
     WrittenBundle,
 };
 
+pub use error::BuildError;
+
 use crate::assemble::Assembly;
 use crate::cache::Cache;
 use crate::catalog::Catalog;
 use crate::check::charts::check_chart_images;
 use crate::delta::Base;
-use crate::error::BuildError;
 use crate::fetch::{FetchOptions, HttpFetcher};
 use crate::lockfile::{default_lock_path, read_lock, write_lock};
 use crate::progress::Progress;
@@ -168,6 +170,7 @@ async fn open_base(options: &BuildOptions) -> Result<Option<Base>, BuildError> {
         .await
         .map_err(|e| BuildError::Internal(format!("the reader thread failed: {e}")))?
         .map(Some)
+        .map_err(BuildError::from)
 }
 
 /// What every fetch step shares.

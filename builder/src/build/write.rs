@@ -8,9 +8,9 @@ use std::sync::mpsc;
 use bundle_spec::write::{FrameCache, WriteOptions};
 use bundle_spec::{BlobFile, BundleContents, BundleError, Sha256Digest, WrittenBundle};
 
+use super::BuildError;
 use super::BuildOptions;
 use super::fetch::Layers;
-use crate::error::BuildError;
 
 /// The frame cache's directory below the blob cache: the compressed frames of large blobs, by
 /// level and digest, which a rebuild copies instead of compressing again.
