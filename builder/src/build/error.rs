@@ -52,3 +52,70 @@ pub enum BuildError {
     #[error(transparent)]
     Assemble(#[from] AssembleError),
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// The message and the `#[source]` chain, as `{error:#}` prints them.
+    fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+        std::iter::successors(Some(error), |&e| e.source())
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn io_error() -> io::Error {
+        io::Error::new(io::ErrorKind::PermissionDenied, "denied")
+    }
+
+    /// Wrapping a step's error in `BuildError` changes neither its message nor its causes, so
+    /// moving the errors beside their modules left the CLI's output as it was.
+    #[test]
+    fn a_build_error_shows_the_step_error_it_wraps_unchanged() {
+        let cases: Vec<(Box<dyn std::error::Error + 'static>, BuildError)> = vec![
+            (
+                Box::new(ExpandError::KubernetesNotInCatalog {
+                    version: "v1.20.0".into(),
+                    supported: "`v1.31`".into(),
+                }),
+                ExpandError::KubernetesNotInCatalog {
+                    version: "v1.20.0".into(),
+                    supported: "`v1.31`".into(),
+                }
+                .into(),
+            ),
+            (
+                Box::new(LockFileError::File {
+                    path: PathBuf::from("cluster.lock.yaml"),
+                    source: io_error(),
+                }),
+                LockFileError::File {
+                    path: PathBuf::from("cluster.lock.yaml"),
+                    source: io_error(),
+                }
+                .into(),
+            ),
+            (
+                Box::new(CacheError::Dir {
+                    path: PathBuf::from("/cache"),
+                    source: io_error(),
+                }),
+                FetchError::from(CacheError::Dir {
+                    path: PathBuf::from("/cache"),
+                    source: io_error(),
+                })
+                .into(),
+            ),
+            (
+                Box::new(SourcesError::Internal("a bug".into())),
+                SourcesError::Internal("a bug".into()).into(),
+            ),
+        ];
+        for (step, wrapped) in cases {
+            assert_eq!(chain(&wrapped), chain(step.as_ref()));
+        }
+    }
+}
