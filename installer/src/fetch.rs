@@ -197,13 +197,12 @@ async fn resolve(
 }
 
 async fn get_manifest(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, FetchError> {
-    const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
-        application/vnd.oci.image.manifest.v1+json, \
-        application/vnd.docker.distribution.manifest.list.v2+json, \
-        application/vnd.docker.distribution.manifest.v2+json";
     let response = client
         .get(url)
-        .header(reqwest::header::ACCEPT, ACCEPT)
+        .header(
+            reqwest::header::ACCEPT,
+            bundle_spec::oci::MANIFEST_MEDIA_TYPES.join(", "),
+        )
         .send()
         .await
         .map_err(|source| FetchError::Http {

@@ -30,6 +30,13 @@ pub const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distributio
 /// Media type of a Docker manifest list.
 pub const DOCKER_MANIFEST_LIST_MEDIA_TYPE: &str =
     "application/vnd.docker.distribution.manifest.list.v2+json";
+/// The media types of manifests and indexes kk pulls: what it sends as `Accept`.
+pub const MANIFEST_MEDIA_TYPES: &[&str] = &[
+    INDEX_MEDIA_TYPE,
+    MANIFEST_MEDIA_TYPE,
+    DOCKER_MANIFEST_LIST_MEDIA_TYPE,
+    DOCKER_MANIFEST_MEDIA_TYPE,
+];
 /// Media type of the empty config of an artifact (OCI 1.1).
 pub const EMPTY_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 /// Content of the empty config: `{}`.

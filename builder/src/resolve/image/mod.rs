@@ -16,7 +16,6 @@ use std::collections::BTreeSet;
 
 use bundle_spec::Sha256Digest;
 use bundle_spec::lock::LockedImage;
-use bundle_spec::oci;
 use bundle_spec::platform::Platform;
 use futures_util::StreamExt as _;
 use oci_client::Reference;
@@ -30,12 +29,7 @@ use crate::fetch::blocking;
 use crate::resolve::ResolveError;
 
 /// The media types a build accepts for manifests and indexes.
-pub const MANIFEST_MEDIA_TYPES: &[&str] = &[
-    oci::INDEX_MEDIA_TYPE,
-    oci::MANIFEST_MEDIA_TYPE,
-    oci::DOCKER_MANIFEST_LIST_MEDIA_TYPE,
-    oci::DOCKER_MANIFEST_MEDIA_TYPE,
-];
+pub use bundle_spec::oci::MANIFEST_MEDIA_TYPES;
 
 /// An image to resolve: its reference as the user wrote it and fully qualified.
 #[derive(Debug, Clone)]
