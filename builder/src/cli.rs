@@ -149,16 +149,40 @@ pub(crate) enum Output {
     Json,
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
+/// A `--split-size` its parser refuses (clap shows the message, naming the flag).
+#[derive(Debug, thiserror::Error)]
+#[error("`{value}` is not a size like `3.9GiB` or `700MB`: {reason}")]
+struct InvalidSize {
+    /// The value as given.
+    value: String,
+    /// What bytesize said of it.
+    reason: String,
+}
+
+fn parse_size(text: &str) -> Result<u64, InvalidSize> {
     text.parse::<bytesize::ByteSize>()
         .map(|size| size.as_u64())
-        .map_err(|e| format!("`{text}` is not a size like `3.9GiB` or `700MB`: {e}"))
+        .map_err(|reason| InvalidSize {
+            value: text.to_owned(),
+            reason,
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::Cli;
     use clap::{CommandFactory, Parser as _};
+
+    #[test]
+    fn split_sizes_parse_and_a_bad_one_is_named() {
+        assert_eq!(super::parse_size("700MB").expect("700MB"), 700_000_000);
+        assert_eq!(super::parse_size("1KiB").expect("1KiB"), 1024);
+        let error = super::parse_size("lots").expect_err("lots").to_string();
+        assert!(
+            error.starts_with("`lots` is not a size like `3.9GiB` or `700MB`: "),
+            "{error}"
+        );
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

@@ -132,8 +132,18 @@ pub(crate) struct CheckOptions {
     pub(crate) fio_size: String,
 }
 
+/// A flag's value that its parser refuses (clap shows the message, naming the flag).
+#[derive(Debug, thiserror::Error)]
+#[error("`{value}` is not {expected}")]
+struct InvalidValue {
+    /// The value as given.
+    value: String,
+    /// What the flag takes.
+    expected: &'static str,
+}
+
 /// A fio size: digits and an optional unit letter (it becomes part of a shell command).
-fn fio_size(text: &str) -> Result<String, String> {
+fn fio_size(text: &str) -> Result<String, InvalidValue> {
     let digits = text.trim_end_matches(['k', 'm', 'g', 'K', 'M', 'G']);
     if !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())
@@ -141,7 +151,10 @@ fn fio_size(text: &str) -> Result<String, String> {
     {
         Ok(text.to_owned())
     } else {
-        Err(format!("`{text}` is not a size like `22m` or `2048k`"))
+        Err(InvalidValue {
+            value: text.to_owned(),
+            expected: "a size like `22m` or `2048k`",
+        })
     }
 }
 
@@ -226,10 +239,13 @@ pub(crate) struct FetchArgs {
     pub(crate) output: Output,
 }
 
-fn digest(text: &str) -> Result<bundle_spec::Sha256Digest, String> {
+fn digest(text: &str) -> Result<bundle_spec::Sha256Digest, InvalidValue> {
     text.strip_prefix("sha256:")
         .and_then(bundle_spec::Sha256Digest::from_hex)
-        .ok_or_else(|| format!("`{text}` is not a digest `sha256:<64 hex digits>`"))
+        .ok_or_else(|| InvalidValue {
+            value: text.to_owned(),
+            expected: "a digest `sha256:<64 hex digits>`",
+        })
 }
 
 #[derive(Debug, Subcommand)]
@@ -430,6 +446,33 @@ pub(crate) enum Output {
 mod tests {
     use super::Cli;
     use clap::{CommandFactory, Parser as _};
+
+    #[test]
+    fn value_parsers_take_what_the_flag_takes_and_name_what_they_refuse() {
+        for good in ["22m", "2048k", "1G", "512"] {
+            assert_eq!(super::fio_size(good).expect(good), good);
+        }
+        for bad in ["", "m", "22mb", "2 m", "22m; rm -rf /"] {
+            let error = super::fio_size(bad).expect_err(bad).to_string();
+            assert_eq!(
+                error,
+                format!("`{bad}` is not a size like `22m` or `2048k`")
+            );
+        }
+        let hex = "ab".repeat(32);
+        assert!(super::digest(&format!("sha256:{hex}")).is_ok());
+        for bad in [
+            hex.clone(),
+            format!("sha512:{hex}"),
+            "sha256:xyz".to_owned(),
+        ] {
+            let error = super::digest(&bad).expect_err(&bad).to_string();
+            assert_eq!(
+                error,
+                format!("`{bad}` is not a digest `sha256:<64 hex digits>`")
+            );
+        }
+    }
 
     #[test]
     fn cli_definition_is_consistent() {
