@@ -332,3 +332,34 @@ fn registry_serve_on_a_busy_port_names_the_address() {
     );
     drop(busy);
 }
+
+/// The README's first commands run as written on a fresh Debian machine, where the operator is
+/// root and there is no `sudo`: neither they nor the scripts they start may call it.
+#[test]
+fn the_readmes_first_commands_run_as_root_without_sudo() {
+    let root = crate::support::workspace_root();
+    let readme = fs::read_to_string(root.join("README.md")).expect("README.md");
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README begins with a sh block of commands");
+    let commands: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(commands.len(), 2, "the two commands: {block}");
+    for command in commands {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        assert_eq!(
+            words.first(),
+            Some(&"bash"),
+            "`{command}` must run as written"
+        );
+        let script = fs::read_to_string(root.join(words[1])).expect(words[1]);
+        assert!(
+            !script
+                .lines()
+                .any(|l| !l.trim_start().starts_with('#') && l.contains("sudo ")),
+            "{} calls sudo",
+            words[1]
+        );
+    }
+}
