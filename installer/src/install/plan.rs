@@ -2,6 +2,7 @@
 //! each step runs on. Pure: no node is contacted, so `kk-install plan` and the tests see exactly
 //! what an install would do.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -13,6 +14,7 @@ use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventor
 
 mod charts;
 mod content;
+mod hosts;
 mod kube_vip;
 mod kubernetes;
 mod pki;
@@ -20,6 +22,7 @@ mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
+pub use hosts::HostsEntry;
 pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
 pub use pki::{CertificateSet, PkiPlan};
@@ -270,6 +273,9 @@ pub struct RegistryPlan {
     pub host: String,
     /// The port.
     pub port: u16,
+    /// Whether containerd may try an image's own registry when kk's does not answer
+    /// (`image_registry.upstream_fallback`; never in an airgap).
+    pub upstream_fallback: bool,
 }
 
 /// The cluster's DNS domain: kubeadm's `networking.dnsDomain`, the kubelet's `clusterDomain`
@@ -298,6 +304,8 @@ pub struct Plan {
     pub etcd_members: Vec<(String, IpAddr)>,
     /// The cluster's certificates and which node gets which.
     pub pki: PkiPlan,
+    /// Each node's `/etc/hosts` entries, by inventory name.
+    pub etc_hosts: BTreeMap<String, Vec<HostsEntry>>,
     /// Kubernetes, when the bundle carries kubeadm.
     pub kubernetes: Option<KubernetesPlan>,
     /// Every image of the bundle by its original reference.
@@ -371,6 +379,7 @@ impl Plan {
         }
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
+        let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
         Ok(Self {
             bundle: identity,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
@@ -381,6 +390,7 @@ impl Plan {
             image_hosts: content.image_hosts.clone(),
             etcd_members,
             pki,
+            etc_hosts: node_hosts,
             kubernetes,
             images: content.images,
             steps,
@@ -521,6 +531,7 @@ fn registry_plan(inventory: &Inventory, config: &Config) -> Result<RegistryPlan,
         address: address.to_string(),
         host: address.host.clone(),
         port: address.port,
+        upstream_fallback: config.upstream_fallback,
     })
 }
 

@@ -245,8 +245,6 @@ pub async fn run(
     let bootstrap = OnceLock::new();
     let cx = Cx {
         plan: install.plan,
-        inventory: install.checks.inventory,
-        config: install.checks.config,
         checks: &install.checks,
         bundle_path: install.bundle_path,
         installer_binary: install.installer_binary,

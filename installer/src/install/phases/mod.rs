@@ -18,7 +18,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::inventory::{Config, Inventory};
 use crate::pki::Issued;
 use crate::ssh::SshError;
 use crate::ssh::{Node, quote};
@@ -31,8 +30,6 @@ use precheck::Checks;
 #[derive(Debug)]
 pub(crate) struct Cx<'a> {
     pub(crate) plan: &'a Plan,
-    pub(crate) inventory: &'a Inventory,
-    pub(crate) config: &'a Config,
     /// What the precheck and the os phase's check read; how nodes are reached.
     pub(crate) checks: &'a Checks<'a>,
     /// The bundle file as given (a file, a parts index or a first part).

@@ -7,9 +7,7 @@ use std::net::IpAddr;
 
 use super::{Cx, Outcome, StepResult, put, put_file, sh};
 use crate::install::error::StepError;
-use crate::install::plan::{KubernetesPlan, address_of};
 use crate::install::render::{self, paths};
-use crate::inventory::EndpointKind;
 use crate::precheck::{self, Context};
 use crate::ssh::{Node, fan_out};
 
@@ -102,7 +100,20 @@ pub(super) async fn sysctl(cx: &Cx<'_>, node: &Node, ipv6: bool) -> StepResult {
 /// `os.hosts`: every node's name and the registry's name in `/etc/hosts`, in a block kk owns.
 pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
     let current = sh(node, "cat /etc/hosts 2>/dev/null || true").await?;
-    let wanted = render::hosts_file(&current, &host_entries(cx, node.name())?);
+    let entries: Vec<(IpAddr, Vec<String>)> = cx
+        .plan
+        .etc_hosts
+        .get(node.name())
+        .ok_or_else(|| {
+            StepError::not_in_plan(format!(
+                "the plan has no `/etc/hosts` for `{}`",
+                node.name()
+            ))
+        })?
+        .iter()
+        .map(|entry| (entry.ip, entry.names.clone()))
+        .collect();
+    let wanted = render::hosts_file(&current, &entries);
     if wanted == current {
         return Ok(Outcome {
             files: vec!["/etc/hosts".to_owned()],
@@ -110,49 +121,6 @@ pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
         });
     }
     put(cx, node, wanted.as_bytes(), "/etc/hosts", 0o644).await
-}
-
-/// The `/etc/hosts` lines: each node's address with its name, and the registry's name with
-/// the registry host's address when the registry is reached by name.
-fn host_entries(cx: &Cx<'_>, node: &str) -> Result<Vec<(IpAddr, Vec<String>)>, StepError> {
-    let mut entries: Vec<(IpAddr, Vec<String>)> = Vec::new();
-    for host in cx.inventory.hosts() {
-        let ip = address_of(host)?;
-        entries.push((ip, vec![host.name.clone()]));
-    }
-    let registry = &cx.plan.registry;
-    if registry.host.parse::<IpAddr>().is_err() {
-        add_name(&mut entries, registry.ip, &registry.host);
-    }
-    if let Some(kubernetes) = &cx.plan.kubernetes
-        && kubernetes.endpoint_host.parse::<IpAddr>().is_err()
-    {
-        add_name(
-            &mut entries,
-            endpoint_address(cx, kubernetes, node),
-            &kubernetes.endpoint_host,
-        );
-    }
-    Ok(entries)
-}
-
-/// Where `node` reaches the control-plane endpoint's name: the virtual IP with kube-vip; on a
-/// worker with haproxy, its local haproxy; otherwise the first control plane.
-fn endpoint_address(cx: &Cx<'_>, kubernetes: &KubernetesPlan, node: &str) -> IpAddr {
-    let is_worker = kubernetes.workers.iter().any(|(name, _)| name == node);
-    match &cx.config.kubernetes.control_plane_endpoint.kind {
-        EndpointKind::KubeVip(vip) => vip.address,
-        EndpointKind::Haproxy if is_worker => IpAddr::from([127, 0, 0, 1]),
-        _ => kubernetes.control_planes[0].1,
-    }
-}
-
-/// Adds `name` to the entry of `ip`, or a new entry.
-fn add_name(entries: &mut Vec<(IpAddr, Vec<String>)>, ip: IpAddr, name: &str) {
-    match entries.iter_mut().find(|(address, _)| *address == ip) {
-        Some((_, names)) => names.push(name.to_owned()),
-        None => entries.push((ip, vec![name.to_owned()])),
-    }
 }
 
 /// `os.verify` (on the installer machine): the nodes' facts gathered again, and the precheck

@@ -71,7 +71,11 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     for host in &cx.plan.image_hosts {
         files.push((
             format!("{}/{host}/hosts.toml", paths::CERTS_D),
-            render::hosts_toml(host, &cx.plan.registry.address, cx.config.upstream_fallback),
+            render::hosts_toml(
+                host,
+                &cx.plan.registry.address,
+                cx.plan.registry.upstream_fallback,
+            ),
         ));
     }
     let mut outcome = Outcome::default();

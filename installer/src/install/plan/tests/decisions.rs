@@ -262,3 +262,67 @@ fn every_node_but_the_first_control_plane_joins_as_the_plan_says() {
     let kubernetes = local.kubernetes.as_ref().expect("kubernetes");
     assert!(kubernetes.joins["w1"].ignore_preflight_errors.is_empty());
 }
+
+#[test]
+fn each_nodes_etc_hosts_and_the_mirrors_fallback_are_decided_by_the_plan() {
+    let names = |plan: &Plan, node: &str| -> Vec<(String, Vec<String>)> {
+        plan.etc_hosts[node]
+            .iter()
+            .map(|entry| (entry.ip.to_string(), entry.names.clone()))
+            .collect()
+    };
+    let entry = |ip: &str, names: &[&str]| {
+        (
+            ip.to_owned(),
+            names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+        )
+    };
+    let haproxy = plan(
+        HA_INVENTORY,
+        "  kubernetes:\n    control_plane_endpoint: {type: haproxy}\n",
+        &[],
+    )
+    .expect("plan");
+    // Every node by name; the registry's name on its host (cp1); the endpoint's name at the
+    // first control plane, or at a worker's own haproxy.
+    assert_eq!(
+        names(&haproxy, "cp2"),
+        [
+            entry(
+                "10.0.0.1",
+                &["cp1", "dockerhub.kubekey.local", "lb.kubesphere.local"]
+            ),
+            entry("10.0.0.4", &["cp2"]),
+            entry("10.0.0.2", &["w1"]),
+            entry("10.0.0.3", &["w2"]),
+        ]
+    );
+    assert_eq!(
+        names(&haproxy, "w1").last(),
+        Some(&entry("127.0.0.1", &["lb.kubesphere.local"]))
+    );
+    assert!(
+        !haproxy.registry.upstream_fallback,
+        "an airgap falls back to nothing"
+    );
+
+    let vip = plan(
+        HA_INVENTORY,
+        "  kubernetes:\n    control_plane_endpoint: {type: kube-vip, kube_vip: {address: 10.0.0.100}}\n  image_registry: {upstream_fallback: true}\n",
+        &[],
+    )
+    .expect("plan");
+    for node in ["cp1", "w2"] {
+        assert_eq!(
+            names(&vip, node).last(),
+            Some(&entry("10.0.0.100", &["lb.kubesphere.local"])),
+            "{node}"
+        );
+    }
+    assert!(vip.registry.upstream_fallback);
+    let json = serde_json::to_value(&vip).expect("json");
+    assert_eq!(
+        json["etc_hosts"]["w2"][0]["names"],
+        serde_json::json!(["cp1", "dockerhub.kubekey.local"])
+    );
+}
