@@ -31,6 +31,9 @@ pub struct Description {
     /// For a delta bundle (format 2), the bundle it builds on and the blobs taken from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<DeltaBase>,
+    /// The operating-system packages, one set per distribution release and architecture.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<crate::packages::PackageSet>,
 }
 
 /// What a delta bundle needs from the bundle it builds on.
@@ -85,6 +88,8 @@ pub enum ArtifactKind {
     Chart,
     /// Any other file, as an ORAS-style file artifact.
     File,
+    /// An operating-system package (a `.deb`), as an ORAS-style file artifact.
+    Package,
 }
 
 impl fmt::Display for ArtifactKind {
@@ -94,6 +99,7 @@ impl fmt::Display for ArtifactKind {
             Self::Binary => "binary",
             Self::Chart => "chart",
             Self::File => "file",
+            Self::Package => "package",
         })
     }
 }

@@ -24,6 +24,10 @@ pub const ARTIFACT_HOST: &str = "kk.internal";
 pub const BINARY_ARTIFACT_TYPE: &str = "application/vnd.kk.binary.v1";
 /// `artifactType` of a plain file's manifest.
 pub const FILE_ARTIFACT_TYPE: &str = "application/vnd.kk.file.v1";
+/// `artifactType` of an operating-system package's manifest.
+pub const PACKAGE_ARTIFACT_TYPE: &str = "application/vnd.kk.os-package.v1";
+/// Media type of the layer holding a `.deb` (the type IANA registered for Debian packages).
+pub const DEB_LAYER_MEDIA_TYPE: &str = "application/vnd.debian.binary-package";
 /// Media type of the layer holding a binary's or file's bytes.
 pub const FILE_LAYER_MEDIA_TYPE: &str = "application/octet-stream";
 
@@ -36,6 +40,8 @@ pub enum ArtifactNamespace {
     Charts,
     /// `kk.internal/files/…`
     Files,
+    /// `kk.internal/packages/<distro>/<arch>/…` (operating-system packages)
+    Packages,
 }
 
 /// The reference under which `index.json` names a binary, chart or file: for `etcd` at
@@ -69,8 +75,49 @@ pub fn artifact_reference(
         ArtifactNamespace::Binaries => "binaries",
         ArtifactNamespace::Charts => "charts",
         ArtifactNamespace::Files => "files",
+        ArtifactNamespace::Packages => "packages",
     };
     Ok(format!("{ARTIFACT_HOST}/{dir}/{name}:{tag}"))
+}
+
+/// The reference under which `index.json` names an operating-system package: for `socat`
+/// `1.7.4.4-2` of `debian-12` on `amd64`, `kk.internal/packages/debian-12/amd64/socat:1.7.4.4-2`.
+///
+/// Debian versions may hold `:` (epoch), `~` and `+`, which a tag may not: each becomes `_`.
+/// Two versions that differ only there cannot both be in one set (a set has one version per
+/// package), so the tag stays unique within the bundle.
+pub fn package_reference(
+    distro: &str,
+    arch: &str,
+    name: &str,
+    version: &str,
+) -> Result<String, BundleError> {
+    let tag = version.replace([':', '~', '+'], "_");
+    let name = name.replace('+', "plus");
+    for (what, value) in [
+        ("distribution", distro),
+        ("architecture", arch),
+        ("package", name.as_str()),
+    ] {
+        if !is_path_component(value) {
+            return Err(BundleError::ArtifactName {
+                value: value.to_owned(),
+                reason: format!(
+                    "a {what} of lowercase letters and digits separated by `.`, `_` or `-`"
+                ),
+            });
+        }
+    }
+    if !is_tag(&tag) {
+        return Err(BundleError::ArtifactName {
+            value: version.to_owned(),
+            reason: "a version of at most 128 letters, digits, `.`, `_`, `-`, `+`, `:`, `~`"
+                .to_owned(),
+        });
+    }
+    Ok(format!(
+        "{ARTIFACT_HOST}/packages/{distro}/{arch}/{name}:{tag}"
+    ))
 }
 
 /// A repository path component of the OCI distribution spec: `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`.

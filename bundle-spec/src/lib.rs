@@ -56,6 +56,7 @@ pub mod lock;
 pub mod manifest;
 pub mod member;
 pub mod oci;
+pub mod packages;
 pub mod parts;
 pub mod platform;
 pub mod read;

@@ -30,6 +30,29 @@ pub struct Lock {
     /// Helm charts.
     #[serde(default)]
     pub charts: Vec<LockedFile>,
+    /// Operating-system packages, one entry per `.deb`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<LockedPackage>,
+}
+
+/// A `.deb` (or, later, another package format's file) pinned to its sha256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockedPackage {
+    /// The distribution release it is for (`debian-12`).
+    pub distro: String,
+    /// Debian's architecture name of the set (`amd64`).
+    pub arch: String,
+    /// The package name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Where it was fetched from.
+    pub url: String,
+    /// Its sha256, as the repository's index gives it.
+    pub digest: Sha256Digest,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// An image reference pinned to a digest.
@@ -73,6 +96,7 @@ impl Lock {
             images: Vec::new(),
             binaries: Vec::new(),
             charts: Vec::new(),
+            packages: Vec::new(),
         }
     }
 }

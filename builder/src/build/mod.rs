@@ -232,6 +232,7 @@ fn describe(
         lock,
         artifacts,
         base: delta,
+        packages: Vec::new(),
     })
 }
 

@@ -66,3 +66,24 @@ impl fmt::Display for Cni {
         f.write_str(self.as_str())
     }
 }
+
+/// kube-proxy's mode, as far as the bundle is concerned: `ipvs` needs `ipset` and `ipvsadm` on
+/// the nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KubeProxyMode {
+    /// iptables (the default).
+    #[default]
+    Iptables,
+    /// IPVS.
+    Ipvs,
+}
+
+/// Storage a cluster is meant to have, which brings packages and charts into the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Storage {
+    /// NFS: a server on the `nfs` host, the client on every node, and the
+    /// nfs-subdir-external-provisioner chart.
+    Nfs,
+}

@@ -7,7 +7,7 @@ use serde_saphyr::Spanned;
 
 use super::ManifestError;
 use super::SourceLocation;
-use super::choices::{Cni, ContainerRuntime};
+use super::choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
 use super::raw::RawKubernetes;
 use super::rules::required;
 
@@ -22,6 +22,13 @@ pub struct Kubernetes {
     pub container_runtime: ContainerRuntime,
     /// The network plugin to install.
     pub cni: Cni,
+    /// `kubeProxyMode`: `ipvs` adds the IPVS tools to every package set.
+    pub kube_proxy_mode: KubeProxyMode,
+    /// `storage`: `[nfs]` adds the NFS packages and the provisioner chart.
+    pub storage: Vec<Storage>,
+    /// `nodePackages` (default true): whether the catalog adds, to every set of
+    /// `spec.osPackages`, the packages the cluster's features need.
+    pub node_packages: bool,
 }
 
 /// A Kubernetes release, `vMAJOR.MINOR.PATCH`. Displays with the leading `v`.
@@ -87,6 +94,9 @@ pub(super) fn validate(
         version: parsed,
         container_runtime: raw.value.container_runtime,
         cni: raw.value.cni,
+        kube_proxy_mode: KubeProxyMode::default(),
+        storage: Vec::new(),
+        node_packages: true,
     })
 }
 

@@ -59,6 +59,7 @@ mod error;
 mod file_mirrors;
 mod image;
 mod kubernetes;
+mod os_packages;
 mod raw;
 mod registry;
 mod rules;
@@ -79,10 +80,11 @@ use std::sync::Arc;
 pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
 pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
-pub use choices::{Cni, ContainerRuntime};
+pub use choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
 pub use error::ManifestError;
 pub use image::ImageRef;
 pub use kubernetes::{Kubernetes, KubernetesVersion};
+pub use os_packages::{OsPackages, PackageRepository};
 pub use registry::{Credentials, RegistryConfig, is_env_name};
 pub use spanned_map::SpannedMap;
 pub use template::{PLACEHOLDERS, UrlTemplate};
@@ -136,6 +138,9 @@ pub struct Spec {
     /// URLs), the `http(s)` base URL serving its files instead; a URL's path and query are
     /// appended to the base. Lock and bundle keep the upstream URLs.
     pub file_mirrors: BTreeMap<String, String>,
+    /// `osPackages`: operating-system packages for the nodes, per distribution release and
+    /// architecture.
+    pub os_packages: Vec<OsPackages>,
 }
 
 impl Manifest {

@@ -45,6 +45,7 @@ fn spec(file: &Arc<str>, raw: &Spanned<RawSpec>) -> Result<Spec, ManifestError> 
         charts: chart::validate_all(file, &raw.charts)?,
         registries: registry::validate_all(file, &raw.registries)?,
         file_mirrors: file_mirrors::validate_all(file, &raw.file_mirrors)?,
+        os_packages: Vec::new(),
         platforms,
     };
     let empty = spec.kubernetes.is_none()

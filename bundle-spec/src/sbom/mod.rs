@@ -236,6 +236,8 @@ fn purpose(kind: ArtifactKind) -> &'static str {
         // A chart installs software into a cluster.
         ArtifactKind::Chart => "INSTALL",
         ArtifactKind::File => "FILE",
+        // A `.deb` installs software on a node.
+        ArtifactKind::Package => "INSTALL",
     }
 }
 
@@ -246,7 +248,7 @@ fn downloaded<'a>(artifact: &Artifact, lock: &'a Lock) -> Option<&'a LockedFile>
     let files = match artifact.kind {
         ArtifactKind::Binary => &lock.binaries,
         ArtifactKind::Chart => &lock.charts,
-        ArtifactKind::Image | ArtifactKind::File => return None,
+        ArtifactKind::Image | ArtifactKind::File | ArtifactKind::Package => return None,
     };
     files.iter().find(|file| {
         file.name == artifact.name

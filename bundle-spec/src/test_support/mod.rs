@@ -41,6 +41,7 @@ pub fn description(created: jiff::Timestamp, artifacts: Vec<Artifact>) -> Descri
         lock: Lock::new(created),
         artifacts,
         base: None,
+        packages: Vec::new(),
     }
 }
 

@@ -71,7 +71,7 @@ impl Content {
                         ),
                     );
                 }
-                ArtifactKind::File => {}
+                ArtifactKind::File | ArtifactKind::Package => {}
             }
         }
         content.image_hosts.sort();
