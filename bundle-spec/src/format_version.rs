@@ -10,13 +10,15 @@ use crate::diagnostics::cut;
 /// The format version this crate writes for a full bundle, and the first major version it reads.
 ///
 /// 1.1 added the SBOM member `kk-bundle/sbom.spdx.json` (see [`crate::sbom`]); a 1.0 reader
-/// verifies it like any member and otherwise ignores it.
-pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 1 };
+/// verifies it like any member and otherwise ignores it. 1.2 added operating-system packages:
+/// the artifact kind `package` and the description's `packages` (see [`crate::packages`]).
+pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 2 };
 
 /// The format version of a delta bundle (SPEC.md §7): a bundle that leaves out the blobs of the
 /// bundle it builds on. It is a major version of its own so that a reader of format 1, which
 /// would take the missing blobs for a damaged bundle, refuses it by its version instead.
-pub const DELTA_FORMAT_VERSION: FormatVersion = FormatVersion { major: 2, minor: 0 };
+/// 2.1 added what 1.2 added.
+pub const DELTA_FORMAT_VERSION: FormatVersion = FormatVersion { major: 2, minor: 1 };
 
 /// A bundle format version, `MAJOR.MINOR`.
 ///
