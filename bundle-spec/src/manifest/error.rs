@@ -446,7 +446,8 @@ pub enum ManifestError {
     /// Two `osPackages` entries are for the same distribution and architecture.
     #[error(
         "{at}: `{distro}` on `{arch}` is already listed at {first}; hint: merge the two entries' \
-         packages")]
+         packages"
+    )]
     DuplicatePackageSet {
         /// Where the repetition is.
         at: SourceLocation,

@@ -121,7 +121,9 @@ fn os_packages(distro: &str, rest: &str) -> String {
 
 /// A good `repository` line (line 8), then `extra`.
 fn repository(extra: &str) -> String {
-    format!("      repository: {{url: \"http://example.org/debian\", suite: bookworm, keyring: k.gpg}}\n{extra}")
+    format!(
+        "      repository: {{url: \"http://example.org/debian\", suite: bookworm, keyring: k.gpg}}\n{extra}"
+    )
 }
 
 /// An image list with `reference` on line 7, column 7.

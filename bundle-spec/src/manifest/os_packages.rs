@@ -190,7 +190,12 @@ fn repository(
             .value
             .iter()
             .map(|component| {
-                non_empty(file, component, "components", "name a component, e.g. `main`")
+                non_empty(
+                    file,
+                    component,
+                    "components",
+                    "name a component, e.g. `main`",
+                )
             })
             .collect::<Result<_, _>>()?,
     };
@@ -234,7 +239,9 @@ fn package_name(file: &Arc<str>, raw: &Spanned<String>) -> Result<String, Manife
     let allowed = |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit();
     let valid = name.len() >= 2
         && name.bytes().next().is_some_and(allowed)
-        && name.bytes().all(|byte| allowed(byte) || b"+-.".contains(&byte));
+        && name
+            .bytes()
+            .all(|byte| allowed(byte) || b"+-.".contains(&byte));
     if valid {
         Ok(name.clone())
     } else {
