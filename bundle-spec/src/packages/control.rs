@@ -266,7 +266,9 @@ fn parse_relation(text: &str) -> Result<Relation, String> {
         .as_deref()
         .is_some_and(|q| q.is_empty() || !q.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
     {
-        return Err(format!("`{name_part}` has a malformed architecture qualifier"));
+        return Err(format!(
+            "`{name_part}` has a malformed architecture qualifier"
+        ));
     }
     Ok(Relation {
         name: name.to_owned(),
@@ -312,9 +314,9 @@ fn is_package_name(name: &str) -> bool {
     name.bytes()
         .next()
         .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.'))
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.')
+        })
 }
 
 impl Op {
@@ -520,7 +522,11 @@ mod tests {
             ),
             (
                 "libfoo1(>=1.0~rc1)",
-                vec![vec![rel("libfoo1", None, Some((Op::GreaterOrEqual, "1.0~rc1")))]],
+                vec![vec![rel(
+                    "libfoo1",
+                    None,
+                    Some((Op::GreaterOrEqual, "1.0~rc1")),
+                )]],
             ),
             (
                 "python3:native,  libstdc++6 (>= 12)",
@@ -531,7 +537,11 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            assert_eq!(parse_relations("p", "Depends", text).unwrap(), expected, "{text}");
+            assert_eq!(
+                parse_relations("p", "Depends", text).unwrap(),
+                expected,
+                "{text}"
+            );
         }
     }
 
