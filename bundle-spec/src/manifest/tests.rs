@@ -285,3 +285,19 @@ fn kubernetes_package_choices_parse_with_defaults() {
     assert_eq!(kubernetes.storage, [Storage::Nfs]);
     assert!(!kubernetes.node_packages);
 }
+
+#[test]
+fn the_packages_example_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/packages.yaml");
+    let manifest = Manifest::from_path(&path).unwrap_or_else(|error| panic!("{error}"));
+    let kubernetes = manifest.spec.kubernetes.as_ref().expect("kubernetes");
+    assert_eq!(kubernetes.kube_proxy_mode, KubeProxyMode::Ipvs);
+    assert_eq!(kubernetes.storage, [Storage::Nfs]);
+    let [debian] = manifest.spec.os_packages.as_slice() else {
+        panic!("one set");
+    };
+    assert_eq!(debian.distro.to_string(), "debian-12");
+    assert_eq!(debian.arches, ["amd64"]);
+    assert_eq!(debian.repository.suite, "bookworm");
+    assert_eq!(debian.packages, ["curl"]);
+}
