@@ -1,5 +1,5 @@
 //! The signature of a Debian repository: its clearsigned `InRelease`, verified against the
-//! OpenPGP keyring the manifest names, in pure Rust (no `gpg` binary).
+//! `OpenPGP` keyring the manifest names, in pure Rust (no `gpg` binary).
 
 use pgp::composed::{CleartextSignedMessage, Deserializable, SignedPublicKey};
 use pgp::types::KeyDetails;
@@ -12,7 +12,7 @@ pub enum SignatureError {
         "the `InRelease` is not a clearsigned text (it lacks `-----BEGIN PGP SIGNED MESSAGE-----`)"
     )]
     NotSigned,
-    /// The keyring does not read as OpenPGP public keys.
+    /// The keyring does not read as `OpenPGP` public keys.
     #[error(
         "the keyring is not usable: {reason}; hint: give the repository's public keys, binary or ASCII-armored (`gpg --export`)"
     )]
@@ -48,7 +48,7 @@ fn issuers_text(issuers: &[String]) -> String {
         .join(", ")
 }
 
-/// Verifies a clearsigned `InRelease` against the OpenPGP keys of `keyring` (binary or
+/// Verifies a clearsigned `InRelease` against the `OpenPGP` keys of `keyring` (binary or
 /// ASCII-armored, one or several keys; a signature by a signing subkey counts); returns the
 /// signed text (the Release file).
 pub(crate) fn verify_inrelease(inrelease: &str, keyring: &[u8]) -> Result<String, SignatureError> {
@@ -258,7 +258,9 @@ mod tests {
         let error = verify_inrelease(&signed, &keyring(&[&trusted])).unwrap_err();
         let fingerprint = hex::encode_upper(other.primary_key.fingerprint().as_bytes());
         match &error {
-            SignatureError::NoKeyMatches { issuers } => assert_eq!(issuers, &[fingerprint.clone()]),
+            SignatureError::NoKeyMatches { issuers } => {
+                assert_eq!(issuers, std::slice::from_ref(&fingerprint));
+            }
             other => panic!("{other:?}"),
         }
         assert!(
