@@ -191,3 +191,195 @@ pub(crate) fn index_text(
         path: entry.path.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    const A: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const B: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    fn entry(path: &str, size: u64, sha256: &str) -> ReleaseEntry {
+        ReleaseEntry {
+            path: path.to_owned(),
+            size,
+            sha256: Sha256Digest::from_hex(sha256).unwrap(),
+        }
+    }
+
+    #[test]
+    fn release_files_parse() {
+        let text = format!(
+            "Origin: Debian\nSuite: stable\nCodename: bookworm\n\
+             MD5Sum:\n 0123 10 main/binary-amd64/Packages\n\
+             SHA256:\n {A}   10 main/binary-amd64/Packages\n {B} 20 main/binary-amd64/Packages.gz\n\
+             Acquire-By-Hash: yes\n"
+        );
+        let cases = [
+            (
+                text.clone(),
+                Release {
+                    suite: "stable".to_owned(),
+                    codename: "bookworm".to_owned(),
+                    entries: vec![
+                        entry("main/binary-amd64/Packages", 10, A),
+                        entry("main/binary-amd64/Packages.gz", 20, B),
+                    ],
+                },
+            ),
+            (
+                "suite: testing\nsha256:\n".to_owned(),
+                Release {
+                    suite: "testing".to_owned(),
+                    codename: String::new(),
+                    entries: Vec::new(),
+                },
+            ),
+            (
+                // The real `gpg` fixture's signed text.
+                include_str!("testdata/Release").to_owned(),
+                Release {
+                    suite: "stable".to_owned(),
+                    codename: "bookworm".to_owned(),
+                    entries: vec![
+                        entry("main/binary-amd64/Packages", 1234, A),
+                        entry("main/binary-amd64/Packages.gz", 20, B),
+                    ],
+                },
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_release(&text).unwrap(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_release_files_fail() {
+        let cases = [
+            ("Suite: stable\nMD5Sum:\n 00 1 a\n", "has no `SHA256` field"),
+            (
+                "SHA256:\n 00 1 main/Packages\n",
+                "`00 1 main/Packages` is not `SHA256 SIZE PATH`",
+            ),
+            ("SHA256:\n nothing\n", "`nothing` is not"),
+        ];
+        for (text, expected) in cases {
+            let message = parse_release(text).unwrap_err().to_string();
+            assert!(message.contains(expected), "{message}");
+        }
+        let text = format!("SHA256:\n {A} big main/Packages\n {A} 1 x y\n");
+        assert!(
+            parse_release(&text)
+                .unwrap_err()
+                .to_string()
+                .contains("big")
+        );
+    }
+
+    #[test]
+    fn the_packages_index_prefers_xz_then_gz_then_plain() {
+        let release = |paths: &[&str]| Release {
+            suite: String::new(),
+            codename: String::new(),
+            entries: paths.iter().map(|path| entry(path, 1, A)).collect(),
+        };
+        let plain = "main/binary-amd64/Packages";
+        let cases: [(&[&str], &str, Option<(&str, Compression)>); 5] = [
+            (
+                &[
+                    plain,
+                    "main/binary-amd64/Packages.gz",
+                    "main/binary-amd64/Packages.xz",
+                ],
+                "amd64",
+                Some(("main/binary-amd64/Packages.xz", Compression::Xz)),
+            ),
+            (
+                &[plain, "main/binary-amd64/Packages.gz"],
+                "amd64",
+                Some(("main/binary-amd64/Packages.gz", Compression::Gzip)),
+            ),
+            (&[plain], "amd64", Some((plain, Compression::None))),
+            (&[plain], "arm64", None),
+            (&["contrib/binary-amd64/Packages.xz"], "amd64", None),
+        ];
+        for (paths, arch, expected) in cases {
+            let release = release(paths);
+            let found = release
+                .packages_index("main", arch)
+                .map(|(entry, compression)| (entry.path.as_str(), compression));
+            assert_eq!(found, expected, "{paths:?} {arch}");
+        }
+    }
+
+    const INDEX: &str = "Package: socat\nVersion: 1.7.4.4-2\n";
+
+    fn entry_of(path: &str, bytes: &[u8]) -> ReleaseEntry {
+        entry(path, bytes.len() as u64, &Sha256Digest::of(bytes).hex())
+    }
+
+    #[test]
+    fn indexes_round_trip_through_each_compression() {
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(INDEX.as_bytes()).unwrap();
+        let gzip = gzip.finish().unwrap();
+        let mut xz =
+            lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::with_preset(6)).unwrap();
+        xz.write_all(INDEX.as_bytes()).unwrap();
+        let xz = xz.finish().unwrap();
+        for (bytes, compression) in [
+            (INDEX.as_bytes().to_vec(), Compression::None),
+            (gzip, Compression::Gzip),
+            (xz, Compression::Xz),
+        ] {
+            let entry = entry_of("main/binary-amd64/Packages", &bytes);
+            assert_eq!(index_text(&bytes, &entry, compression).unwrap(), INDEX);
+        }
+    }
+
+    #[test]
+    fn an_index_unlike_the_release_fails_naming_path_and_digests() {
+        let bytes = INDEX.as_bytes();
+        let good = entry_of("main/binary-amd64/Packages", bytes);
+        let found = Sha256Digest::of(bytes);
+        let wrong_sha = entry("main/binary-amd64/Packages", good.size, A);
+        let wrong_size = entry("main/binary-amd64/Packages", good.size + 1, &found.hex());
+        for expected in [wrong_sha, wrong_size] {
+            let message = index_text(bytes, &expected, Compression::None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.starts_with("`main/binary-amd64/Packages` is "),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("`{found}` ({} bytes)", bytes.len())),
+                "{message}"
+            );
+            let said = format!("says `{}` ({} bytes)", expected.sha256, expected.size);
+            assert!(message.contains(&said), "{message}");
+        }
+    }
+
+    #[test]
+    fn undecodable_indexes_fail() {
+        let garbage = b"not compressed at all";
+        for compression in [Compression::Gzip, Compression::Xz] {
+            let entry = entry_of("main/binary-amd64/Packages.x", garbage);
+            let error = index_text(garbage, &entry, compression).unwrap_err();
+            assert!(
+                matches!(error, ReleaseError::Decompress { .. }),
+                "{error:?}"
+            );
+        }
+        let latin1 = b"Package: caf\xe9\n";
+        let entry = entry_of("main/binary-amd64/Packages", latin1);
+        let error = index_text(latin1, &entry, Compression::None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "`main/binary-amd64/Packages` is not UTF-8 text"
+        );
+    }
+}
