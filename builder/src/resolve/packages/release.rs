@@ -286,7 +286,8 @@ mod tests {
             entries: paths.iter().map(|path| entry(path, 1, A)).collect(),
         };
         let plain = "main/binary-amd64/Packages";
-        let cases: [(&[&str], &str, Option<(&str, Compression)>); 5] = [
+        type Case<'a> = (&'a [&'a str], &'a str, Option<(&'a str, Compression)>);
+        let cases: [Case; 5] = [
             (
                 &[
                     plain,
