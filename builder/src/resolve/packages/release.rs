@@ -278,6 +278,9 @@ mod tests {
         );
     }
 
+    /// The listed paths, the architecture, and the index chosen.
+    type IndexCase<'a> = (&'a [&'a str], &'a str, Option<(&'a str, Compression)>);
+
     #[test]
     fn the_packages_index_prefers_xz_then_gz_then_plain() {
         let release = |paths: &[&str]| Release {
@@ -286,8 +289,7 @@ mod tests {
             entries: paths.iter().map(|path| entry(path, 1, A)).collect(),
         };
         let plain = "main/binary-amd64/Packages";
-        type Case<'a> = (&'a [&'a str], &'a str, Option<(&'a str, Compression)>);
-        let cases: [Case; 5] = [
+        let cases: [IndexCase; 5] = [
             (
                 &[
                     plain,
