@@ -97,12 +97,24 @@ fn packages_index() -> String {
     text
 }
 
+/// `packages` compressed with gzip, as repositories serve `Packages.gz`.
+fn gzip(packages: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(packages.as_bytes()).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A Release listing the index plain and gzipped, as Debian's do.
 fn release(packages: &str) -> String {
+    let gzipped = gzip(packages);
     format!(
         "Origin: kk test\nSuite: stable\nCodename: test\nArchitectures: amd64\nComponents: main\n\
-         SHA256:\n {} {} main/binary-amd64/Packages\n",
+         SHA256:\n {} {} main/binary-amd64/Packages\n {} {} main/binary-amd64/Packages.gz\n",
         Sha256Digest::of(packages.as_bytes()).hex(),
-        packages.len()
+        packages.len(),
+        Sha256Digest::of(&gzipped).hex(),
+        gzipped.len()
     )
 }
 
@@ -177,6 +189,10 @@ impl Lab {
         files.insert(
             "/debian/dists/stable/main/binary-amd64/Packages".into(),
             packages.as_bytes().to_vec(),
+        );
+        files.insert(
+            "/debian/dists/stable/main/binary-amd64/Packages.gz".into(),
+            gzip(packages),
         );
         for deb in DEBS {
             files.insert(format!("/debian/{}", pool_path(deb)), bytes(deb));
@@ -282,6 +298,47 @@ async fn a_build_carries_the_closure_without_what_every_installation_has() {
     assert!(
         lock_file.contains("socat_1.7.4.4-2_amd64.deb"),
         "{lock_file}"
+    );
+
+    // The compressed index is preferred; the plain one is never fetched.
+    let paths: Vec<String> = lab.server.requests().into_iter().map(|r| r.path).collect();
+    let index = "/debian/dists/stable/main/binary-amd64/Packages";
+    assert!(paths.contains(&format!("{index}.gz")), "{paths:?}");
+    assert!(!paths.contains(&index.to_owned()), "{paths:?}");
+}
+
+#[test]
+fn roots_are_the_manifests_then_the_catalogs_each_name_once() {
+    use bundle_spec::manifest::Manifest;
+    use bundle_spec::packages::{PackageScope, RootPackage};
+
+    let manifest = Manifest::from_str_named(
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: r}\nspec:\n  \
+         osPackages:\n    - {distro: debian-12, repository: {url: \"http://a.org\", suite: s, keyring: k}, packages: [vim, socat]}\n",
+        "r.yaml",
+    )
+    .unwrap();
+    let catalog = |name: &str| RootPackage {
+        name: name.to_owned(),
+        scope: PackageScope::Kubernetes,
+        commands: vec![name.to_owned()],
+        reason: "kubeadm".to_owned(),
+    };
+    let roots = super::roots(
+        &manifest.spec().os_packages[0],
+        &[catalog("conntrack"), catalog("socat")],
+    );
+    let shown: Vec<(&str, PackageScope, &str)> = roots
+        .iter()
+        .map(|root| (root.name.as_str(), root.scope, root.reason.as_str()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("vim", PackageScope::All, "manifest"),
+            ("socat", PackageScope::All, "manifest"),
+            ("conntrack", PackageScope::Kubernetes, "kubeadm"),
+        ]
     );
 }
 
