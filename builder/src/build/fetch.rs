@@ -118,6 +118,7 @@ async fn fetch_packages(
                 arch,
                 roots: roots(entry, catalog),
                 manifest_dir: &ctx.manifest_dir,
+                jobs: ctx.jobs,
             };
             let set = resolve_packages(&request, &ctx.fetcher, &ctx.cache, locked).await?;
             for (record, blob) in set.set.packages.iter().zip(&set.blobs) {

@@ -25,12 +25,13 @@ use bundle_spec::manifest::OsPackages;
 use bundle_spec::packages::control::{IndexEntry, parse_index};
 use bundle_spec::packages::resolve::{Installed, ResolveError, resolve};
 use bundle_spec::packages::{PackageFormat, PackageRecord, PackageSet, RootPackage};
+use futures_util::{StreamExt as _, TryStreamExt as _, stream};
 
 pub use error::PackagesError;
-use error::describe;
 
 use crate::cache::{Cache, CachedBlob};
 use crate::fetch::HttpFetcher;
+use error::describe;
 use release::{Release, parse_release};
 
 /// One set to resolve: an `osPackages` entry, one of its architectures, and every root.
@@ -44,6 +45,8 @@ pub struct PackageRequest<'a> {
     pub roots: Vec<RootPackage>,
     /// The manifest's directory, which a relative `keyring` is relative to.
     pub manifest_dir: &'a Path,
+    /// How many `.deb`s download at once.
+    pub jobs: usize,
 }
 
 /// A set resolved, with its `.deb`s verified in the cache.
@@ -107,17 +110,16 @@ pub async fn resolve_packages(
     if let Some(locked) = locked {
         repo.check_locked(request, &locked_entries, locked)?;
     }
-    let mut blobs = Vec::with_capacity(locked_entries.len());
-    for entry in &locked_entries {
-        let blob = fetcher
-            .download(&entry.url, Some(entry.digest), cache, &|_, _| {})
-            .await
-            .map_err(|source| PackagesError::Deb {
-                repository: repo.name.clone(),
-                source,
-            })?;
-        blobs.push(blob);
-    }
+    // In order (`buffered`), so `blobs[i]` is the `.deb` of `set.packages[i]`.
+    let blobs: Vec<CachedBlob> = stream::iter(&locked_entries)
+        .map(|entry| fetcher.download(&entry.url, Some(entry.digest), cache, &|_, _| {}))
+        .buffered(request.jobs.max(1))
+        .try_collect()
+        .await
+        .map_err(|source| PackagesError::Deb {
+            repository: repo.name.clone(),
+            source,
+        })?;
     Ok(ResolvedPackages {
         set: PackageSet {
             distro: request.entry.distro.clone(),
