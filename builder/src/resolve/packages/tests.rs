@@ -300,6 +300,26 @@ async fn a_build_carries_the_closure_without_what_every_installation_has() {
         "{lock_file}"
     );
 
+    // inspect (text and json) and the SBOM show them.
+    let text = bundle_spec::inspect::inspect_text(&lab.output()).unwrap();
+    let heading = format!(
+        "packages  debian-12 amd64 from {}: 2 packages,",
+        lab.repository()
+    );
+    assert!(text.contains(&heading), "{text}");
+    assert!(
+        text.contains("  roots   socat (manifest)\n  libwrap0 7.6.q-32\n  socat 1.7.4.4-2\n"),
+        "{text}"
+    );
+    let json = bundle_spec::inspect::inspect_json(&lab.output()).unwrap();
+    assert_eq!(json["packages"][0]["packages"][1]["name"], "socat");
+    let sbom = bundle_spec::inspect::inspect_sbom(&lab.output()).unwrap();
+    let sbom = String::from_utf8(sbom).unwrap();
+    assert!(
+        sbom.contains("pkg:deb/debian/socat@1.7.4.4-2?arch=amd64&distro=debian-12"),
+        "{sbom}"
+    );
+
     // The compressed index is preferred; the plain one is never fetched.
     let paths: Vec<String> = lab.server.requests().into_iter().map(|r| r.path).collect();
     let index = "/debian/dists/stable/main/binary-amd64/Packages";
