@@ -88,7 +88,9 @@ pub(crate) fn verify_inrelease(inrelease: &str, keyring: &[u8]) -> Result<String
     }
 }
 
-/// The public keys of a keyring whose self-signatures hold.
+/// The public keys of a keyring. A primary key is trusted for being in the keyring, as apt
+/// trusts it: its user ids' certifications are not checked, because Debian's keys carry
+/// certifications by other keys that no keyring holds (rpgp's `verify_bindings` fails on them).
 fn read_keyring(keyring: &[u8]) -> Result<Vec<SignedPublicKey>, SignatureError> {
     let bad = |reason: String| SignatureError::BadKeyring { reason };
     let (keys, _) = SignedPublicKey::from_reader_many(keyring).map_err(|e| bad(e.to_string()))?;
@@ -98,10 +100,7 @@ fn read_keyring(keyring: &[u8]) -> Result<Vec<SignedPublicKey>, SignatureError> 
     if keys.is_empty() {
         return Err(bad("it holds no public key".to_owned()));
     }
-    Ok(keys
-        .into_iter()
-        .filter(|key| key.details.verify_bindings(&key.primary_key).is_ok())
-        .collect())
+    Ok(keys)
 }
 
 /// Whether one of the message's signatures verifies with `key`'s primary key or one of its
@@ -308,5 +307,20 @@ mod tests {
                 assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
             }
         }
+    }
+
+    /// A real Debian `InRelease` (signed twice: by a key the keyring lacks, and by a signing
+    /// subkey of Debian's security archive key, which the keyring holds), against Debian's
+    /// keyring file as `debian-archive-keyring` ships it.
+    #[test]
+    fn a_debian_inrelease_verifies_against_debians_keyring() {
+        let inrelease = include_str!("testdata/InRelease.debian-security");
+        let keyring = include_bytes!("testdata/debian-security-keyring.gpg");
+        let release = verify_inrelease(inrelease, keyring).unwrap();
+        assert!(release.starts_with("Origin: Debian\n"), "{release}");
+        assert!(release.contains("\nSHA256:\n"));
+        let changed = inrelease.replacen("Origin: Debian", "Origin: Debiab", 1);
+        let error = verify_inrelease(&changed, keyring).unwrap_err();
+        assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
     }
 }
