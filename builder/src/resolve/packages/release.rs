@@ -385,4 +385,21 @@ mod tests {
             "`main/binary-amd64/Packages` is not UTF-8 text"
         );
     }
+
+    /// A real Debian `Release` (the signed text of the fixture `InRelease.debian-security`).
+    #[test]
+    fn a_debian_release_gives_its_packages_index() {
+        let inrelease = include_str!("testdata/InRelease.debian-security");
+        let text = inrelease
+            .split_once("\n\n")
+            .and_then(|(_, rest)| rest.split_once("-----BEGIN PGP SIGNATURE-----"))
+            .unwrap()
+            .0;
+        let release = parse_release(text).unwrap();
+        assert_eq!(release.codename, "bookworm-security");
+        assert!(release.entries.len() > 10);
+        let (entry, compression) = release.packages_index("main", "amd64").unwrap();
+        assert_eq!(entry.path, "main/binary-amd64/Packages.xz");
+        assert_eq!(compression, Compression::Xz);
+    }
 }

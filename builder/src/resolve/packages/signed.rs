@@ -1,8 +1,9 @@
 //! The signature of a Debian repository: its clearsigned `InRelease`, verified against the
 //! `OpenPGP` keyring the manifest names, in pure Rust (no `gpg` binary).
 
-use pgp::composed::{CleartextSignedMessage, Deserializable, SignedPublicKey};
-use pgp::types::KeyDetails;
+use pgp::composed::{CleartextSignedMessage, Deserializable, SignedPublicKey, SignedPublicSubKey};
+use pgp::packet::{Signature, SignatureType};
+use pgp::types::{Duration, KeyDetails, Tag, Timestamp};
 
 /// Why an `InRelease` is not trusted.
 #[derive(Debug, thiserror::Error)]
@@ -81,14 +82,16 @@ pub(crate) fn verify_inrelease(inrelease: &str, keyring: &[u8]) -> Result<String
     {
         Some(issuer) => Err(SignatureError::Invalid {
             reason: format!(
-                "the signature by key `{issuer}` does not match the signed text (changed after signing?)"
+                "the signature by key `{issuer}` does not hold: the text changed after signing, or the key is revoked or was expired when it signed"
             ),
         }),
         None => Err(SignatureError::NoKeyMatches { issuers }),
     }
 }
 
-/// The public keys of a keyring whose self-signatures hold.
+/// The public keys of a keyring. A primary key is trusted for being in the keyring, as apt
+/// trusts it: its user ids' certifications are not checked, because Debian's keys carry
+/// certifications by other keys that no keyring holds (rpgp's `verify_bindings` fails on them).
 fn read_keyring(keyring: &[u8]) -> Result<Vec<SignedPublicKey>, SignatureError> {
     let bad = |reason: String| SignatureError::BadKeyring { reason };
     let (keys, _) = SignedPublicKey::from_reader_many(keyring).map_err(|e| bad(e.to_string()))?;
@@ -98,24 +101,87 @@ fn read_keyring(keyring: &[u8]) -> Result<Vec<SignedPublicKey>, SignatureError> 
     if keys.is_empty() {
         return Err(bad("it holds no public key".to_owned()));
     }
-    Ok(keys
-        .into_iter()
-        .filter(|key| key.details.verify_bindings(&key.primary_key).is_ok())
-        .collect())
+    Ok(keys)
 }
 
 /// Whether one of the message's signatures verifies with `key`'s primary key or one of its
-/// signing subkeys (whose binding to the primary key holds).
+/// signing subkeys (whose binding to the primary key holds), made while that key was valid:
+/// neither it nor its primary key revoked, and not expired when it signed.
 fn signed_by(message: &CleartextSignedMessage, key: &SignedPublicKey) -> bool {
-    message.verify(&key.primary_key).is_ok()
+    let primary = &key.primary_key;
+    let revoked = key
+        .details
+        .revocation_signatures
+        .iter()
+        .any(|revocation| revocation.verify_key(primary).is_ok());
+    if revoked {
+        return false;
+    }
+    let by_primary = message
+        .verify(primary)
+        .is_ok_and(|signature| unexpired(primary.created_at(), primary_expiration(key), signature));
+    by_primary
         || key.public_subkeys.iter().any(|subkey| {
-            subkey
-                .signatures
-                .iter()
-                .any(|binding| binding.key_flags().sign())
-                && subkey.verify_bindings(&key.primary_key).is_ok()
-                && message.verify(&subkey.key).is_ok()
+            let Some(binding) = subkey_binding(key, subkey) else {
+                return false;
+            };
+            message.verify(&subkey.key).is_ok_and(|signature| {
+                unexpired(
+                    subkey.key.created_at(),
+                    binding.key_expiration_time(),
+                    signature,
+                )
+            })
         })
+}
+
+/// The latest binding of a signing subkey that is not revoked.
+fn subkey_binding<'a>(
+    key: &SignedPublicKey,
+    subkey: &'a SignedPublicSubKey,
+) -> Option<&'a Signature> {
+    if subkey.verify_bindings(&key.primary_key).is_err() {
+        return None;
+    }
+    let (revocations, bindings): (Vec<_>, Vec<_>) = subkey
+        .signatures
+        .iter()
+        .partition(|signature| signature.typ() == Some(SignatureType::SubkeyRevocation));
+    if !revocations.is_empty() {
+        return None;
+    }
+    bindings
+        .into_iter()
+        .max_by_key(|binding| binding.created())
+        .filter(|binding| binding.key_flags().sign())
+}
+
+/// The primary key's expiration, from its latest self-certification of a user id (the other
+/// certifications are by other keys and are not read).
+fn primary_expiration(key: &SignedPublicKey) -> Option<Duration> {
+    key.details
+        .users
+        .iter()
+        .flat_map(|user| {
+            user.signatures.iter().filter(|signature| {
+                signature
+                    .verify_certification(&key.primary_key, Tag::UserId, &user.id)
+                    .is_ok()
+            })
+        })
+        .max_by_key(|signature| signature.created())
+        .and_then(Signature::key_expiration_time)
+}
+
+/// Whether a key created at `created` and expiring `expiration` after (0: never) was not
+/// expired when it made `signature`.
+fn unexpired(created: Timestamp, expiration: Option<Duration>, signature: &Signature) -> bool {
+    match (expiration.map(Duration::as_secs), signature.created()) {
+        (Some(expiration), Some(signed)) if expiration > 0 => {
+            u64::from(signed.as_secs()) < u64::from(created.as_secs()) + u64::from(expiration)
+        }
+        _ => true,
+    }
 }
 
 /// The issuers the signatures name: fingerprints where given, else key ids.
@@ -245,7 +311,7 @@ mod tests {
         let error = verify_inrelease(&signed, &keyring(&[&key])).unwrap_err();
         assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
         assert!(
-            error.to_string().contains("does not match the signed text"),
+            error.to_string().contains("the text changed after signing"),
             "{error}"
         );
     }
@@ -308,5 +374,39 @@ mod tests {
                 assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
             }
         }
+    }
+
+    /// A real Debian `InRelease` (signed twice: by a key the keyring lacks, and by a signing
+    /// subkey of Debian's security archive key, which the keyring holds), against Debian's
+    /// keyring file as `debian-archive-keyring` ships it.
+    #[test]
+    fn a_debian_inrelease_verifies_against_debians_keyring() {
+        let inrelease = include_str!("testdata/InRelease.debian-security");
+        let keyring = include_bytes!("testdata/debian-security-keyring.gpg");
+        let release = verify_inrelease(inrelease, keyring).unwrap();
+        assert!(release.starts_with("Origin: Debian\n"), "{release}");
+        assert!(release.contains("\nSHA256:\n"));
+        let changed = inrelease.replacen("Origin: Debian", "Origin: Debiab", 1);
+        let error = verify_inrelease(&changed, keyring).unwrap_err();
+        assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
+    }
+
+    /// A signing subkey revoked after it signed (made by the real `gpg`, which still calls
+    /// the signature good, with a warning) does not count.
+    #[test]
+    fn a_signature_by_a_revoked_subkey_fails() {
+        let inrelease = include_str!("testdata/InRelease.revoked-subkey");
+        let keyring = include_bytes!("testdata/keyring-revoked-subkey.gpg");
+        let error = verify_inrelease(inrelease, keyring).unwrap_err();
+        assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
+    }
+
+    /// A key whose latest self-signature says it expired before it signed does not count.
+    #[test]
+    fn a_signature_by_an_expired_key_fails() {
+        let inrelease = include_str!("testdata/InRelease.expired");
+        let keyring = include_bytes!("testdata/keyring-expired.gpg");
+        let error = verify_inrelease(inrelease, keyring).unwrap_err();
+        assert!(matches!(error, SignatureError::Invalid { .. }), "{error:?}");
     }
 }
