@@ -459,3 +459,31 @@ async fn an_unknown_package_names_it_and_the_repository() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn file_mirrors_serve_the_repository_and_the_lock_keeps_its_url() {
+    let lab = Lab::start().await;
+    // The manifest names an upstream host; `fileMirrors` sends every request to the lab.
+    let text = format!(
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: pkgs}}\nspec:\n  \
+         fileMirrors: {{repo.kk.invalid: \"{}\"}}\n  \
+         osPackages:\n    - distro: debian-12\n      repository: {{url: \"http://repo.kk.invalid/debian\", suite: stable, keyring: repo.gpg}}\n      \
+         packages: [socat]\n",
+        lab.server.url("")
+    );
+    let manifest = lab.dir.path().join("pkgs.yaml");
+    std::fs::write(&manifest, text).unwrap();
+    build(&lab.options(&manifest, false), &Progress::hidden())
+        .await
+        .unwrap();
+    let bundle = Bundle::open_listed(&lab.output()).unwrap();
+    let description = bundle.description();
+    assert_eq!(
+        description.packages[0].repository,
+        "http://repo.kk.invalid/debian stable"
+    );
+    assert_eq!(
+        description.lock.packages[1].url,
+        "http://repo.kk.invalid/debian/pool/main/s/socat/socat_1.7.4.4-2_amd64.deb"
+    );
+}
