@@ -10,13 +10,15 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bundle_spec::layout::{
-    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, FILE_ARTIFACT_TYPE, FILE_LAYER_MEDIA_TYPE,
+    self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, DEB_LAYER_MEDIA_TYPE, FILE_ARTIFACT_TYPE,
+    FILE_LAYER_MEDIA_TYPE, PACKAGE_ARTIFACT_TYPE,
 };
 use bundle_spec::oci::{
     EMPTY_CONFIG, EMPTY_CONFIG_MEDIA_TYPE, HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE,
     INDEX_MEDIA_TYPE as OCI_INDEX, MANIFEST_MEDIA_TYPE as OCI_MANIFEST, REF_NAME_ANNOTATION,
     TITLE_ANNOTATION,
 };
+use bundle_spec::packages::PackageRecord;
 use bundle_spec::platform::Platform;
 use bundle_spec::{Artifact, ArtifactKind, BlobFile, Sha256Digest};
 use oci_spec::image::{Descriptor, ImageIndex, ImageIndexBuilder, MediaType};
@@ -220,6 +222,49 @@ impl Assembly {
         Ok(())
     }
 
+    /// Adds an OS package: one ORAS-style artifact manifest whose one layer is the `.deb`,
+    /// named by the record's reference (which carries distribution and architecture), for
+    /// `platform`.
+    pub fn add_package(
+        &mut self,
+        record: &PackageRecord,
+        deb: &CachedBlob,
+        platform: &Platform,
+    ) -> Result<(), AssembleError> {
+        let empty = self.cache.put_bytes(EMPTY_CONFIG, None)?;
+        self.blob(&empty);
+        self.blob(deb);
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": PACKAGE_ARTIFACT_TYPE,
+            "config": descriptor_json(EMPTY_CONFIG_MEDIA_TYPE, &empty),
+            "layers": [{
+                "mediaType": DEB_LAYER_MEDIA_TYPE,
+                "digest": deb.digest.to_string(),
+                "size": deb.size,
+                "annotations": { TITLE_ANNOTATION: record.filename },
+            }],
+        });
+        let blob = self.generated(&manifest)?;
+        self.index_entry(OCI_MANIFEST, &blob, &record.reference)?;
+        if let Some(descriptor) = self.descriptors.last_mut() {
+            descriptor.set_artifact_type(Some(MediaType::from(PACKAGE_ARTIFACT_TYPE)));
+            descriptor.set_platform(Some(oci_platform(platform)?));
+        }
+        self.artifacts.push(Artifact {
+            kind: ArtifactKind::Package,
+            name: record.name.clone(),
+            version: record.version.clone(),
+            platform: Some(platform.to_string()),
+            reference: record.reference.clone(),
+            digest: blob.digest,
+            size: blob.size + deb.size + empty.size,
+            omitted_platforms: Vec::new(),
+        });
+        Ok(())
+    }
+
     /// The index, the blobs and the artifact list.
     pub fn finish(mut self) -> Result<(ImageIndex, Vec<BlobFile>, Vec<Artifact>), AssembleError> {
         // Sorted by reference name, so the order of the manifest does not change the bytes.
@@ -252,6 +297,11 @@ fn platform_json(platform: &Platform) -> serde_json::Value {
         value["variant"] = variant.into();
     }
     value
+}
+
+fn oci_platform(platform: &Platform) -> Result<oci_spec::image::Platform, AssembleError> {
+    serde_json::from_value(platform_json(platform))
+        .map_err(|e| AssembleError::Internal(format!("platform `{platform}`: {e}")))
 }
 
 /// The fetched blobs cannot be laid out as one OCI layout.

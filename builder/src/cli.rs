@@ -113,6 +113,12 @@ pub(crate) struct CatalogArgs {
     /// The CNI.
     #[arg(long, default_value = "calico")]
     pub(crate) cni: String,
+    /// kube-proxy's mode (`ipvs` adds the IPVS tools to the packages).
+    #[arg(long, default_value = "iptables")]
+    pub(crate) kube_proxy_mode: String,
+    /// A storage kind (`nfs`: its packages, chart and image); repeat for several.
+    #[arg(long, value_name = "KIND")]
+    pub(crate) storage: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,

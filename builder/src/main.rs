@@ -91,14 +91,21 @@ fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
 }
 
 fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
-    // The same parser as for manifests checks the version, runtime and CNI.
+    // The same parser as for manifests checks the version, runtime, CNI, mode and storage.
+    let storage: Vec<String> = args
+        .storage
+        .iter()
+        .map(|kind| format!("\"{kind}\""))
+        .collect();
     let text = format!(
-        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\"}}\n",
+        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", kubeProxyMode: \"{}\", storage: [{}]}}\n",
         bundle_spec::manifest::API_VERSION,
         bundle_spec::manifest::KIND,
         args.version,
         args.runtime,
-        args.cni
+        args.cni,
+        args.kube_proxy_mode,
+        storage.join(", ")
     );
     let manifest = bundle_spec::manifest::Manifest::from_str_named(&text, "command line")?;
     let kubernetes = manifest

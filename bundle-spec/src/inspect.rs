@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::bundle_error::BundleError;
+use crate::packages::PackageSet;
 use crate::read::Bundle;
 
 /// The bundle's header as JSON: identity, versions, sizes, artifacts, and the lock.
@@ -28,6 +29,7 @@ pub fn inspect_json(path: &Path) -> Result<serde_json::Value, BundleError> {
         "artifacts": d.artifacts,
         "lock": d.lock,
         "base": d.base,
+        "packages": d.packages,
     }))
 }
 
@@ -103,5 +105,91 @@ pub fn inspect_text(path: &Path) -> Result<String, BundleError> {
             );
         }
     }
+    push_packages(&mut out, &d.packages);
     Ok(out)
+}
+
+/// Per distribution and architecture: the repository, the roots with why each is there, and
+/// the closure's packages in install order with their count and total size.
+fn push_packages(out: &mut String, sets: &[PackageSet]) {
+    for set in sets {
+        let total: u64 = set.packages.iter().map(|p| p.size).sum();
+        let _ = writeln!(
+            out,
+            "\npackages  {} {} from {}: {} package{}, {}",
+            set.distro,
+            set.arch,
+            set.repository,
+            set.packages.len(),
+            if set.packages.len() == 1 { "" } else { "s" },
+            bytesize::ByteSize(total)
+        );
+        let roots: Vec<String> = set
+            .roots
+            .iter()
+            .map(|root| format!("{} ({})", root.name, root.reason))
+            .collect();
+        let _ = writeln!(out, "  roots   {}", roots.join(", "));
+        for package in &set.packages {
+            let _ = writeln!(out, "  {} {}", package.name, package.version);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Sha256Digest;
+    use crate::packages::{Distro, PackageFormat, PackageRecord, PackageScope, RootPackage};
+
+    fn record(name: &str, version: &str, size: u64) -> PackageRecord {
+        PackageRecord {
+            name: name.into(),
+            version: version.into(),
+            architecture: "amd64".into(),
+            depends: String::new(),
+            pre_depends: String::new(),
+            provides: String::new(),
+            multi_arch: String::new(),
+            filename: format!("{name}_{version}_amd64.deb"),
+            sha256: Sha256Digest::of(name.as_bytes()),
+            size,
+            reference: String::new(),
+        }
+    }
+
+    #[test]
+    fn packages_are_shown_per_distribution_and_architecture() {
+        let set = PackageSet {
+            distro: Distro::parse("debian-12").unwrap(),
+            arch: "amd64".into(),
+            format: PackageFormat::Deb,
+            repository: "http://example.org/debian bookworm".into(),
+            roots: vec![
+                RootPackage {
+                    name: "socat".into(),
+                    scope: PackageScope::Kubernetes,
+                    commands: vec!["socat".into()],
+                    reason: "kubeadm".into(),
+                },
+                RootPackage {
+                    name: "vim".into(),
+                    scope: PackageScope::All,
+                    commands: Vec::new(),
+                    reason: "manifest".into(),
+                },
+            ],
+            packages: vec![
+                record("libwrap0", "7.6.q-32", 1000),
+                record("socat", "1.7.4.4-2", 2000),
+            ],
+        };
+        let mut out = String::new();
+        push_packages(&mut out, &[set]);
+        assert_eq!(
+            out,
+            "\npackages  debian-12 amd64 from http://example.org/debian bookworm: 2 packages, 2.9 KiB\n  \
+             roots   socat (kubeadm), vim (manifest)\n  libwrap0 7.6.q-32\n  socat 1.7.4.4-2\n"
+        );
+    }
 }

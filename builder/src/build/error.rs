@@ -8,6 +8,7 @@ use crate::delta::SinceError;
 use crate::fetch::FetchError;
 use crate::lockfile::LockFileError;
 use crate::resolve::ResolveError;
+use crate::resolve::packages::PackagesError;
 use crate::sources::SourcesError;
 
 /// Why a build step failed.
@@ -29,6 +30,9 @@ pub enum BuildError {
     /// A check of what was fetched failed.
     #[error(transparent)]
     Check(#[from] CheckError),
+    /// A set of OS packages cannot be resolved or fetched (boxed: its messages carry much).
+    #[error(transparent)]
+    Packages(Box<PackagesError>),
     /// A fetch failed.
     #[error(transparent)]
     Fetch(#[from] FetchError),
@@ -51,6 +55,12 @@ pub enum BuildError {
     /// The fetched blobs cannot be laid out.
     #[error(transparent)]
     Assemble(#[from] AssembleError),
+}
+
+impl From<PackagesError> for BuildError {
+    fn from(error: PackagesError) -> Self {
+        Self::Packages(Box::new(error))
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::sync::mpsc;
 
 use bundle_spec::lock::LockedFile;
 use bundle_spec::manifest::{ChartSource, Spec};
+use bundle_spec::packages::{PackageSet, RootPackage, deb_arch};
 use bundle_spec::platform::Platform;
 use bundle_spec::write::{CACHED_BLOB_SIZE, FrameCache};
 use bundle_spec::{ArtifactKind, Lock, Sha256Digest};
@@ -28,6 +29,7 @@ use crate::resolve::chart::{ResolvedChart, resolve_chart};
 use crate::resolve::image::{
     self, BlobRef, ImageSource, RegistryAccess, ResolveOptions, ResolvedImage,
 };
+use crate::resolve::packages::{PackageRequest, ResolvedPackages, resolve_packages, roots};
 use crate::sources::Sources;
 
 /// Everything a build step needs.
@@ -47,6 +49,8 @@ pub(super) struct Context {
     /// not re-read from the blob cache (see `Layers::start`).
     pub(super) frames: FrameCache,
     pub(super) level: i32,
+    /// The manifest's directory: `osPackages` keyrings are relative to it.
+    pub(super) manifest_dir: std::path::PathBuf,
 }
 
 /// Everything fetched for a build (image layers: planned, see [`Layers`]).
@@ -57,13 +61,18 @@ pub(super) struct Fetched {
     blobs: BTreeMap<Sha256Digest, CachedBlob>,
     binaries: Vec<Vec<ResolvedFile>>,
     charts: Vec<ResolvedChart>,
+    packages: Vec<ResolvedPackages>,
 }
 
 /// Resolves the images, starts streaming their layers into the cache, and fetches the rest.
 pub(super) async fn fetch_everything(
     ctx: &Arc<Context>,
     sources: &Sources,
+    spec: &Spec,
+    expansion: Option<&Expansion>,
 ) -> Result<(Fetched, Layers), BuildError> {
+    // First: a repository whose signature or closure fails stops the build before any image.
+    let packages = fetch_packages(ctx, spec, expansion).await?;
     ctx.progress.phase("resolving images");
     let images = resolve_images(ctx, &sources.images).await?;
     let oci_charts = resolve_images(ctx, &sources.oci_charts).await?;
@@ -79,8 +88,49 @@ pub(super) async fn fetch_everything(
         blobs,
         binaries,
         charts,
+        packages,
     };
     Ok((fetched, layers))
+}
+
+/// Resolves every set of `spec.osPackages` for the build's platforms and fetches its `.deb`s.
+async fn fetch_packages(
+    ctx: &Arc<Context>,
+    spec: &Spec,
+    expansion: Option<&Expansion>,
+) -> Result<Vec<ResolvedPackages>, BuildError> {
+    if spec.os_packages.is_empty() {
+        return Ok(Vec::new());
+    }
+    ctx.progress.phase("resolving os packages");
+    let catalog: &[RootPackage] = expansion.map_or(&[], |e| e.packages.as_slice());
+    let locked = ctx.locked.as_ref().map(|lock| lock.packages.as_slice());
+    let mut resolved = Vec::new();
+    for entry in &spec.os_packages {
+        // A set whose architecture the build leaves out (`--platform`) is not bundled.
+        for arch in entry
+            .arches
+            .iter()
+            .filter(|arch| ctx.platform_of(arch).is_some())
+        {
+            let request = PackageRequest {
+                entry,
+                arch,
+                roots: roots(entry, catalog),
+                manifest_dir: &ctx.manifest_dir,
+                jobs: ctx.jobs,
+            };
+            let set = resolve_packages(&request, &ctx.fetcher, &ctx.cache, locked).await?;
+            for (record, blob) in set.set.packages.iter().zip(&set.blobs) {
+                ctx.progress.done(
+                    &format!("{} {} {}", record.name, record.version, arch),
+                    blob.size,
+                );
+            }
+            resolved.push(set);
+        }
+    }
+    Ok(resolved)
 }
 
 impl Fetched {
@@ -100,7 +150,17 @@ impl Fetched {
             .map(ResolvedFile::locked)
             .collect();
         lock.charts = self.charts.iter().map(ResolvedChart::locked).collect();
+        lock.packages = self
+            .packages
+            .iter()
+            .flat_map(|set| set.locked.iter().cloned())
+            .collect();
         Ok(lock)
+    }
+
+    /// The package sets, as the description carries them.
+    pub(super) fn package_sets(&self) -> Vec<PackageSet> {
+        self.packages.iter().map(|set| set.set.clone()).collect()
     }
 
     /// What the chart image check reads from this build (`check::charts`).
@@ -123,7 +183,19 @@ impl Fetched {
         }
     }
 
-    pub(super) fn assemble(&self, assembly: &mut Assembly) -> Result<(), BuildError> {
+    pub(super) fn assemble(
+        &self,
+        ctx: &Context,
+        assembly: &mut Assembly,
+    ) -> Result<(), BuildError> {
+        for set in &self.packages {
+            let platform = ctx.platform_of(&set.set.arch).ok_or_else(|| {
+                BuildError::Internal(format!("no platform for Debian `{}`", set.set.arch))
+            })?;
+            for (record, blob) in set.set.packages.iter().zip(&set.blobs) {
+                assembly.add_package(record, blob, platform)?;
+            }
+        }
         for image in &self.images {
             assembly.add_image(ArtifactKind::Image, image, &self.blobs)?;
         }
@@ -233,6 +305,13 @@ impl Layers {
 
 /// Fetches one blob of an image into the cache (or finds it there, verified).
 impl Context {
+    /// The build's platform whose Debian architecture is `deb`.
+    fn platform_of(&self, deb: &str) -> Option<&Platform> {
+        self.platforms
+            .iter()
+            .find(|platform| deb_arch(platform.architecture(), platform.variant()) == Some(deb))
+    }
+
     /// Whether the writer will copy `blob`'s frames from the frame cache, with the blob itself
     /// in the blob cache for the rare damaged entry: then neither is read (re-hashed) now. The
     /// blob was verified when it arrived; a write that finds the entry damaged writes again,

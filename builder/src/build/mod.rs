@@ -115,7 +115,7 @@ pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildR
         base.clone(),
     )?;
 
-    let (fetched, layers) = fetch_everything(&ctx, &sources).await?;
+    let (fetched, layers) = fetch_everything(&ctx, &sources, spec, expansion.as_ref()).await?;
     check_chart_images(
         &fetched.chart_check(spec, expansion.as_ref(), options),
         progress,
@@ -129,7 +129,7 @@ pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildR
         lock
     };
     let mut assembly = Assembly::new(&ctx.cache);
-    fetched.assemble(&mut assembly)?;
+    fetched.assemble(&ctx, &mut assembly)?;
     let size_after_dedup = assembly.unique_size();
     let (index, blobs, artifacts) = assembly.finish()?;
     let size_before_dedup = artifacts.iter().map(|a| a.size).sum();
@@ -142,7 +142,8 @@ pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildR
     };
 
     progress.phase("writing bundle");
-    let description = describe(options, &manifest, lock, artifacts.clone(), delta)?;
+    let mut description = describe(options, &manifest, lock, artifacts.clone(), delta)?;
+    description.packages = fetched.package_sets();
     let contents = BundleContents {
         description,
         index,
@@ -199,6 +200,11 @@ fn context(
         base,
         frames: write::frame_cache(options),
         level: options.level,
+        manifest_dir: options
+            .manifest
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default(),
     }))
 }
 

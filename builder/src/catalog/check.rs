@@ -3,13 +3,29 @@
 
 use std::collections::BTreeMap;
 
-use super::{BinaryData, CniKind, Data, MinorData, VersionFrom, parse_minor};
+use super::{BinaryData, CniKind, Data, MinorData, StorageKind, VersionFrom, parse_minor};
 
 impl Data {
     /// The invariants [`Catalog::expand`](super::Catalog::expand) relies on.
     pub(super) fn check(&self) -> Result<(), CatalogError> {
         for binary in &self.binaries {
             binary.check()?;
+        }
+        for kind in StorageKind::ALL {
+            let Some(storage) = self.storage.get(&kind) else {
+                return Err(CatalogError::NoStorage { kind: kind.name() });
+            };
+            if storage.images.is_empty() {
+                return Err(CatalogError::StorageWithoutImages { kind: kind.name() });
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for package in &self.packages {
+            if !names.insert(package.name.as_str()) {
+                return Err(CatalogError::DuplicatePackage {
+                    name: package.name.clone(),
+                });
+            }
         }
         for (id, cni) in &self.cnis {
             if cni.images.is_empty() {
@@ -152,6 +168,24 @@ pub enum CatalogError {
     /// The text is not YAML of the catalog's shape.
     #[error("the catalog is not yaml of its shape")]
     Yaml(#[from] serde_saphyr::Error),
+    /// A storage kind has no entry.
+    #[error("no `storage.{kind}` entry")]
+    NoStorage {
+        /// The kind's name.
+        kind: &'static str,
+    },
+    /// A storage kind has no images.
+    #[error("storage `{kind}` lists no images")]
+    StorageWithoutImages {
+        /// The kind's name.
+        kind: &'static str,
+    },
+    /// A package is listed twice.
+    #[error("package `{name}` is listed twice")]
+    DuplicatePackage {
+        /// The package.
+        name: String,
+    },
     /// A network plugin has no images.
     #[error("network plugin `{id}` lists no images")]
     CniWithoutImages {

@@ -32,7 +32,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use bundle_spec::manifest::{Cni, ContainerRuntime, Kubernetes, KubernetesVersion};
+use bundle_spec::manifest::{
+    Cni, ContainerRuntime, KubeProxyMode, Kubernetes, KubernetesVersion, Storage,
+};
+use bundle_spec::packages::{PackageScope, RootPackage};
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -64,8 +67,11 @@ pub struct Expansion {
     pub binaries: Vec<CatalogBinary>,
     /// The images, fully qualified (`registry.k8s.io/kube-apiserver:v1.31.4`).
     pub images: Vec<String>,
-    /// The Helm charts (the network plugin's, if any).
+    /// The Helm charts (the network plugin's, if any, and the storage's).
     pub charts: Vec<CatalogChart>,
+    /// The OS packages the cluster's features need on the nodes, for every set of
+    /// `spec.osPackages` (empty with `nodePackages: false`).
+    pub packages: Vec<RootPackage>,
 }
 
 /// A binary of an [`Expansion`], in the form of a manifest's `spec.binaries` entry.
@@ -173,13 +179,57 @@ impl Catalog {
             });
         }
         images.extend(minor.ha.iter().cloned());
+        for storage in &kubernetes.storage {
+            let data = self.storage(*storage)?;
+            images.extend(data.images.iter().cloned());
+            charts.push(CatalogChart {
+                name: data.chart.name.clone(),
+                version: data.chart.version.clone(),
+                repo: data.chart.repo.clone(),
+                images: data.images.clone(),
+            });
+        }
 
         Ok(Expansion {
             kubernetes: version.to_string(),
             binaries,
             images,
             charts,
+            packages: self.packages(kubernetes),
         })
+    }
+
+    /// The packages `kubernetes`'s features need, in catalog order.
+    fn packages(&self, kubernetes: &Kubernetes) -> Vec<RootPackage> {
+        if !kubernetes.node_packages {
+            return Vec::new();
+        }
+        let wanted = |feature: Feature| match feature {
+            Feature::Kubeadm => true,
+            Feature::Ipvs => kubernetes.kube_proxy_mode == KubeProxyMode::Ipvs,
+            Feature::Nfs => kubernetes.storage.contains(&Storage::Nfs),
+        };
+        self.data
+            .packages
+            .iter()
+            .filter(|package| wanted(package.feature))
+            .map(|package| RootPackage {
+                name: package.name.clone(),
+                scope: package.scope,
+                commands: package.commands.clone(),
+                reason: package.feature.name().to_owned(),
+            })
+            .collect()
+    }
+
+    fn storage(&self, storage: Storage) -> Result<&StorageData, ExpandError> {
+        let key = match storage {
+            Storage::Nfs => StorageKind::Nfs,
+        };
+        self.data
+            .storage
+            .get(&key)
+            .ok_or_else(|| internal(&format!("no `storage.{}` entry", key.name())))
     }
 
     /// The entry for `version`'s minor, checking that the catalog knows the patch.
@@ -319,6 +369,7 @@ impl Expansion {
             "binaries": binaries,
             "images": self.images,
             "charts": charts,
+            "packages": self.packages,
         })
     }
 
@@ -383,7 +434,30 @@ impl Expansion {
                 .collect();
             push_table(&mut out, ["NAME", "VERSION", "REPOSITORY"], &rows);
         }
+        self.push_packages(&mut out);
         out
+    }
+
+    /// The `PACKAGES` section: what every set of `spec.osPackages` gets.
+    fn push_packages(&self, out: &mut String) {
+        out.push_str("\nPACKAGES (added to every set of spec.osPackages)\n");
+        if self.packages.is_empty() {
+            out.push_str("  (none)\n");
+            return;
+        }
+        let rows: Vec<[String; 4]> = self
+            .packages
+            .iter()
+            .map(|package| {
+                [
+                    package.name.clone(),
+                    scope_name(package.scope).to_owned(),
+                    package.reason.clone(),
+                    package.commands.join(", "),
+                ]
+            })
+            .collect();
+        push_table(out, ["NAME", "SCOPE", "REASON", "COMMANDS"], &rows);
     }
 }
 
@@ -434,6 +508,15 @@ fn push_table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[Stri
     }
 }
 
+/// A scope as the catalog and the description spell it.
+fn scope_name(scope: PackageScope) -> &'static str {
+    match scope {
+        PackageScope::All => "all",
+        PackageScope::Kubernetes => "kubernetes",
+        PackageScope::NfsServer => "nfs_server",
+    }
+}
+
 /// `1 chart`, `2 charts`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -465,6 +548,63 @@ struct Data {
     binaries: Vec<BinaryData>,
     cnis: BTreeMap<String, CniData>,
     kubernetes: Vec<MinorData>,
+    packages: Vec<PackageData>,
+    storage: BTreeMap<StorageKind, StorageData>,
+}
+
+/// An OS package a cluster feature needs.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PackageData {
+    name: String,
+    feature: Feature,
+    scope: PackageScope,
+    commands: Vec<String>,
+}
+
+/// A cluster feature that brings OS packages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Feature {
+    Kubeadm,
+    Ipvs,
+    Nfs,
+}
+
+impl Feature {
+    /// The name, which is also a root package's `reason`.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Kubeadm => "kubeadm",
+            Self::Ipvs => "ipvs",
+            Self::Nfs => "nfs",
+        }
+    }
+}
+
+/// A storage kind of `spec.kubernetes.storage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum StorageKind {
+    Nfs,
+}
+
+impl StorageKind {
+    const ALL: [StorageKind; 1] = [Self::Nfs];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Nfs => "nfs",
+        }
+    }
+}
+
+/// What a storage kind adds for every minor: its chart and the images it deploys.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StorageData {
+    chart: ChartData,
+    images: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -433,7 +433,7 @@ fn json_has_the_shape_the_lab_seeder_reads() {
     let object = json.as_object().expect("an object");
     assert_eq!(
         object.keys().collect::<Vec<_>>(),
-        ["binaries", "charts", "images", "kubernetes"]
+        ["binaries", "charts", "images", "kubernetes", "packages"]
     );
     assert_eq!(json["kubernetes"], "v1.31.4");
     assert_eq!(
@@ -558,6 +558,13 @@ fn inconsistent_data_is_rejected() {
         ("cilium: cilium-v1.17,", "cilium: cilium-v1.16,"),
         // Minors out of order.
         ("minor: v1.30", "minor: v1.28"),
+        // A package twice.
+        ("name: ethtool,", "name: socat,"),
+        // A storage kind without images.
+        (
+            "    images:\n      - registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2\n",
+            "    images: []\n",
+        ),
     ];
     for (from, to) in cases {
         assert!(
@@ -567,4 +574,141 @@ fn inconsistent_data_is_rejected() {
         let broken = CATALOG_YAML.replacen(from, to, 1);
         assert!(Catalog::parse(&broken).is_err(), "accepted: {to}");
     }
+}
+
+/// `kubernetes` with the package-related choices added to its flow mapping.
+fn kubernetes_with(version: &str, choices: &str) -> Kubernetes {
+    let text = format!(
+        "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata:\n  name: test\n\
+         spec:\n  kubernetes: {{version: {version}, {choices}}}\n"
+    );
+    let manifest = Manifest::from_str_named(&text, "test.yaml").expect("valid manifest");
+    manifest
+        .spec()
+        .kubernetes
+        .clone()
+        .expect("has spec.kubernetes")
+}
+
+#[test]
+fn features_add_their_packages_with_scope_reason_and_commands() {
+    let names = |choices: &str| -> Vec<(String, PackageScope, String, Vec<String>)> {
+        let expansion = Catalog::builtin()
+            .expand(&kubernetes_with("v1.32.4", choices))
+            .expect("expands");
+        expansion
+            .packages
+            .into_iter()
+            .map(|root| (root.name, root.scope, root.reason, root.commands))
+            .collect()
+    };
+    let kubeadm = |name: &str| {
+        (
+            name.to_owned(),
+            PackageScope::Kubernetes,
+            "kubeadm".to_owned(),
+            vec![name.to_owned()],
+        )
+    };
+    let base = vec![
+        kubeadm("conntrack"),
+        kubeadm("socat"),
+        kubeadm("ebtables"),
+        kubeadm("ethtool"),
+    ];
+    assert_eq!(names("cni: none"), base);
+    let mut all = base.clone();
+    all.extend([
+        (
+            "ipset".to_owned(),
+            PackageScope::Kubernetes,
+            "ipvs".to_owned(),
+            vec!["ipset".to_owned()],
+        ),
+        (
+            "ipvsadm".to_owned(),
+            PackageScope::Kubernetes,
+            "ipvs".to_owned(),
+            vec!["ipvsadm".to_owned()],
+        ),
+        (
+            "nfs-common".to_owned(),
+            PackageScope::Kubernetes,
+            "nfs".to_owned(),
+            vec!["mount.nfs".to_owned()],
+        ),
+        (
+            "nfs-kernel-server".to_owned(),
+            PackageScope::NfsServer,
+            "nfs".to_owned(),
+            vec!["exportfs".to_owned()],
+        ),
+    ]);
+    assert_eq!(names("kubeProxyMode: ipvs, storage: [nfs]"), all);
+    assert_eq!(
+        names("kubeProxyMode: ipvs, storage: [nfs], nodePackages: false"),
+        []
+    );
+}
+
+#[test]
+fn nfs_storage_adds_the_provisioner_for_every_version() {
+    let image = "registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2";
+    for version in every_version() {
+        let expansion = Catalog::builtin()
+            .expand(&kubernetes_with(
+                &version,
+                "cni: none, storage: [nfs], nodePackages: false",
+            ))
+            .unwrap_or_else(|error| panic!("{version}: {error}"));
+        assert_eq!(
+            expansion.charts,
+            [CatalogChart {
+                name: "nfs-subdir-external-provisioner".to_owned(),
+                version: "4.0.18".to_owned(),
+                repo: "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/"
+                    .to_owned(),
+                images: vec![image.to_owned()],
+            }],
+            "{version}"
+        );
+        assert!(
+            expansion.images.iter().any(|known| known == image),
+            "{version}"
+        );
+    }
+    let without = expand("v1.32.4", "containerd", "none");
+    assert!(without.images.iter().all(|known| known != image));
+}
+
+#[test]
+fn text_and_json_show_the_packages() {
+    let expansion = Catalog::builtin()
+        .expand(&kubernetes_with(
+            "v1.32.4",
+            "kubeProxyMode: ipvs, storage: [nfs]",
+        ))
+        .expect("expands");
+    let text = expansion.render_text();
+    assert!(
+        text.contains("PACKAGES (added to every set of spec.osPackages)\n  NAME               SCOPE       REASON   COMMANDS\n  conntrack          kubernetes  kubeadm  conntrack\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  nfs-kernel-server  nfs_server  nfs      exportfs\n"),
+        "{text}"
+    );
+    let json = expansion.to_json();
+    assert_eq!(
+        json["packages"][7],
+        json!({"name": "nfs-kernel-server", "scope": "nfs_server", "commands": ["exportfs"], "reason": "nfs"})
+    );
+    let none = Catalog::builtin()
+        .expand(&kubernetes_with("v1.32.4", "nodePackages: false"))
+        .expect("expands")
+        .render_text();
+    assert!(
+        none.ends_with("PACKAGES (added to every set of spec.osPackages)\n  (none)\n"),
+        "{none}"
+    );
 }

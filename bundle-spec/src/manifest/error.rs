@@ -399,9 +399,68 @@ pub enum ManifestError {
         /// The key as written.
         host: String,
     },
+    /// An `osPackages` entry's `distro` is not `ID-VERSION_ID` of a Debian-format distribution.
+    #[error(
+        "{at}: invalid distribution `{distro}`: {problem}; hint: write `ID-VERSION_ID` as \
+         /etc/os-release names it, e.g. `debian-12` or `ubuntu-24.04`", distro = cut(.distro))]
+    InvalidDistro {
+        /// Where the value is.
+        at: SourceLocation,
+        /// The value as written.
+        distro: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// An `osPackages` architecture is not the Debian architecture of a platform of the manifest.
+    #[error(
+        "{at}: architecture `{arch}` is not the Debian architecture of any of `platforms`; \
+         hint: use one of {expected}, or add its platform", arch = cut(.arch))]
+    InvalidPackageArch {
+        /// Where the value is.
+        at: SourceLocation,
+        /// The value as written.
+        arch: String,
+        /// The Debian architectures of `platforms`, in backticks.
+        expected: String,
+    },
+    /// A value that must not be empty is (`suite`, `components`, `arch`, `keyring`).
+    #[error("{at}: `{field}` is empty; hint: {hint}")]
+    EmptyValue {
+        /// Where the value is.
+        at: SourceLocation,
+        /// The field.
+        field: &'static str,
+        /// What to write instead.
+        hint: &'static str,
+    },
+    /// A package name is not a valid Debian package name.
+    #[error(
+        "{at}: invalid package name `{name}`; hint: Debian names are lowercase letters, digits, \
+         `+`, `-` and `.`, at least two, starting with a letter or digit", name = cut(.name))]
+    InvalidPackageName {
+        /// Where the name is.
+        at: SourceLocation,
+        /// The name as written.
+        name: String,
+    },
+    /// Two `osPackages` entries are for the same distribution and architecture.
+    #[error(
+        "{at}: `{distro}` on `{arch}` is already listed at {first}; hint: merge the two entries' \
+         packages"
+    )]
+    DuplicatePackageSet {
+        /// Where the repetition is.
+        at: SourceLocation,
+        /// The distribution.
+        distro: String,
+        /// The architecture.
+        arch: String,
+        /// Where the first entry is.
+        first: SourceLocation,
+    },
     /// The manifest asks for nothing.
     #[error(
-        "{at}: the manifest lists nothing to bundle; hint: add `kubernetes`, `images`, `binaries` or `charts`"
+        "{at}: the manifest lists nothing to bundle; hint: add `kubernetes`, `images`, `binaries`, `charts` or `osPackages`"
     )]
     NothingToBundle {
         /// Where `spec` is.

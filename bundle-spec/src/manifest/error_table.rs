@@ -78,6 +78,11 @@ variants![
     TlsWithPlainHttp,
     InvalidFileMirrorHost,
     InvalidArchName,
+    InvalidDistro,
+    InvalidPackageArch,
+    EmptyValue,
+    InvalidPackageName,
+    DuplicatePackageSet,
     NothingToBundle,
 ];
 
@@ -107,6 +112,18 @@ fn file_mirror(host: &str, base: &str) -> String {
     doc(&format!(
         "  images: [busybox:1]\n  fileMirrors:\n    {host}: {base}\n"
     ))
+}
+
+/// One `osPackages` entry (starting at 7:7) with `distro` and then `rest`, on line 8 on.
+fn os_packages(distro: &str, rest: &str) -> String {
+    doc(&format!("  osPackages:\n    - distro: {distro}\n{rest}"))
+}
+
+/// A good `repository` line (line 8), then `extra`.
+fn repository(extra: &str) -> String {
+    format!(
+        "      repository: {{url: \"http://example.org/debian\", suite: bookworm, keyring: k.gpg}}\n{extra}"
+    )
 }
 
 /// An image list with `reference` on line 7, column 7.
@@ -198,6 +215,22 @@ fn cases() -> Vec<Case> {
         case!(InvalidFileMirrorHost, file_mirror("https://dl.k8s.io", "http://127.0.0.1:8080"), "write the `host[:port]` of the download urls", "8:5"),
         case!(InvalidUrl, file_mirror("dl.k8s.io", "127.0.0.1:8080/dl"), "invalid url `127.0.0.1:8080/dl`: it does not start with `https://`", "8:16"),
         case!(InvalidUrl, file_mirror("dl.k8s.io", "http://127.0.0.1:8080/?x=1"), "a mirror base url cannot have a query or fragment", "8:16"),
+        // OS packages.
+        case!(MissingField, os_packages("debian-12", "      packages: [socat]\n"), "missing required field `repository`", "7:7"),
+        case!(MissingField, os_packages("debian-12", "      repository: {url: \"http://example.org\", suite: bookworm}\n"), "missing required field `keyring`", "8:19"),
+        case!(UnknownField, os_packages("debian-12", &repository("      package: [socat]\n")), "did you mean `packages`?", "9:7"),
+        case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, kubeProxyMode: ipsv}\n"), "did you mean `ipvs`?", "6:49"),
+        case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, storage: [nsf]}\n"), "expected one of `nfs`", "6:44"),
+        case!(InvalidDistro, os_packages("debian", &repository("")), "invalid distribution `debian`: it is not `ID-VERSION_ID`", "7:15"),
+        case!(InvalidDistro, os_packages("rocky-9", &repository("")), "only for Debian and Ubuntu", "7:15"),
+        case!(InvalidPackageArch, os_packages("debian-12", &repository("      arch: arm64\n")), "architecture `arm64` is not the Debian architecture of any of `platforms`; hint: use one of `amd64`", "9:13"),
+        case!(InvalidPackageArch, os_packages("debian-12", &repository("      arch: [amd64, x86_64]\n")), "architecture `x86_64`", "9:21"),
+        case!(EmptyValue, os_packages("debian-12", &repository("      arch: []\n")), "`arch` is empty", "9:13"),
+        case!(EmptyValue, os_packages("debian-12", "      repository: {url: \"http://example.org\", suite: \"\", keyring: k.gpg}\n"), "`suite` is empty", "8:54"),
+        case!(EmptyValue, os_packages("debian-12", "      repository: {url: \"http://example.org\", suite: a, components: [], keyring: k.gpg}\n"), "`components` is empty; hint: list at least one, or omit it for `[main]`", "8:69"),
+        case!(InvalidUrl, os_packages("debian-12", "      repository: {url: \"ftp://example.org\", suite: a, keyring: k.gpg}\n"), "invalid url `ftp://example.org`", "8:25"),
+        case!(InvalidPackageName, os_packages("debian-12", &repository("      packages: [socat, Nfs_common]\n")), "invalid package name `Nfs_common`", "9:25"),
+        case!(DuplicatePackageSet, doc("  osPackages:\n    - {distro: debian-12, repository: {url: \"http://a.org\", suite: a, keyring: k}}\n    - {distro: debian-12, arch: amd64, repository: {url: \"http://a.org\", suite: a, keyring: k}}\n"), "`debian-12` on `amd64` is already listed at demo.yaml:7:7", "8:7"),
         // The whole spec.
         case!(NothingToBundle, doc("  platforms: [linux/amd64]\n"), "the manifest lists nothing to bundle", "6:3"),
     ]

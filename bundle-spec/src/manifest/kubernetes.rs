@@ -94,10 +94,18 @@ pub(super) fn validate(
         version: parsed,
         container_runtime: raw.value.container_runtime,
         cni: raw.value.cni,
-        kube_proxy_mode: KubeProxyMode::default(),
-        storage: Vec::new(),
-        node_packages: true,
+        kube_proxy_mode: raw.value.kube_proxy_mode,
+        storage: storage(&raw.value.storage),
+        node_packages: raw.value.node_packages,
     })
+}
+
+/// The storage kinds, each once, sorted: listing one twice asks for nothing more.
+fn storage(raw: &[Storage]) -> Vec<Storage> {
+    let mut storage = raw.to_vec();
+    storage.sort();
+    storage.dedup();
+    storage
 }
 
 #[cfg(test)]

@@ -10,12 +10,12 @@ use std::fmt;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::SpannedMap;
-use super::choices::{Cni, ContainerRuntime};
+use super::choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.
@@ -59,6 +59,8 @@ pub(super) struct RawSpec {
     pub(super) registries: SpannedMap<Spanned<RawRegistry>>,
     #[serde(default)]
     pub(super) file_mirrors: SpannedMap<Spanned<String>>,
+    #[serde(default)]
+    pub(super) os_packages: Vec<Spanned<RawOsPackages>>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +71,41 @@ pub(super) struct RawKubernetes {
     pub(super) container_runtime: ContainerRuntime,
     #[serde(default)]
     pub(super) cni: Cni,
+    #[serde(default)]
+    pub(super) kube_proxy_mode: KubeProxyMode,
+    #[serde(default)]
+    pub(super) storage: Vec<Storage>,
+    #[serde(default = "yes")]
+    pub(super) node_packages: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawOsPackages {
+    pub(super) distro: Option<Spanned<String>>,
+    pub(super) arch: Option<Spanned<RawArches>>,
+    pub(super) repository: Option<Spanned<RawPackageRepository>>,
+    #[serde(default)]
+    pub(super) packages: Vec<Spanned<String>>,
+}
+
+/// `arch:` is either one architecture or a list of them.
+pub(super) enum RawArches {
+    One(String),
+    Many(Vec<Spanned<String>>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawPackageRepository {
+    pub(super) url: Option<Spanned<String>>,
+    pub(super) suite: Option<Spanned<String>>,
+    pub(super) components: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) keyring: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -135,5 +172,30 @@ impl<'de> Visitor<'de> for Sha256Visitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         SpannedMap::deserialize(MapAccessDeserializer::new(map)).map(RawSha256::PerArchitecture)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawArches {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Not `#[serde(untagged)]`, for the same reason as `RawSha256`.
+        deserializer.deserialize_any(ArchesVisitor)
+    }
+}
+
+struct ArchesVisitor;
+
+impl<'de> Visitor<'de> for ArchesVisitor {
+    type Value = RawArches;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a Debian architecture such as `amd64`, or a list of them")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(RawArches::One(value.to_owned()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Vec::deserialize(SeqAccessDeserializer::new(seq)).map(RawArches::Many)
     }
 }

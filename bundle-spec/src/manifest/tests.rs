@@ -249,3 +249,55 @@ fn long_values_are_cut_in_errors() {
         assert!(message.len() < 1000, "{what}: {} bytes", message.len());
     }
 }
+
+#[test]
+fn os_packages_alone_are_something_to_bundle_with_defaults() {
+    let manifest = parse(&doc(
+        "  platforms: [linux/amd64, linux/arm/v7]\n  osPackages:\n    - distro: debian-12\n      repository: {url: \"http://example.org/debian/\", suite: bookworm, keyring: keys/debian.gpg}\n      packages: [socat, nfs-common]\n    - distro: ubuntu-24.04\n      arch: armhf\n      repository: {url: \"http://example.org/ubuntu\", suite: noble, components: [main, universe], keyring: /k.gpg}\n",
+    ));
+    let [debian, ubuntu] = manifest.spec.os_packages.as_slice() else {
+        panic!("two entries: {:?}", manifest.spec.os_packages);
+    };
+    assert_eq!(debian.distro.to_string(), "debian-12");
+    assert_eq!(debian.arches, ["amd64", "armhf"]);
+    assert_eq!(debian.repository.url, "http://example.org/debian");
+    assert_eq!(debian.repository.components, ["main"]);
+    assert_eq!(debian.repository.keyring, Path::new("keys/debian.gpg"));
+    assert_eq!(debian.packages, ["socat", "nfs-common"]);
+    assert_eq!(debian.at.to_string(), "demo.yaml:8:7");
+    assert_eq!(ubuntu.arches, ["armhf"]);
+    assert_eq!(ubuntu.repository.components, ["main", "universe"]);
+    assert!(ubuntu.packages.is_empty());
+}
+
+#[test]
+fn kubernetes_package_choices_parse_with_defaults() {
+    let defaults = parse(&doc("  kubernetes: {version: v1.32.0}\n"));
+    let kubernetes = defaults.spec.kubernetes.expect("kubernetes");
+    assert_eq!(kubernetes.kube_proxy_mode, KubeProxyMode::Iptables);
+    assert!(kubernetes.storage.is_empty());
+    assert!(kubernetes.node_packages);
+    let chosen = parse(&doc(
+        "  kubernetes: {version: v1.32.0, kubeProxyMode: ipvs, storage: [nfs, nfs], nodePackages: false}\n",
+    ));
+    let kubernetes = chosen.spec.kubernetes.expect("kubernetes");
+    assert_eq!(kubernetes.kube_proxy_mode, KubeProxyMode::Ipvs);
+    assert_eq!(kubernetes.storage, [Storage::Nfs]);
+    assert!(!kubernetes.node_packages);
+}
+
+#[test]
+fn the_packages_example_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/packages.yaml");
+    let manifest = Manifest::from_path(&path).unwrap_or_else(|error| panic!("{error}"));
+    let kubernetes = manifest.spec.kubernetes.as_ref().expect("kubernetes");
+    assert_eq!(kubernetes.kube_proxy_mode, KubeProxyMode::Ipvs);
+    assert_eq!(kubernetes.storage, [Storage::Nfs]);
+    let [debian] = manifest.spec.os_packages.as_slice() else {
+        panic!("one set");
+    };
+    assert_eq!(debian.distro.to_string(), "debian-12");
+    assert_eq!(debian.arches, ["amd64"]);
+    assert_eq!(debian.repository.suite, "bookworm");
+    assert_eq!(debian.packages, ["curl"]);
+}

@@ -8,7 +8,8 @@ use super::ManifestError;
 use super::raw::{RawManifest, RawSpec};
 use super::rules::{Seen, dns_name, required};
 use super::{
-    Metadata, SourceLocation, Spec, binary, chart, file_mirrors, image, kubernetes, registry,
+    Metadata, SourceLocation, Spec, binary, chart, file_mirrors, image, kubernetes, os_packages,
+    registry,
 };
 use crate::platform::Platform;
 
@@ -45,13 +46,14 @@ fn spec(file: &Arc<str>, raw: &Spanned<RawSpec>) -> Result<Spec, ManifestError> 
         charts: chart::validate_all(file, &raw.charts)?,
         registries: registry::validate_all(file, &raw.registries)?,
         file_mirrors: file_mirrors::validate_all(file, &raw.file_mirrors)?,
-        os_packages: Vec::new(),
+        os_packages: os_packages::validate_all(file, &raw.os_packages, &platforms)?,
         platforms,
     };
     let empty = spec.kubernetes.is_none()
         && spec.images.is_empty()
         && spec.binaries.is_empty()
-        && spec.charts.is_empty();
+        && spec.charts.is_empty()
+        && spec.os_packages.is_empty();
     if empty {
         return Err(ManifestError::NothingToBundle { at });
     }

@@ -28,7 +28,11 @@
 //! - any other artifact (an image, a chart from an OCI registry, a file) has its manifest's
 //!   sha256 as its checksum, its reference as `sourceInfo`, and a `pkg:oci` purl whose version is
 //!   the manifest digest and whose `repository_url` and `tag` give the reference;
-//! - both kinds of purl carry the platform as `os`, `arch` and `variant` qualifiers.
+//! - both kinds of purl carry the platform as `os`, `arch` and `variant` qualifiers;
+//! - an OS package (a `.deb` of a set in `packages`) has the `.deb`'s sha256 as its checksum,
+//!   its URL (from `lock.packages`) as download location and `sourceInfo`, and a `pkg:deb` purl
+//!   as the purl spec writes it for Debian: `pkg:deb/<distro id>/<name>@<version>?arch=<Debian
+//!   arch>&distro=<distro>` (`pkg:deb/debian/socat@1.7.4.4-2?arch=amd64&distro=debian-12`).
 
 use std::fmt::Write as _;
 
@@ -38,6 +42,7 @@ use crate::description::{Artifact, ArtifactKind, Description, canonical_json};
 use crate::digest::Sha256Digest;
 use crate::lock::{Lock, LockedFile};
 use crate::oci::ReferenceParts;
+use crate::packages::{PackageRecord, PackageSet};
 
 /// Path of the SBOM member, written from format 1.1 on.
 pub const SBOM_PATH: &str = "kk-bundle/sbom.spdx.json";
@@ -60,7 +65,10 @@ pub fn spdx_document(description: &Description) -> Result<Vec<u8>, serde_json::E
         BUNDLE_ID,
     )];
     for (index, artifact) in description.artifacts.iter().enumerate() {
-        let package = Package::artifact(index, artifact, &description.lock);
+        let package = match deb_of(artifact, description) {
+            Some((set, record)) => Package::deb(index, artifact, set, record, &description.lock),
+            None => Package::artifact(index, artifact, &description.lock),
+        };
         relationships.push(Relationship::new(BUNDLE_ID, "CONTAINS", &package.spdx_id));
         packages.push(package);
     }
@@ -229,15 +237,81 @@ impl Package {
     }
 }
 
+impl Package {
+    /// The package for the `.deb` artifact at `index`, `record` of `set`.
+    fn deb(
+        index: usize,
+        artifact: &Artifact,
+        set: &PackageSet,
+        record: &PackageRecord,
+        lock: &Lock,
+    ) -> Self {
+        let distro = set.distro.to_string();
+        let url = lock
+            .packages
+            .iter()
+            .find(|locked| {
+                locked.distro == distro
+                    && locked.arch == set.arch
+                    && locked.name == record.name
+                    && locked.version == record.version
+            })
+            .map(|locked| locked.url.clone());
+        let purl = purl(
+            "deb",
+            &format!("{}/{}", set.distro.id, record.name),
+            &record.version,
+            vec![("arch", set.arch.clone()), ("distro", distro)],
+        );
+        Self {
+            spdx_id: format!("SPDXRef-{}-{index}", artifact.kind),
+            name: record.name.clone(),
+            version_info: Some(record.version.clone()),
+            download_location: url
+                .as_deref()
+                .map_or_else(|| NOASSERTION.to_owned(), spdx_download_location),
+            files_analyzed: false,
+            checksums: vec![Checksum {
+                algorithm: "SHA256",
+                checksum_value: record.sha256.hex(),
+            }],
+            external_refs: vec![ExternalRef {
+                category: "PACKAGE-MANAGER",
+                kind: "purl",
+                locator: purl,
+            }],
+            primary_package_purpose: purpose(artifact.kind),
+            source_info: Some(url.unwrap_or_else(|| artifact.reference.clone())),
+            license_concluded: NOASSERTION,
+            license_declared: NOASSERTION,
+            copyright_text: NOASSERTION,
+        }
+    }
+}
+
+/// The set and record of a package artifact (the record its reference names).
+fn deb_of<'a>(
+    artifact: &Artifact,
+    description: &'a Description,
+) -> Option<(&'a PackageSet, &'a PackageRecord)> {
+    if artifact.kind != ArtifactKind::Package {
+        return None;
+    }
+    description.packages.iter().find_map(|set| {
+        set.packages
+            .iter()
+            .find(|record| record.reference == artifact.reference)
+            .map(|record| (set, record))
+    })
+}
+
 fn purpose(kind: ArtifactKind) -> &'static str {
     match kind {
         ArtifactKind::Image => "CONTAINER",
         ArtifactKind::Binary => "APPLICATION",
-        // A chart installs software into a cluster.
-        ArtifactKind::Chart => "INSTALL",
+        // A chart installs software into a cluster, a `.deb` on a node.
+        ArtifactKind::Chart | ArtifactKind::Package => "INSTALL",
         ArtifactKind::File => "FILE",
-        // A `.deb` installs software on a node.
-        ArtifactKind::Package => "INSTALL",
     }
 }
 
@@ -327,9 +401,14 @@ fn purl(purl_type: &str, name: &str, version: &str, mut qualifiers: Vec<(&str, S
         .iter()
         .map(|(key, value)| format!("{key}={}", percent_encode(value, "/:")))
         .collect();
+    // A namespace (`debian/` of `pkg:deb/debian/socat`) keeps its `/`; each segment is encoded.
+    let name: Vec<String> = name
+        .split('/')
+        .map(|segment| percent_encode(segment, ""))
+        .collect();
     format!(
         "pkg:{purl_type}/{}@{}?{}",
-        percent_encode(name, ""),
+        name.join("/"),
         percent_encode(version, ""),
         query.join("&")
     )

@@ -257,3 +257,65 @@ fn download_locations_are_urls_the_spdx_tools_accept() {
         assert_eq!(spdx_download_location(url), expected, "{url}");
     }
 }
+
+#[test]
+fn a_deb_is_a_deb_purl_with_its_url_and_sha256() {
+    use crate::lock::LockedPackage;
+    use crate::packages::{Distro, PackageFormat, PackageRecord, PackageSet};
+    let reference = "kk.internal/packages/debian-12/amd64/socat:1.7.4.4-2";
+    let deb = Sha256Digest::of(b"socat.deb");
+    let mut d = description();
+    d.artifacts.push(test_support::artifact(
+        ArtifactKind::Package,
+        "socat",
+        "1.7.4.4-2",
+        Some("linux/amd64"),
+        reference.to_owned(),
+    ));
+    d.packages.push(PackageSet {
+        distro: Distro::parse("debian-12").unwrap(),
+        arch: "amd64".into(),
+        format: PackageFormat::Deb,
+        repository: "http://deb.example.org/debian bookworm".into(),
+        roots: Vec::new(),
+        packages: vec![PackageRecord {
+            name: "socat".into(),
+            version: "1.7.4.4-2".into(),
+            architecture: "amd64".into(),
+            depends: String::new(),
+            pre_depends: String::new(),
+            provides: String::new(),
+            multi_arch: String::new(),
+            filename: "socat_1.7.4.4-2_amd64.deb".into(),
+            sha256: deb,
+            size: 9,
+            reference: reference.into(),
+        }],
+    });
+    let url = "http://deb.example.org/debian/pool/main/s/socat/socat_1.7.4.4-2_amd64.deb";
+    d.lock.packages.push(LockedPackage {
+        distro: "debian-12".into(),
+        arch: "amd64".into(),
+        name: "socat".into(),
+        version: "1.7.4.4-2".into(),
+        url: url.into(),
+        digest: deb,
+        size: 9,
+    });
+    let doc = document(&d);
+    let package = doc["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "socat")
+        .expect("the deb is a package");
+    assert_eq!(
+        package["externalRefs"][0]["referenceLocator"],
+        "pkg:deb/debian/socat@1.7.4.4-2?arch=amd64&distro=debian-12"
+    );
+    assert_eq!(package["downloadLocation"], url);
+    assert_eq!(package["sourceInfo"], url);
+    assert_eq!(package["checksums"][0]["checksumValue"], deb.hex());
+    assert_eq!(package["versionInfo"], "1.7.4.4-2");
+    assert_eq!(package["primaryPackagePurpose"], "INSTALL");
+}
