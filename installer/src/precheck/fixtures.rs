@@ -69,6 +69,9 @@ pub(super) fn debian() -> Facts {
         cgroup_fs: "cgroup2fs".to_owned(),
         commands: strings(&[super::kubeadm::COMMANDS, &["fio"]].concat()),
         versions: BTreeMap::new(),
+        dpkg: true,
+        installed_packages: BTreeMap::new(),
+        nfsd: true,
         static_pods: Vec::new(),
         etcd_data_present: false,
         free_bytes: ["/", "/var/lib", "/usr/local/bin", "/etc", "/opt"]
