@@ -248,7 +248,12 @@ impl CheckResult {
     }
 }
 
-/// The start of the message of a [`Status::SetByInstall`] result.
+/// The start of the message of every [`Status::SetByInstall`] result; what the install sets
+/// follows.
+const SET_BY: &str = "set by the install: ";
+
+/// The start of the message of a [`Status::SetByInstall`] result of the os phase, which names
+/// what the node has now ([`SET_BY`] and `now `).
 const SET_BY_INSTALL: &str = "set by the install: now ";
 
 /// Runs every rule before the install ([`Stage::BeforeInstall`]): see [`evaluate_at`].

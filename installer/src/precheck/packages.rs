@@ -11,7 +11,7 @@
 use bundle_spec::packages::resolve::{self, Resolution};
 use bundle_spec::packages::{PackageScope, PackageSet, RootPackage};
 
-use super::{CheckResult, Node, Stage, Status, list};
+use super::{CheckResult, Node, SET_BY, Stage, Status, list};
 
 pub(super) fn node(node: &Node) -> Vec<CheckResult> {
     vec![distro(node)]
@@ -95,14 +95,10 @@ pub(super) fn set_by_packages(id: &str, brought: &[String]) -> CheckResult {
     CheckResult::new(
         id,
         Status::SetByInstall,
-        format!("{SET_BY_PACKAGES}{}", brought.join(", ")),
+        format!("{SET_BY}{}", brought.join(", ")),
     )
 }
 
-/// The start of a [`Status::SetByInstall`] message of what kk's packages phase installs; what
-/// it installs follows (where the os phase's name what the node has now, after
-/// [`super::SET_BY_INSTALL`]).
-pub(super) const SET_BY_PACKAGES: &str = "set by the install: ";
 
 /// `packages.distro`: a node the bundle's packages are for has them, or the bundle carries
 /// its distribution release and architecture, so that kk's packages phase installs what it
@@ -163,7 +159,7 @@ fn with_set(node: &Node, set: &PackageSet, id: &str) -> CheckResult {
             id,
             Status::SetByInstall,
             format!(
-                "{SET_BY_PACKAGES}{} from the bundle's {platform} packages{}",
+                "{SET_BY}{} from the bundle's {platform} packages{}",
                 list(&lacking),
                 installs(set, &resolution)
             ),

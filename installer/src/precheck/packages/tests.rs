@@ -4,7 +4,6 @@ use super::super::Stage::{AfterOs, AfterPackages, BeforeInstall};
 use super::super::Status::{Fail, Pass, SetByInstall, Skip, Warn};
 use super::super::fixtures::{Fixture, ROOTS, expect, install, package_set};
 use super::super::{ESTABLISHED_BY_PACKAGES, Stage, Status, established_by_packages};
-use super::SET_BY_PACKAGES;
 
 /// The roots of [`ROOTS`] a Kubernetes node gets.
 const KUBERNETES_ROOTS: &[&str] = &["conntrack", "ebtables", "ethtool", "nfs-common", "socat"];
@@ -29,7 +28,7 @@ fn packages_distro_by_node_and_stage() {
             BeforeInstall,
             SetByInstall,
             &[
-                SET_BY_PACKAGES,
+                "set by the install: ",
                 "`conntrack`, `ebtables`, `ethtool`, `nfs-common`, `socat` from the bundle's `debian-12` `amd64` packages",
             ],
         ),
