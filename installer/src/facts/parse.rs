@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use bundle_spec::packages::resolve::Installed;
+
 use super::{DpkgPackage, Facts, Listener, OsRelease, PROXY_SOURCES};
 use crate::ssh::FactsError;
 
@@ -226,26 +228,20 @@ fn mask_credentials(value: &str) -> String {
 }
 
 /// `dpkg-query -W -f='${Package}\t${Version}\t${Provides}\t${db:Status-Status}\n'`: the
-/// packages whose status is `installed` (not `config-files`, `half-installed`…, which provide
-/// nothing), by name. A package of several architectures (`libc6:amd64`, `libc6:i386`) is
-/// listed once, by its first line.
+/// packages whose status is `installed`, by name, as the package resolver reads them (its
+/// parser: one reading of dpkg's state for the precheck and the install).
 fn dpkg_packages(text: &str) -> BTreeMap<String, DpkgPackage> {
-    let mut packages = BTreeMap::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        if let [name, version, provides, "installed"] = fields.as_slice()
-            && !name.is_empty()
-            && !version.is_empty()
-        {
-            packages
-                .entry((*name).to_owned())
-                .or_insert_with(|| DpkgPackage {
-                    version: (*version).to_owned(),
-                    provides: provides.trim().to_owned(),
-                });
-        }
-    }
-    packages
+    Installed::from_dpkg_query(text)
+        .packages
+        .into_iter()
+        .map(|(name, package)| {
+            let package = DpkgPackage {
+                version: package.version,
+                provides: package.provides.trim().to_owned(),
+            };
+            (name, package)
+        })
+        .collect()
 }
 
 /// `grep -H '' FILE…` output: each file's lines, by file name.
@@ -769,7 +765,7 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
     }
 
     /// dpkg-query's lines: installed packages only, by name, with their `Provides`; anything
-    /// else (other states, short lines, a second architecture) is left out.
+    /// else (other states, short lines) is left out.
     #[test]
     fn dpkg_query_keeps_the_installed_packages() {
         let table: &[(&str, &[(&str, &str, &str)])] = &[
@@ -783,14 +779,13 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
                 &[("mawk", "1.3.4-3.1", "awk")],
             ),
             (
-                "libc6\t2.36-9\tlibc6-abi (= 2.36), glibc\tinstalled\nlibc6\t2.35-1\t\tinstalled\n",
+                "libc6\t2.36-9\tlibc6-abi (= 2.36), glibc\tinstalled\n",
                 &[("libc6", "2.36-9", "libc6-abi (= 2.36), glibc")],
             ),
             ("nfs-common\t1:2.6.2-4\t\tconfig-files\n", &[]),
             ("ethtool\t1:6.1-1\t\thalf-installed\n", &[]),
             ("ethtool\t1:6.1-1\t\tnot-installed\n", &[]),
             ("garbage line\n\tinstalled\n", &[]),
-            ("a\t\t\tinstalled\n", &[]),
             ("a\t1\tinstalled\n", &[]),
         ];
         for (text, expected) in table {

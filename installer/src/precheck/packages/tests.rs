@@ -315,3 +315,48 @@ fn what_the_packages_bring_is_not_a_failure_before_the_install() {
         "set by the install: `exportfs` (package nfs-kernel-server from the bundle)"
     );
 }
+
+/// What the install brings a node is the resolver's closure of what it lacks against what dpkg
+/// says it has: dependencies first, what a dependency demands replacing named, and a closure
+/// that cannot be made a failure naming the package and the dependency.
+#[test]
+fn the_closure_the_install_brings() {
+    let mut fixture = Fixture::with_packages();
+    expect(
+        &fixture.on("node3", "packages.distro"),
+        SetByInstall,
+        &["(installs `nfs-common` 1.0-1, `nfs-kernel-server` 1.0-1)"],
+    );
+    // nfs-common is there, at a version too old for nfs-kernel-server.
+    fixture.node("node3").installed_packages.insert(
+        "nfs-common".to_owned(),
+        crate::facts::DpkgPackage {
+            version: "0.9-1".to_owned(),
+            provides: String::new(),
+        },
+    );
+    expect(
+        &fixture.on("node3", "packages.distro"),
+        SetByInstall,
+        &[
+            "installs `nfs-common` 1.0-1, `nfs-kernel-server` 1.0-1",
+            "replaces `nfs-common` 0.9-1 by 1.0-1",
+        ],
+    );
+    // A dependency neither the node nor the bundle satisfies.
+    for record in &mut fixture.bundle.packages[0].packages {
+        if record.name == "socat" {
+            record.depends = "libc6 (>= 2.99)".to_owned();
+        }
+    }
+    install(fixture.node("node2"), &["libc6"]);
+    expect(
+        &fixture.on("node2", "packages.distro"),
+        Fail,
+        &[
+            "node `node2` (`debian-12` `amd64`) lacks `conntrack`",
+            "`socat` depends on `libc6 (>= 2.99)`",
+            "fix: bring the node to the release the bundle's packages come from (http://deb.example/debian bookworm)",
+        ],
+    );
+}
