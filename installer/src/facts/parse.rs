@@ -142,8 +142,9 @@ impl Facts {
                     Some((program.to_owned(), first.trim().to_owned()))
                 })
                 .collect(),
-            dpkg: sections.contains_key("dpkg"),
-            installed_packages: dpkg_packages(text("dpkg")),
+            installed_packages: sections
+                .contains_key("dpkg")
+                .then(|| dpkg_packages(text("dpkg"))),
             nfsd: file("/proc/filesystems")
                 .lines()
                 .any(|line| line.split_whitespace().last() == Some("nfsd"))
@@ -552,12 +553,14 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert_eq!(facts.cgroup_fs, "tmpfs");
         assert!(facts.has_command("mount") && !facts.has_command("socat"));
         assert_eq!(facts.versions["etcd"], "etcd Version: 3.4.23");
-        assert!(facts.dpkg && !facts.nfsd);
+        assert!(!facts.nfsd);
+        let packages = facts.installed_packages.as_ref().expect("dpkg");
         assert_eq!(
-            facts.installed_packages.keys().collect::<Vec<_>>(),
+            packages.keys().collect::<Vec<_>>(),
             ["base-files", "libc6", "mawk"]
         );
-        assert_eq!(facts.installed_packages["mawk"].provides, "awk");
+        assert_eq!(packages["mawk"].provides, "awk");
+        assert!(facts.has_package("libc6") && !facts.has_package("iptables"));
         assert_eq!(facts.static_pods, ["kube-apiserver.yaml"]);
         assert!(facts.etcd_data_present);
         assert_eq!(facts.free_bytes["/var/lib"], 53_687_091_200);
@@ -768,7 +771,9 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
     /// else (other states, short lines) is left out.
     #[test]
     fn dpkg_query_keeps_the_installed_packages() {
-        let table: &[(&str, &[(&str, &str, &str)])] = &[
+        // Name, version, `Provides`.
+        type Package = (&'static str, &'static str, &'static str);
+        let table: &[(&str, &[Package])] = &[
             ("", &[]),
             (
                 "socat\t1.7.4.4-2\t\tinstalled\n",
@@ -812,18 +817,22 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         ] {
             let facts = Facts::parse(output).expect("parses");
             assert_eq!(
-                (facts.dpkg, facts.installed_packages.len(), facts.nfsd),
+                (
+                    facts.installed_packages.is_some(),
+                    facts.installed_packages.as_ref().map_or(0, BTreeMap::len),
+                    facts.nfsd
+                ),
                 (dpkg, packages, nfsd),
                 "{output:?}"
             );
         }
         let mut json = serde_json::to_value(Facts::default()).expect("json");
         let object = json.as_object_mut().expect("object");
-        for key in ["dpkg", "installedPackages", "nfsd"] {
+        for key in ["installedPackages", "nfsd"] {
             assert!(object.remove(key).is_some(), "{key}");
         }
         let facts: Facts = serde_json::from_value(json).expect("old facts read");
-        assert!(!facts.dpkg && facts.installed_packages.is_empty() && !facts.nfsd);
+        assert!(facts.installed_packages.is_none() && !facts.nfsd);
     }
 
     /// `uname -m` as Debian names the architecture; the distribution as the package sets do;
@@ -849,7 +858,10 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
             assert_eq!(facts.deb_arch(), arch, "{machine}");
         }
         let mut facts = Facts::parse(NODE).expect("parses");
-        assert_eq!(facts.distro().map(|d| d.to_string()).as_deref(), Some("debian-12"));
+        assert_eq!(
+            facts.distro().map(|d| d.to_string()).as_deref(),
+            Some("debian-12")
+        );
         let installed = facts.installed();
         assert_eq!(installed.packages.len(), 3);
         assert_eq!(installed.packages["mawk"].provides, "awk");
@@ -865,10 +877,13 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert!(script.contains("n='node1'"));
         // A name is one shell word whatever it holds.
         assert!(gather_script("a'b; rm").contains(r"n='a'\''b; rm'"));
-        for command in crate::precheck::KUBEADM_COMMANDS
-            .iter()
-            .chain(&["fio", "mount.nfs", "exportfs", "dpkg-query", "nfsd"])
-        {
+        for command in crate::precheck::KUBEADM_COMMANDS.iter().chain(&[
+            "fio",
+            "mount.nfs",
+            "exportfs",
+            "dpkg-query",
+            "nfsd",
+        ]) {
             assert!(script.contains(command), "{command}");
         }
         for file in [

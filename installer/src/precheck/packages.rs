@@ -8,6 +8,8 @@
 //! packages phase). Until that phase has run, what a root brings is [`Status::SetByInstall`];
 //! after it ([`Stage::AfterPackages`]), a root still missing fails.
 
+use std::fmt::Write as _;
+
 use bundle_spec::packages::resolve::{self, Resolution};
 use bundle_spec::packages::{PackageScope, PackageSet, RootPackage};
 
@@ -61,9 +63,9 @@ impl<'a> Node<'a> {
             return Command::Present;
         }
         let brought = self.package_set().and_then(|set| {
-            set.roots
-                .iter()
-                .find(|root| self.in_scope(root.scope) && root.commands.iter().any(|c| c == command))
+            set.roots.iter().find(|root| {
+                self.in_scope(root.scope) && root.commands.iter().any(|c| c == command)
+            })
         });
         match (brought, self.stage) {
             (Some(root), Stage::BeforeInstall | Stage::AfterOs) => Command::ToCome(root),
@@ -99,7 +101,6 @@ pub(super) fn set_by_packages(id: &str, brought: &[String]) -> CheckResult {
     )
 }
 
-
 /// `packages.distro`: a node the bundle's packages are for has them, or the bundle carries
 /// its distribution release and architecture, so that kk's packages phase installs what it
 /// lacks.
@@ -109,9 +110,8 @@ fn distro(node: &Node) -> CheckResult {
     if sets.is_empty() {
         return CheckResult::skip(ID, "the bundle carries no operating-system packages");
     }
-    let for_node = |set: &'_ PackageSet| -> bool {
-        set.roots.iter().any(|root| node.in_scope(root.scope))
-    };
+    let for_node =
+        |set: &'_ PackageSet| -> bool { set.roots.iter().any(|root| node.in_scope(root.scope)) };
     if !sets.iter().any(for_node) {
         return CheckResult::skip(ID, "no package of the bundle is for this node");
     }
@@ -127,7 +127,7 @@ fn lacking<'r>(node: &Node, roots: impl Iterator<Item = &'r RootPackage>) -> Vec
     let mut names: Vec<&str> = roots
         .filter(|root| node.in_scope(root.scope))
         .map(|root| root.name.as_str())
-        .filter(|name| !node.facts.installed_packages.contains_key(*name))
+        .filter(|name| !node.facts.has_package(name))
         .collect();
     names.sort_unstable();
     names.dedup();
@@ -175,8 +175,8 @@ fn with_set(node: &Node, set: &PackageSet, id: &str) -> CheckResult {
     }
 }
 
-/// What a resolution installs, for a message: ` (installs `a` 1.0, `b` 2.0; replaces `c` 1.0
-/// by 1.1, which `d (>= 1.1)` of `e` demands)`.
+/// What a resolution installs, for a message: `` (installs `a` 1.0, `b` 2.0; replaces `c` 1.0
+/// by 1.1, as `b → c (>= 1.1)` demands)``: dpkg would upgrade it, which kk does only then.
 fn installs(set: &PackageSet, resolution: &Resolution) -> String {
     let installed: Vec<String> = resolution
         .install
@@ -189,10 +189,11 @@ fn installs(set: &PackageSet, resolution: &Resolution) -> String {
     }
     let mut text = format!(" (installs {}", installed.join(", "));
     for replaced in &resolution.replaced {
-        text.push_str(&format!(
-            "; replaces `{}` {} by {}, which {} demands",
+        let _ = write!(
+            text,
+            "; replaces `{}` {} by {}, as `{}` demands",
             replaced.name, replaced.installed, replaced.by, replaced.demanded_by
-        ));
+        );
     }
     text.push(')');
     text
@@ -219,7 +220,7 @@ fn without_set(node: &Node, id: &str) -> CheckResult {
             ),
         );
     }
-    let lacks = if node.facts.dpkg {
+    let lacks = if node.facts.installed_packages.is_some() {
         format!("lacks {}", list(&lacking))
     } else {
         format!(
