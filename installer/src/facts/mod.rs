@@ -2,8 +2,8 @@
 //!
 //! [`GATHER_SCRIPT`] is one POSIX shell script that prints every fact the rules need in
 //! labelled sections (`@@name` lines); [`Facts::parse`] turns that text into [`Facts`]. The
-//! script only reads (`/proc`, `/sys`, `/etc/os-release`, `df`, `command -v`, `--version`
-//! flags): gathering facts never changes a node. Parsing happens here rather than on the node
+//! script only reads (`/proc`, `/sys`, `/etc/os-release`, the kernel's module lists, `df`,
+//! `command -v`, `--version` flags, `dpkg-query -W`): gathering facts never changes a node. Parsing happens here rather than on the node
 //! so that the node needs nothing but `sh` and coreutils, and so that every parser is tested
 //! from recorded text without a node.
 //!

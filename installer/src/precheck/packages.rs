@@ -206,11 +206,10 @@ fn without_set(node: &Node, id: &str) -> CheckResult {
     let name = node.name();
     let platform = node.platform();
     let lacking = lacking(node, sets.iter().flat_map(|set| set.roots.iter()));
-    let mut carried: Vec<String> = sets
+    let carried: Vec<String> = sets
         .iter()
         .map(|set| format!("`{}` `{}`", set.distro, set.arch))
         .collect();
-    carried.dedup();
     let carried = carried.join(", ");
     if lacking.is_empty() {
         return CheckResult::pass(
