@@ -2,8 +2,8 @@
 //!
 //! [`GATHER_SCRIPT`] is one POSIX shell script that prints every fact the rules need in
 //! labelled sections (`@@name` lines); [`Facts::parse`] turns that text into [`Facts`]. The
-//! script only reads (`/proc`, `/sys`, `/etc/os-release`, `df`, `command -v`, `--version`
-//! flags): gathering facts never changes a node. Parsing happens here rather than on the node
+//! script only reads (`/proc`, `/sys`, `/etc/os-release`, the kernel's module lists, `df`,
+//! `command -v`, `--version` flags, `dpkg-query -W`): gathering facts never changes a node. Parsing happens here rather than on the node
 //! so that the node needs nothing but `sh` and coreutils, and so that every parser is tested
 //! from recorded text without a node.
 //!
@@ -15,6 +15,8 @@ mod parse;
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bundle_spec::packages::Distro;
+use bundle_spec::packages::resolve::{Installed, InstalledPackage};
 use serde::{Deserialize, Serialize};
 
 pub use parse::GATHER_SCRIPT;
@@ -98,6 +100,14 @@ pub struct Facts {
     /// Installed versions of kubelet, kubeadm, etcd, containerd, docker, runc (first line of
     /// their version output), by program.
     pub versions: BTreeMap<String, String>,
+    /// The packages `dpkg` has installed, by name; `None` where the node has no `dpkg-query`
+    /// (its package manager is not dpkg), and in facts recorded before it was read.
+    #[serde(default)]
+    pub installed_packages: Option<BTreeMap<String, DpkgPackage>>,
+    /// Whether the kernel can serve NFS: `nfsd` is a known file system, or the running kernel
+    /// has the module (or has it built in). False in facts recorded before it was read.
+    #[serde(default)]
+    pub nfsd: bool,
     /// Files in `/etc/kubernetes/manifests`.
     pub static_pods: Vec<String>,
     /// Whether `/var/lib/etcd` exists and holds anything.
@@ -136,6 +146,16 @@ pub struct OsRelease {
     pub pretty_name: String,
 }
 
+/// A package `dpkg` has installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DpkgPackage {
+    /// `Version`.
+    pub version: String,
+    /// `Provides`, as written (empty when none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provides: String,
+}
+
 /// A listening TCP socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Listener {
@@ -152,6 +172,53 @@ impl Facts {
             "x86_64" => "amd64",
             "aarch64" | "arm64" => "arm64",
             other => other,
+        }
+    }
+
+    /// Debian's name for the node's architecture (`amd64`, `arm64`, `armhf`…), from `uname -m`;
+    /// `None` for a machine Debian has no port for.
+    pub fn deb_arch(&self) -> Option<&'static str> {
+        Some(match self.machine.as_str() {
+            "x86_64" | "amd64" => "amd64",
+            "aarch64" | "arm64" => "arm64",
+            "armv7l" | "armv8l" => "armhf",
+            "armv6l" | "armv5tel" => "armel",
+            "i386" | "i486" | "i586" | "i686" => "i386",
+            "ppc64le" => "ppc64el",
+            "s390x" => "s390x",
+            "riscv64" => "riscv64",
+            _ => return None,
+        })
+    }
+
+    /// The distribution release the node runs (`/etc/os-release` `ID`-`VERSION_ID`), as a
+    /// bundle's package sets name it; `None` when either field is missing or malformed.
+    pub fn distro(&self) -> Option<Distro> {
+        Distro::parse(&format!("{}-{}", self.os.id, self.os.version_id))
+    }
+
+    /// Whether dpkg has package `name` installed (at any version).
+    pub fn has_package(&self, name: &str) -> bool {
+        self.installed_packages
+            .as_ref()
+            .is_some_and(|packages| packages.contains_key(name))
+    }
+
+    /// What dpkg has installed, as the package resolver reads it (nothing without dpkg).
+    pub fn installed(&self) -> Installed {
+        Installed {
+            packages: self
+                .installed_packages
+                .iter()
+                .flatten()
+                .map(|(name, package)| {
+                    let installed = InstalledPackage {
+                        version: package.version.clone(),
+                        provides: package.provides.clone(),
+                    };
+                    (name.clone(), installed)
+                })
+                .collect(),
         }
     }
 

@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{Facts, Listener, OsRelease, PROXY_SOURCES};
+use bundle_spec::packages::resolve::Installed;
+
+use super::{DpkgPackage, Facts, Listener, OsRelease, PROXY_SOURCES};
 use crate::ssh::FactsError;
 
 /// The commands whose presence the rules check (kubeadm's preflight list of every version kk
 /// installs, and what the install and the etcd disk check use).
 const COMMANDS: &str = "ip iptables mount nsenter ebtables ethtool socat tc touch conntrack \
-                        crictl sha256sum fio sudo ipvsadm";
+                        crictl sha256sum fio sudo ipvsadm mount.nfs exportfs";
 
 /// The script run on every node; it only reads. `{commands}` is filled with the commands the
 /// rules look for, `{name}` with the node's inventory name (shell-quoted).
@@ -48,6 +50,13 @@ for p in kubelet etcd containerd docker; do
   command -v "$p" >/dev/null 2>&1 && s "version $p" && "$p" --version 2>&1
 done
 command -v kubeadm >/dev/null 2>&1 && s "version kubeadm" && kubeadm version -o short 2>&1
+# The node's package state, where dpkg is the package manager (the section's presence says so).
+command -v dpkg-query >/dev/null 2>&1 && s dpkg &&
+  dpkg-query -W -f='${Package}\t${Version}\t${Provides}\t${db:Status-Status}\n' 2>/dev/null
+# Whether the kernel can serve NFS: `nfsd` in /proc/filesystems (files above) once loaded, or
+# the module (or built in) for the running kernel; read without starting a process.
+s nfsd-module; r=; read -r r </proc/sys/kernel/osrelease 2>/dev/null
+if grep -qs 'nfsd\.ko' "/lib/modules/$r/modules.dep" "/lib/modules/$r/modules.builtin"; then echo yes; else echo no; fi
 s manifests
 for f in /etc/kubernetes/manifests/* /etc/kubernetes/manifests/.[!.]*; do [ -e "$f" ] && echo "${f##*/}"; done
 s etcd-data; d=no
@@ -133,6 +142,13 @@ impl Facts {
                     Some((program.to_owned(), first.trim().to_owned()))
                 })
                 .collect(),
+            installed_packages: sections
+                .contains_key("dpkg")
+                .then(|| dpkg_packages(text("dpkg"))),
+            nfsd: file("/proc/filesystems")
+                .lines()
+                .any(|line| line.split_whitespace().last() == Some("nfsd"))
+                || text("nfsd-module") == "yes",
             static_pods: lines(text("manifests")),
             etcd_data_present: text("etcd-data") == "yes",
             free_bytes: free_bytes(text("disk-paths"), text("df")),
@@ -210,6 +226,23 @@ fn mask_credentials(value: &str) -> String {
         }
         _ => value.to_owned(),
     }
+}
+
+/// `dpkg-query -W -f='${Package}\t${Version}\t${Provides}\t${db:Status-Status}\n'`: the
+/// packages whose status is `installed`, by name, as the package resolver reads them (its
+/// parser: one reading of dpkg's state for the precheck and the install).
+fn dpkg_packages(text: &str) -> BTreeMap<String, DpkgPackage> {
+    Installed::from_dpkg_query(text)
+        .packages
+        .into_iter()
+        .map(|(name, package)| {
+            let package = DpkgPackage {
+                version: package.version,
+                provides: package.provides.trim().to_owned(),
+            };
+            (name, package)
+        })
+        .collect()
 }
 
 /// `grep -H '' FILE…` output: each file's lines, by file name.
@@ -379,362 +412,4 @@ fn kernel_address(hex: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Output of the script on a lab node (trimmed where long).
-    const NODE: &str = r#"
-@@clock
-1795000000.250000000
-
-@@files
-/etc/os-release:PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
-/etc/os-release:NAME="Debian GNU/Linux"
-/etc/os-release:VERSION_ID="12"
-/etc/os-release:ID=debian
-/proc/meminfo:MemTotal:       24624464 kB
-/proc/meminfo:MemFree:        20000000 kB
-/proc/meminfo:SwapTotal:             0 kB
-/proc/net/tcp:  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-/proc/net/tcp:   0: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
-/proc/net/tcp:   1: 0100007F:192B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1
-/proc/net/tcp:   2: 0B00FA0A:0016 0C00FA0A:D431 01 00000000:00000000 00:00000000 00000000     0        0 3 1
-/proc/net/tcp6:   0: 00000000000000000000000001000000:1A0B 00000000000000000000000000000000:0000 0A 0 0 0 0 0 4 1
-/proc/modules:overlay 151552 0 - Live 0x0000000000000000
-/proc/modules:br_netfilter 32768 0 - Live 0x0000000000000000
-/proc/sys/kernel/osrelease:6.1.0-18-amd64
-/proc/sys/kernel/hostname:node1
-/proc/self/status:Name:   grep
-/proc/self/status:Uid:    0       0       0       0
-/proc/sys/net/ipv4/ip_forward:1
-/proc/sys/net/bridge/bridge-nf-call-iptables:1
-
-@@machine
-x86_64
-
-@@cpus
-2
-
-@@resolves
-node1
-no
-
-@@proxy session
-https_proxy=http://***@proxy.example:3128
-NO_PROXY=10.250.0.0/16,.cluster.local
-
-@@proxy login shell
-
-@@proxy /etc/environment
-export HTTP_PROXY="http://proxy.example:3128"
-
-@@addresses
-1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever
-2: eth0@if9    inet 10.250.0.11/16 brd 10.250.255.255 scope global eth0\       valid_lft forever
-2: eth0@if9    inet6 fe80::1/64 scope link \       valid_lft forever preferred_lft forever
-
-@@cgroup
-tmpfs
-
-@@commands
-ip
-mount
-touch
-
-@@version etcd
-etcd Version: 3.4.23
-Git SHA: Not provided (use ./build instead of go build)
-
-@@version containerd
-containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1
-
-@@manifests
-kube-apiserver.yaml
-
-@@etcd-data
-yes
-
-@@disk-paths
-/
-/var/lib
-/opt
-
-@@df
-Filesystem       1-blocks        Used    Available Capacity Mounted on
-/dev/vda     270000000000 10000000000 53687091200      16% /
-/dev/vda     270000000000 10000000000 53687091200      16% /
-/dev/vdb      10000000000  1000000000  9000000000      10% /
-
-@@end
-"#;
-
-    #[test]
-    fn parses_every_section_of_a_node() {
-        let facts = Facts::parse(NODE).expect("parses");
-        assert_eq!(facts.os.id, "debian");
-        assert_eq!(facts.os.version_id, "12");
-        assert_eq!(facts.os.pretty_name, "Debian GNU/Linux 12 (bookworm)");
-        assert_eq!(facts.kernel, "6.1.0-18-amd64");
-        assert_eq!(facts.arch(), "amd64");
-        assert_eq!(facts.cpus, 2);
-        assert_eq!(facts.memory_bytes, 24_624_464 * 1024);
-        assert_eq!(facts.swap_bytes, 0);
-        assert_eq!(facts.hostname, "node1");
-        assert_eq!(facts.resolved_name, "node1");
-        assert!(!facts.name_resolves);
-        assert_eq!(
-            facts.proxy_var("session", "https_proxy"),
-            Some(("https_proxy", "http://***@proxy.example:3128"))
-        );
-        assert_eq!(
-            facts.proxy_var("session", "no_proxy"),
-            Some(("NO_PROXY", "10.250.0.0/16,.cluster.local"))
-        );
-        assert_eq!(
-            facts.proxy_var("/etc/environment", "http_proxy"),
-            Some(("HTTP_PROXY", "http://proxy.example:3128"))
-        );
-        assert_eq!(facts.proxy_var("login shell", "http_proxy"), None);
-        assert!(!facts.proxy_env.contains_key("login shell"));
-        assert!(facts.has_address("10.250.0.11"));
-        assert!(facts.has_address("fe80::1"));
-        assert_eq!(facts.addresses["eth0"], ["10.250.0.11", "fe80::1"]);
-        let ports: Vec<(u16, &str)> = facts
-            .listening
-            .iter()
-            .map(|l| (l.port, l.address.as_str()))
-            .collect();
-        assert_eq!(ports, [(22, "0.0.0.0"), (6443, "127.0.0.1"), (6667, "::1")]);
-        assert_eq!(facts.sysctl("net.ipv4.ip_forward"), Some("1"));
-        assert_eq!(facts.sysctl("net.ipv6.conf.all.forwarding"), None);
-        assert_eq!(facts.modules, ["overlay", "br_netfilter"]);
-        assert_eq!(facts.cgroup_fs, "tmpfs");
-        assert!(facts.has_command("mount") && !facts.has_command("socat"));
-        assert_eq!(facts.versions["etcd"], "etcd Version: 3.4.23");
-        assert_eq!(facts.static_pods, ["kube-apiserver.yaml"]);
-        assert!(facts.etcd_data_present);
-        assert_eq!(facts.free_bytes["/var/lib"], 53_687_091_200);
-        assert_eq!(facts.free_bytes["/opt"], 9_000_000_000);
-        assert!((facts.clock - 1_795_000_000.25).abs() < 1e-6);
-        assert_eq!(facts.uid, 0);
-        assert!(is_complete(NODE));
-    }
-
-    #[test]
-    fn kernel_addresses_decode_in_host_byte_order() {
-        for (hex, address) in [
-            ("0100007F", Some("127.0.0.1")),
-            ("0B00FA0A", Some("10.250.0.11")),
-            ("00000000000000000000000001000000", Some("::1")),
-            (
-                "0000000000000000FFFF00000B00FA0A",
-                Some("::ffff:10.250.0.11"),
-            ),
-            ("XYZ", None),
-        ] {
-            assert_eq!(kernel_address(hex).as_deref(), address, "{hex}");
-        }
-    }
-
-    #[test]
-    fn missing_sections_stay_empty() {
-        let facts = Facts::parse(
-            "\n@@files\n/proc/sys/kernel/osrelease:6.8.0\n/proc/sys/kernel/arch:aarch64\n",
-        )
-        .expect("parses");
-        assert_eq!((facts.kernel.as_str(), facts.arch()), ("6.8.0", "arm64"));
-        assert!(facts.os.id.is_empty() && facts.listening.is_empty());
-        assert_eq!(facts.uid, u32::MAX);
-        assert!(!is_complete(
-            "\n@@files\n/proc/sys/kernel/osrelease:6.8.0\n"
-        ));
-    }
-
-    /// Node output is untrusted: multibyte text anywhere, cut anywhere, never panics, and each
-    /// section keeps exactly its body.
-    #[test]
-    fn multibyte_output_never_splits_a_character() {
-        let table: &[(&str, &str, &str)] = &[
-            // (output, section, expected trimmed body)
-            ("\n@@cgroup\né", "cgroup", "é"),
-            ("\n@@cgroup\n日本語", "cgroup", "日本語"),
-            ("\n@@cgroup\n🦀\n@@resolves\nyes\n", "cgroup", "🦀"),
-            ("\n@@cgroup\n🦀\n@@resolves\nyes\n", "resolves", "yes"),
-            ("\n@@ключ\nзначение\n", "ключ", "значение"),
-            ("\n@@é", "é", ""),
-            ("é\n@@cgroup\nx", "cgroup", "x"),
-            // A `@@` inside a line, or on the first line, starts nothing.
-            ("@@cgroup\nx\n@@end\n", "cgroup", ""),
-            ("\n@@cgroup\nä@@b\n", "cgroup", "ä@@b"),
-        ];
-        for (output, section, body) in table {
-            let sections = split_sections(output);
-            assert_eq!(
-                sections.get(section).map(|b| b.trim()).unwrap_or_default(),
-                *body,
-                "{output:?}"
-            );
-        }
-        // Every prefix of a multibyte-laden output parses (cuts inside a character are not
-        // valid `str`s, so every char boundary).
-        let text =
-            format!("{NODE}\n@@version kubelet\nKubernetes v1.31.4 — ünïcödé ✓\n@@cgroup\n日本");
-        for (cut, _) in text.char_indices() {
-            let _ = Facts::parse(&text[..cut]);
-        }
-        let facts = Facts::parse(
-            "\n@@files\n/proc/sys/kernel/hostname:nœud-é\n/etc/os-release:PRETTY_NAME=\"Débian ✓\"\n\n@@commands\nip\n🦀\n",
-        )
-        .expect("parses");
-        assert_eq!(facts.hostname, "nœud-é");
-        assert_eq!(facts.os.pretty_name, "Débian ✓");
-        assert_eq!(facts.commands, ["ip", "🦀"]);
-    }
-
-    #[test]
-    fn absurd_numbers_are_refused_or_ignored_never_wrapped() {
-        let meminfo = |mem: &str, swap: &str| {
-            Facts::parse(&format!(
-                "\n@@files\n/proc/meminfo:MemTotal: {mem}\n/proc/meminfo:SwapTotal: {swap}\n"
-            ))
-        };
-        let max_kib = u64::MAX / 1024;
-        for (mem, swap, expected) in [
-            ("2048 kB", "0 kB", Ok((2048 * 1024, 0))),
-            (
-                &format!("{max_kib} kB") as &str,
-                "0 kB",
-                Ok((max_kib * 1024, 0)),
-            ),
-            (&format!("{} kB", max_kib + 1), "0 kB", Err("MemTotal")),
-            ("1 kB", &format!("{} kB", u64::MAX), Err("SwapTotal")),
-            // Not numbers, or beyond u64: unreadable, so 0 (the memory rule then fails).
-            ("99999999999999999999999 kB", "-1 kB", Ok((0, 0))),
-            ("١٢٣ kB", "½ kB", Ok((0, 0))),
-            ("", "", Ok((0, 0))),
-        ] {
-            let parsed = meminfo(mem, swap);
-            match expected {
-                Ok(bytes) => {
-                    let facts = parsed.unwrap_or_else(|e| panic!("{mem} {swap}: {e}"));
-                    assert_eq!(
-                        (facts.memory_bytes, facts.swap_bytes),
-                        bytes,
-                        "{mem} {swap}"
-                    );
-                }
-                Err(field) => {
-                    // What `gather` reports: the node, the file and the field.
-                    let error = crate::ssh::SshError::Facts {
-                        node: "node1".to_owned(),
-                        source: parsed.expect_err(mem),
-                    }
-                    .to_string();
-                    for words in ["node `node1`", &format!("`{field}`"), "/proc/meminfo"] {
-                        assert!(error.contains(words), "{error} lacks {words}");
-                    }
-                }
-            }
-        }
-        for (clock, expected) in [
-            ("1795000000.5", 1_795_000_000.5),
-            ("inf", 0.0),
-            ("NaN", 0.0),
-            ("-inf", 0.0),
-            ("1e999", 0.0),
-        ] {
-            let facts = Facts::parse(&format!("\n@@clock\n{clock}\n")).expect("parses");
-            assert!(
-                (facts.clock - expected).abs() < 1e-6,
-                "{clock}: {}",
-                facts.clock
-            );
-        }
-        let facts = Facts::parse("\n@@cpus\n99999999999\n@@files\n/proc/net/tcp:   0: 0100007F:FFFFFF 00000000:0000 0A\n")
-            .expect("parses");
-        assert_eq!(facts.cpus, 0);
-        assert!(facts.listening.is_empty());
-    }
-
-    /// The name looked up, and output recorded before it was printed.
-    #[test]
-    fn resolves_names_what_was_looked_up() {
-        for (body, name, resolves) in [
-            ("node1\nyes", "node1", true),
-            ("node1\nno", "node1", false),
-            ("yes", "", true),
-            ("no", "", false),
-            ("", "", false),
-            ("a\nb\nyes", "", false),
-        ] {
-            let facts = Facts::parse(&format!("\n@@resolves\n{body}\n")).expect("parses");
-            assert_eq!(
-                (facts.resolved_name.as_str(), facts.name_resolves),
-                (name, resolves),
-                "{body:?}"
-            );
-        }
-        // Facts recorded before: `hostnameResolves`, no `resolvedName`, no `proxyEnv`.
-        let mut json = serde_json::to_value(Facts::default()).expect("json");
-        let object = json.as_object_mut().expect("object");
-        for key in ["resolvedName", "nameResolves", "proxyEnv"] {
-            assert!(object.remove(key).is_some(), "{key}");
-        }
-        object.insert("hostnameResolves".to_owned(), serde_json::Value::Bool(true));
-        let facts: Facts = serde_json::from_value(json).expect("old facts read");
-        assert!(facts.name_resolves && facts.resolved_name.is_empty());
-    }
-
-    /// Proxy variables only, any case, `export` and quotes as `/etc/environment` may have
-    /// them; credentials masked (the script masks them too, before they reach a log).
-    #[test]
-    fn proxy_variables_are_kept_alone_and_masked() {
-        let vars = proxy_vars(
-            "http_proxy=http://user:secret@proxy:3128\n\
-             export HTTPS_PROXY='http://proxy:3128'\n\
-             \texport  no_proxy=\"10.0.0.0/8, .local\"\n\
-             PATH=/usr/bin\n\
-             exporthttp_proxy=x\n\
-             ftp_proxy=http://proxy:21\n\
-             No_Proxy=mixed\n\
-             garbage\n",
-        );
-        let expected: Vec<(&str, &str)> = vec![
-            ("HTTPS_PROXY", "http://proxy:3128"),
-            ("No_Proxy", "mixed"),
-            ("http_proxy", "http://***@proxy:3128"),
-            ("no_proxy", "10.0.0.0/8, .local"),
-        ];
-        let found: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(found, expected);
-        for (value, masked) in [
-            ("http://u:p@proxy:3128", "http://***@proxy:3128"),
-            ("http://u:p@ss@proxy:3128", "http://***@proxy:3128"),
-            ("http://proxy:3128", "http://proxy:3128"),
-            ("10.0.0.0/8,a@b", "10.0.0.0/8,a@b"),
-        ] {
-            assert_eq!(mask_credentials(value), masked, "{value}");
-        }
-    }
-
-    #[test]
-    fn the_script_names_every_command_of_the_rules() {
-        let script = gather_script("node1");
-        assert!(!script.contains("{commands}") && !script.contains("{name}"));
-        assert!(script.contains("n='node1'"));
-        // A name is one shell word whatever it holds.
-        assert!(gather_script("a'b; rm").contains(r"n='a'\''b; rm'"));
-        for command in crate::precheck::KUBEADM_COMMANDS.iter().chain(&["fio"]) {
-            assert!(script.contains(command), "{command}");
-        }
-        for file in [
-            "/proc/filesystems",
-            "/proc/sys/net/ipv6/conf/default/forwarding",
-            "/proc/sys/net/bridge/bridge-nf-call-iptables",
-            "/proc/sys/net/bridge/bridge-nf-call-ip6tables",
-            "/etc/environment",
-        ] {
-            assert!(script.contains(file), "{file}");
-        }
-    }
-}
+mod tests;
