@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::PackageRecord;
+use super::control::{Relation, compare_versions, parse_relations};
 
 /// A package an installation has.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,14 +27,44 @@ pub struct Installed {
 impl Installed {
     /// What `dpkg-query -W -f='${Package}\t${Version}\t${Provides}\t${db:Status-Status}\n'`
     /// prints, keeping the packages whose status is `installed`.
-    pub fn from_dpkg_query(_text: &str) -> Self {
-        Self::default()
+    pub fn from_dpkg_query(text: &str) -> Self {
+        let packages = text
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split('\t');
+                let (name, version, provides, status) = (
+                    fields.next()?,
+                    fields.next()?,
+                    fields.next()?,
+                    fields.next()?,
+                );
+                (status.trim() == "installed" && !name.is_empty()).then(|| {
+                    let package = InstalledPackage {
+                        version: version.to_owned(),
+                        provides: provides.to_owned(),
+                    };
+                    (name.to_owned(), package)
+                })
+            })
+            .collect();
+        Self { packages }
     }
 
     /// What every installation of a distribution has: the index's `Priority: required` and
     /// `Essential: yes` packages.
-    pub fn baseline(_index: &[super::control::IndexEntry]) -> Self {
-        Self::default()
+    pub fn baseline(index: &[super::control::IndexEntry]) -> Self {
+        let packages = index
+            .iter()
+            .filter(|entry| entry.priority == "required" || entry.essential)
+            .map(|entry| {
+                let package = InstalledPackage {
+                    version: entry.record.version.clone(),
+                    provides: entry.record.provides.clone(),
+                };
+                (entry.record.name.clone(), package)
+            })
+            .collect();
+        Self { packages }
     }
 }
 
@@ -88,10 +119,692 @@ pub enum ResolveError {
 /// package in the closure that `installed` does not satisfy, by the available package that
 /// satisfies it (a real package of that name first, then one that `Provides` it; the highest
 /// version among several).
+///
+/// A group of alternatives is satisfied by its first alternative that the installation or the
+/// closure already satisfies; failing that, by its first alternative that an available package
+/// satisfies.
 pub fn resolve(
-    _available: &[PackageRecord],
-    _roots: &[&str],
-    _installed: &Installed,
+    available: &[PackageRecord],
+    roots: &[&str],
+    installed: &Installed,
 ) -> Result<Resolution, ResolveError> {
-    Ok(Resolution::default())
+    let mut closure = Closure::new(available, installed)?;
+    for root in roots {
+        closure.add_root(root)?;
+    }
+    closure.complete()?;
+    Ok(Resolution {
+        install: closure.install_order(),
+        replaced: closure.replaced,
+    })
+}
+
+/// A dependency edge of the closure: which selected package a group was satisfied by.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    to: usize,
+    pre: bool,
+}
+
+/// The state of a resolution: the selection (indices into `available`, in selection order),
+/// each selected package's edges, and the indices of names and virtual names.
+struct Closure<'a> {
+    available: &'a [PackageRecord],
+    installed: &'a Installed,
+    /// `Provides` of the installed packages, parsed once.
+    installed_provides: Vec<(&'a str, Vec<Relation>)>,
+    /// Real packages by name.
+    by_name: BTreeMap<&'a str, Vec<usize>>,
+    /// Providers by virtual name, with the provided version (`Provides: foo (= 1.2)`).
+    providers: BTreeMap<String, Vec<(usize, Option<String>)>>,
+    /// The selected packages, in selection order.
+    selected: Vec<usize>,
+    /// The selected package of each name.
+    selected_names: BTreeMap<&'a str, usize>,
+    edges: BTreeMap<usize, Vec<Edge>>,
+    replaced: Vec<Replaced>,
+}
+
+impl<'a> Closure<'a> {
+    fn new(available: &'a [PackageRecord], installed: &'a Installed) -> Result<Self, ResolveError> {
+        let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut providers: BTreeMap<String, Vec<(usize, Option<String>)>> = BTreeMap::new();
+        for (index, record) in available.iter().enumerate() {
+            by_name.entry(&record.name).or_default().push(index);
+            for provided in parse_relations(&record.name, "Provides", &record.provides)?
+                .into_iter()
+                .flatten()
+            {
+                let version = provided.constraint.map(|(_, version)| version);
+                providers
+                    .entry(provided.name)
+                    .or_default()
+                    .push((index, version));
+            }
+        }
+        let installed_provides = installed
+            .packages
+            .iter()
+            .map(|(name, package)| {
+                let relations = parse_relations(name, "Provides", &package.provides)?;
+                Ok((name.as_str(), relations.into_iter().flatten().collect()))
+            })
+            .collect::<Result<_, ResolveError>>()?;
+        Ok(Self {
+            available,
+            installed,
+            installed_provides,
+            by_name,
+            providers,
+            selected: Vec::new(),
+            selected_names: BTreeMap::new(),
+            edges: BTreeMap::new(),
+            replaced: Vec::new(),
+        })
+    }
+
+    /// Selects a root unless the installation has it (at any version, or as a virtual package
+    /// an installed package provides).
+    fn add_root(&mut self, root: &str) -> Result<(), ResolveError> {
+        let relation = Relation {
+            name: root.to_owned(),
+            arch_qualifier: None,
+            constraint: None,
+        };
+        if self.installed.packages.contains_key(root)
+            || self.installed_satisfies(&relation)
+            || self.selected_satisfying(&relation).is_some()
+        {
+            return Ok(());
+        }
+        let index = self
+            .candidate(&relation)
+            .ok_or_else(|| ResolveError::UnknownRoot {
+                name: root.to_owned(),
+            })?;
+        self.select(index);
+        Ok(())
+    }
+
+    fn select(&mut self, index: usize) {
+        self.selected.push(index);
+        self.selected_names
+            .insert(&self.available[index].name, index);
+    }
+
+    /// Walks the selection, selecting what each selected package's dependencies need.
+    fn complete(&mut self) -> Result<(), ResolveError> {
+        let mut next = 0;
+        while let Some(&index) = self.selected.get(next) {
+            next += 1;
+            let record = &self.available[index];
+            let pre_depends = parse_relations(&record.name, "Pre-Depends", &record.pre_depends)?;
+            let depends = parse_relations(&record.name, "Depends", &record.depends)?;
+            for (group, pre) in pre_depends
+                .iter()
+                .map(|group| (group, true))
+                .chain(depends.iter().map(|group| (group, false)))
+            {
+                if let Some(to) = self.satisfy(index, group)? {
+                    self.edges.entry(index).or_default().push(Edge { to, pre });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Satisfies one group of `index`'s dependencies: `None` when the installation satisfies
+    /// it, else the selected package that does (selecting it if need be).
+    fn satisfy(&mut self, index: usize, group: &[Relation]) -> Result<Option<usize>, ResolveError> {
+        for relation in group {
+            if self.installed_satisfies(relation) {
+                return Ok(None);
+            }
+            if let Some(to) = self.selected_satisfying(relation) {
+                return Ok(Some(to));
+            }
+        }
+        let package = &self.available[index].name;
+        let chosen = group.iter().find_map(|relation| {
+            let candidate = self.candidate(relation)?;
+            // One version per name: a candidate whose name is already selected at another
+            // version cannot join the closure.
+            (!self
+                .selected_names
+                .contains_key(self.available[candidate].name.as_str()))
+            .then_some(candidate)
+        });
+        let Some(chosen) = chosen else {
+            return Err(ResolveError::Unsatisfiable {
+                package: package.clone(),
+                dependency: written(group),
+            });
+        };
+        let record = &self.available[chosen];
+        if let Some(now) = self.installed.packages.get(&record.name) {
+            self.replaced.push(Replaced {
+                name: record.name.clone(),
+                installed: now.version.clone(),
+                by: record.version.clone(),
+                demanded_by: format!("{package} → {}", written(group)),
+            });
+        }
+        self.select(chosen);
+        Ok(Some(chosen))
+    }
+
+    /// Whether an installed package satisfies `relation`, by name or by `Provides`.
+    fn installed_satisfies(&self, relation: &Relation) -> bool {
+        self.installed
+            .packages
+            .get(&relation.name)
+            .is_some_and(|package| relation.allows(&package.version))
+            || self.installed_provides.iter().any(|(_, provides)| {
+                provides
+                    .iter()
+                    .any(|provided| provides_satisfy(provided, relation))
+            })
+    }
+
+    /// The selected package that satisfies `relation`, by name or by `Provides`.
+    fn selected_satisfying(&self, relation: &Relation) -> Option<usize> {
+        let by_name = self
+            .selected_names
+            .get(relation.name.as_str())
+            .copied()
+            .filter(|&index| relation.allows(&self.available[index].version));
+        by_name.or_else(|| {
+            self.providers
+                .get(&relation.name)?
+                .iter()
+                .find_map(|(index, version)| {
+                    (self
+                        .selected_names
+                        .get(self.available[*index].name.as_str())
+                        == Some(index)
+                        && provided_version_allows(version.as_deref(), relation))
+                    .then_some(*index)
+                })
+        })
+    }
+
+    /// The available package that satisfies `relation`: the highest version of that name,
+    /// else the highest version of the first provider by name.
+    fn candidate(&self, relation: &Relation) -> Option<usize> {
+        let real = self
+            .by_name
+            .get(relation.name.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&index| relation.allows(&self.available[index].version));
+        if let Some(index) = self.highest(real) {
+            return Some(index);
+        }
+        let providers: Vec<usize> = self
+            .providers
+            .get(&relation.name)
+            .into_iter()
+            .flatten()
+            .filter(|(_, version)| provided_version_allows(version.as_deref(), relation))
+            .map(|(index, _)| *index)
+            .collect();
+        let first_name = providers
+            .iter()
+            .map(|&index| self.available[index].name.as_str())
+            .min()?;
+        self.highest(
+            providers
+                .into_iter()
+                .filter(|&index| self.available[index].name == first_name),
+        )
+    }
+
+    /// The highest version among `indices` (the first listed among equal versions).
+    fn highest(&self, indices: impl Iterator<Item = usize>) -> Option<usize> {
+        indices.reduce(|best, index| {
+            let ordering = compare_versions(
+                &self.available[index].version,
+                &self.available[best].version,
+            );
+            if ordering.is_gt() { index } else { best }
+        })
+    }
+
+    /// The selection in install order: dependencies first (Tarjan's strongly connected
+    /// components come out dependencies first); inside a cycle, [`Self::cycle_order`].
+    fn install_order(&self) -> Vec<usize> {
+        let mut tarjan = Tarjan::default();
+        for &index in &self.selected {
+            if !tarjan.index.contains_key(&index) {
+                tarjan.visit(index, &self.edges);
+            }
+        }
+        tarjan
+            .components
+            .into_iter()
+            .flat_map(|component| self.cycle_order(component))
+            .collect()
+    }
+
+    /// The order inside a strongly connected component (a cycle): a depth-first walk that puts
+    /// each package after what it reaches, breaking the cycle where it closes. It starts from
+    /// the packages no member pre-depends on, so that the edge that closes the cycle is a
+    /// `Depends` wherever one can be: `Pre-Depends` must hold, a `Depends` cycle is installed
+    /// in one go anyway.
+    fn cycle_order(&self, mut component: Vec<usize>) -> Vec<usize> {
+        if component.len() == 1 {
+            return component;
+        }
+        let position = |index: usize| self.selected.iter().position(|&i| i == index);
+        let pre_depended = |index: usize| {
+            component.iter().any(|from| {
+                self.edges
+                    .get(from)
+                    .is_some_and(|edges| edges.iter().any(|edge| edge.pre && edge.to == index))
+            })
+        };
+        let keys: BTreeMap<usize, (bool, Option<usize>)> = component
+            .iter()
+            .map(|&index| (index, (pre_depended(index), position(index))))
+            .collect();
+        component.sort_by_key(|index| keys[index]);
+        let mut order = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for &start in &component {
+            self.walk(start, &component, &mut seen, &mut order);
+        }
+        order
+    }
+
+    fn walk(
+        &self,
+        index: usize,
+        component: &[usize],
+        seen: &mut std::collections::BTreeSet<usize>,
+        order: &mut Vec<usize>,
+    ) {
+        if !seen.insert(index) {
+            return;
+        }
+        let edges = self
+            .edges
+            .get(&index)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        // Pre-Depends first, so that a cycle closes on a Depends where it can.
+        for edge in edges
+            .iter()
+            .filter(|e| e.pre)
+            .chain(edges.iter().filter(|e| !e.pre))
+        {
+            if component.contains(&edge.to) {
+                self.walk(edge.to, component, seen, order);
+            }
+        }
+        order.push(index);
+    }
+}
+
+/// Whether a `Provides` entry satisfies `relation`: a versioned dependency only by a versioned
+/// provide, as dpkg has it.
+fn provides_satisfy(provided: &Relation, relation: &Relation) -> bool {
+    provided.name == relation.name
+        && provided_version_allows(
+            provided.constraint.as_ref().map(|(_, v)| v.as_str()),
+            relation,
+        )
+}
+
+fn provided_version_allows(version: Option<&str>, relation: &Relation) -> bool {
+    match (version, &relation.constraint) {
+        (_, None) => true,
+        (Some(version), Some(_)) => relation.allows(version),
+        (None, Some(_)) => false,
+    }
+}
+
+/// A group of alternatives as Debian writes it (`a | b (>= 2)`).
+fn written(group: &[Relation]) -> String {
+    group
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// Tarjan's strongly connected components, emitted dependencies first.
+#[derive(Default)]
+struct Tarjan {
+    next: usize,
+    index: BTreeMap<usize, usize>,
+    low: BTreeMap<usize, usize>,
+    stack: Vec<usize>,
+    components: Vec<Vec<usize>>,
+}
+
+impl Tarjan {
+    fn visit(&mut self, node: usize, edges: &BTreeMap<usize, Vec<Edge>>) {
+        self.index.insert(node, self.next);
+        self.low.insert(node, self.next);
+        self.next += 1;
+        self.stack.push(node);
+        for edge in edges.get(&node).into_iter().flatten() {
+            if !self.index.contains_key(&edge.to) {
+                self.visit(edge.to, edges);
+                let low = self.low[&node].min(self.low[&edge.to]);
+                self.low.insert(node, low);
+            } else if self.stack.contains(&edge.to) {
+                let low = self.low[&node].min(self.index[&edge.to]);
+                self.low.insert(node, low);
+            }
+        }
+        if self.low[&node] == self.index[&node] {
+            let at = self
+                .stack
+                .iter()
+                .rposition(|&n| n == node)
+                .unwrap_or_default();
+            self.components.push(self.stack.split_off(at));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::control::IndexEntry;
+    use super::*;
+    use crate::digest::Sha256Digest;
+
+    /// `name version [depends] [pre-depends] [provides]`.
+    fn record(
+        name: &str,
+        version: &str,
+        depends: &str,
+        pre: &str,
+        provides: &str,
+    ) -> PackageRecord {
+        PackageRecord {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            architecture: "amd64".to_owned(),
+            depends: depends.to_owned(),
+            pre_depends: pre.to_owned(),
+            provides: provides.to_owned(),
+            multi_arch: String::new(),
+            filename: format!("{name}_{version}_amd64.deb"),
+            sha256: Sha256Digest::of(name.as_bytes()),
+            size: 1,
+            reference: String::new(),
+        }
+    }
+
+    fn dep(name: &str, version: &str, depends: &str) -> PackageRecord {
+        record(name, version, depends, "", "")
+    }
+
+    fn installed(packages: &[(&str, &str, &str)]) -> Installed {
+        Installed {
+            packages: packages
+                .iter()
+                .map(|(name, version, provides)| {
+                    let package = InstalledPackage {
+                        version: (*version).to_owned(),
+                        provides: (*provides).to_owned(),
+                    };
+                    ((*name).to_owned(), package)
+                })
+                .collect(),
+        }
+    }
+
+    /// The names and versions to install, in order.
+    fn names(available: &[PackageRecord], resolution: &Resolution) -> Vec<String> {
+        resolution
+            .install
+            .iter()
+            .map(|&i| format!("{}={}", available[i].name, available[i].version))
+            .collect()
+    }
+
+    #[test]
+    fn closures() {
+        struct Case {
+            what: &'static str,
+            available: Vec<PackageRecord>,
+            roots: &'static [&'static str],
+            installed: Installed,
+            expected: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                what: "dependencies first, versions chosen by relation",
+                available: vec![
+                    dep("socat", "1.7", "libc6 (>= 2.34), libssl3 (>= 3.0)"),
+                    dep("libssl3", "2.9", ""),
+                    dep("libssl3", "3.0.11", "libc6"),
+                    dep("libssl3", "3.1~rc1", ""),
+                    dep("libc6", "2.36", ""),
+                ],
+                roots: &["socat"],
+                installed: Installed::default(),
+                expected: &["libc6=2.36", "libssl3=3.1~rc1", "socat=1.7"],
+            },
+            Case {
+                what: "a dependency the installation satisfies adds nothing",
+                available: vec![
+                    dep("socat", "1.7", "libc6 (>= 2.34)"),
+                    dep("libc6", "2.36", ""),
+                ],
+                roots: &["socat"],
+                installed: installed(&[("libc6", "2.35", "")]),
+                expected: &["socat=1.7"],
+            },
+            Case {
+                what: "a root installed at any version is not reinstalled",
+                available: vec![dep("socat", "1.8", ""), dep("ethtool", "6.1", "")],
+                roots: &["socat", "ethtool"],
+                installed: installed(&[("socat", "1.7", "")]),
+                expected: &["ethtool=6.1"],
+            },
+            Case {
+                what: "the first satisfiable alternative",
+                available: vec![
+                    dep("a", "1", "missing | b (>= 2) | c"),
+                    dep("b", "1", ""),
+                    dep("c", "1", ""),
+                ],
+                roots: &["a"],
+                installed: Installed::default(),
+                expected: &["c=1", "a=1"],
+            },
+            Case {
+                what: "an alternative already installed is preferred",
+                available: vec![dep("a", "1", "b | c"), dep("b", "1", ""), dep("c", "1", "")],
+                roots: &["a"],
+                installed: installed(&[("c", "1", "")]),
+                expected: &["a=1"],
+            },
+            Case {
+                what: "an alternative already chosen is preferred",
+                available: vec![
+                    dep("a", "1", "c"),
+                    dep("z", "1", "b | c"),
+                    dep("b", "1", ""),
+                    dep("c", "1", ""),
+                ],
+                roots: &["a", "z"],
+                installed: Installed::default(),
+                expected: &["c=1", "a=1", "z=1"],
+            },
+            Case {
+                what: "a virtual package by its provider",
+                available: vec![
+                    dep("nfs-common", "2.6", "awk"),
+                    record("mawk", "1.3", "", "", "awk"),
+                    record("gawk", "5.2", "", "", "awk"),
+                ],
+                roots: &["nfs-common"],
+                installed: Installed::default(),
+                expected: &["gawk=5.2", "nfs-common=2.6"],
+            },
+            Case {
+                what: "a virtual package an installed package provides",
+                available: vec![dep("a", "1", "awk"), record("gawk", "5.2", "", "", "awk")],
+                roots: &["a"],
+                installed: installed(&[("mawk", "1.3", "awk")]),
+                expected: &["a=1"],
+            },
+            Case {
+                what: "a versioned dependency by a versioned provide only",
+                available: vec![
+                    dep("a", "1", "foo (>= 1.2)"),
+                    record("plain", "9", "", "", "foo"),
+                    record("versioned", "1", "", "", "foo (= 1.2)"),
+                ],
+                roots: &["a"],
+                installed: installed(&[("old", "1", "foo")]),
+                expected: &["versioned=1", "a=1"],
+            },
+            Case {
+                what: ":any and :native match by name",
+                available: vec![
+                    dep("a", "1", "python3:any, perl:native"),
+                    dep("python3", "3.11", ""),
+                    dep("perl", "5.36", ""),
+                ],
+                roots: &["a"],
+                installed: Installed::default(),
+                expected: &["python3=3.11", "perl=5.36", "a=1"],
+            },
+            Case {
+                what: "a cycle terminates, broken where it closes",
+                available: vec![dep("a", "1", "b"), dep("b", "1", "a")],
+                roots: &["a"],
+                installed: Installed::default(),
+                expected: &["b=1", "a=1"],
+            },
+            Case {
+                what: "a cycle keeps Pre-Depends, breaking a Depends",
+                available: vec![
+                    dep("r", "1", "b"),
+                    dep("b", "1", "a"),
+                    record("a", "1", "", "b", ""),
+                ],
+                roots: &["r"],
+                installed: Installed::default(),
+                expected: &["b=1", "a=1", "r=1"],
+            },
+            Case {
+                what: "Pre-Depends are dependencies too",
+                available: vec![record("a", "1", "", "b (>= 2)", ""), dep("b", "2", "")],
+                roots: &["a"],
+                installed: installed(&[("b", "1", "")]),
+                expected: &["b=2", "a=1"],
+            },
+        ];
+        for case in cases {
+            let resolution = resolve(&case.available, case.roots, &case.installed)
+                .unwrap_or_else(|e| panic!("{}: {e}", case.what));
+            assert_eq!(
+                names(&case.available, &resolution),
+                case.expected,
+                "{}",
+                case.what
+            );
+            let again = resolve(&case.available, case.roots, &case.installed).unwrap();
+            assert_eq!(again, resolution, "{}: deterministic", case.what);
+        }
+    }
+
+    #[test]
+    fn a_package_installed_at_another_version_is_replaced_when_demanded() {
+        let available = [
+            dep("nfs-common", "2.6", "libtirpc3 (>= 1.3.3)"),
+            dep("libtirpc3", "1.3.3", ""),
+        ];
+        let installed = installed(&[("libtirpc3", "1.3.2", "")]);
+        let resolution = resolve(&available, &["nfs-common"], &installed).unwrap();
+        assert_eq!(
+            names(&available, &resolution),
+            ["libtirpc3=1.3.3", "nfs-common=2.6"]
+        );
+        assert_eq!(
+            resolution.replaced,
+            [Replaced {
+                name: "libtirpc3".to_owned(),
+                installed: "1.3.2".to_owned(),
+                by: "1.3.3".to_owned(),
+                demanded_by: "nfs-common → libtirpc3 (>= 1.3.3)".to_owned(),
+            }]
+        );
+    }
+
+    #[test]
+    fn failures_name_the_package_and_the_dependency() {
+        let cases = [
+            (
+                vec![dep("a", "1", "libc6 (>= 2.99)"), dep("libc6", "2.36", "")],
+                "a",
+                "`a` depends on `libc6 (>= 2.99)`, which no available package satisfies",
+            ),
+            (
+                vec![dep("a", "1", "b"), dep("b", "1", "x | y (>= 2)")],
+                "a",
+                "`b` depends on `x | y (>= 2)`, which no available package satisfies",
+            ),
+            (
+                vec![dep("a", "1", "")],
+                "nope",
+                "no package `nope` is available",
+            ),
+            (
+                vec![dep("a", "1", "b ("), dep("b", "1", "")],
+                "a",
+                "package `a`: `Depends: b (` does not parse",
+            ),
+        ];
+        for (available, root, expected) in cases {
+            let error = resolve(&available, &[root], &Installed::default()).unwrap_err();
+            assert!(error.to_string().starts_with(expected), "{error}");
+        }
+    }
+
+    #[test]
+    fn dpkg_query_keeps_installed_packages() {
+        let text = "socat\t1.7.4.4-2\t\tinstalled\n\
+                    mawk\t1.3.4-1\tawk\tinstalled\n\
+                    gone\t1.0\t\tconfig-files\n\
+                    broken line\n";
+        assert_eq!(
+            Installed::from_dpkg_query(text),
+            installed(&[("socat", "1.7.4.4-2", ""), ("mawk", "1.3.4-1", "awk")])
+        );
+    }
+
+    #[test]
+    fn baseline_is_required_and_essential_packages() {
+        let entry = |name: &str, priority: &str, essential: bool| IndexEntry {
+            record: record(name, "1", "", "", if name == "mawk" { "awk" } else { "" }),
+            path: String::new(),
+            priority: priority.to_owned(),
+            essential,
+        };
+        let index = [
+            entry("mawk", "required", false),
+            entry("bash", "optional", true),
+            entry("socat", "optional", false),
+            entry("ssh", "important", false),
+        ];
+        let baseline = Installed::baseline(&index);
+        assert_eq!(
+            baseline,
+            installed(&[("mawk", "1", "awk"), ("bash", "1", "")])
+        );
+        let available: Vec<PackageRecord> = index.iter().map(|e| e.record.clone()).collect();
+        let mut with_deps = available.clone();
+        with_deps.push(dep("tool", "1", "bash, awk, socat"));
+        let resolution = resolve(&with_deps, &["tool", "mawk"], &baseline).unwrap();
+        assert_eq!(names(&with_deps, &resolution), ["socat=1", "tool=1"]);
+    }
 }
