@@ -327,6 +327,9 @@ async fn run_step(
         let seconds = started.elapsed().as_secs_f64();
         match result {
             Ok(outcome) => {
+                for note in &outcome.notes {
+                    (progress.report)(Event::Note(format!("{}: {}: {note}", node.name(), step.id)));
+                }
                 let status = if outcome.changed {
                     StepStatus::Changed
                 } else {
@@ -663,6 +666,7 @@ mod tests {
             changed: true,
             files: vec!["/etc/sysctl.d/99-kk.conf".to_owned()],
             sent: 7,
+            notes: Vec::new(),
         };
         for step in plan.phase(Phase::Os) {
             let target = if step.action.is_cluster_wide() {
