@@ -277,6 +277,7 @@ pub fn bundle_facts(bundle: &Bundle) -> BundleFacts {
         content_bytes: bundle.content_size(),
         binaries: of_kind(ArtifactKind::Binary),
         images: of_kind(ArtifactKind::Image),
+        packages: description.packages.clone(),
     }
 }
 

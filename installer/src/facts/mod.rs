@@ -15,6 +15,8 @@ mod parse;
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bundle_spec::packages::Distro;
+use bundle_spec::packages::resolve::{Installed, InstalledPackage};
 use serde::{Deserialize, Serialize};
 
 pub use parse::GATHER_SCRIPT;
@@ -98,6 +100,19 @@ pub struct Facts {
     /// Installed versions of kubelet, kubeadm, etcd, containerd, docker, runc (first line of
     /// their version output), by program.
     pub versions: BTreeMap<String, String>,
+    /// Whether the node has `dpkg-query` (its package manager is dpkg), so that
+    /// [`Facts::installed_packages`] is its package state. False in facts recorded before it was
+    /// read.
+    #[serde(default)]
+    pub dpkg: bool,
+    /// The packages `dpkg` has installed, by name (empty without dpkg, or in facts recorded
+    /// before it was read).
+    #[serde(default)]
+    pub installed_packages: BTreeMap<String, DpkgPackage>,
+    /// Whether the kernel can serve NFS: `nfsd` is a known file system, or the running kernel
+    /// has the module (or has it built in). False in facts recorded before it was read.
+    #[serde(default)]
+    pub nfsd: bool,
     /// Files in `/etc/kubernetes/manifests`.
     pub static_pods: Vec<String>,
     /// Whether `/var/lib/etcd` exists and holds anything.
@@ -136,6 +151,16 @@ pub struct OsRelease {
     pub pretty_name: String,
 }
 
+/// A package `dpkg` has installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DpkgPackage {
+    /// `Version`.
+    pub version: String,
+    /// `Provides`, as written (empty when none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provides: String,
+}
+
 /// A listening TCP socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Listener {
@@ -152,6 +177,45 @@ impl Facts {
             "x86_64" => "amd64",
             "aarch64" | "arm64" => "arm64",
             other => other,
+        }
+    }
+
+    /// Debian's name for the node's architecture (`amd64`, `arm64`, `armhf`…), from `uname -m`;
+    /// `None` for a machine Debian has no port for.
+    pub fn deb_arch(&self) -> Option<&'static str> {
+        Some(match self.machine.as_str() {
+            "x86_64" | "amd64" => "amd64",
+            "aarch64" | "arm64" => "arm64",
+            "armv7l" | "armv8l" => "armhf",
+            "armv6l" | "armv5tel" => "armel",
+            "i386" | "i486" | "i586" | "i686" => "i386",
+            "ppc64le" => "ppc64el",
+            "s390x" => "s390x",
+            "riscv64" => "riscv64",
+            _ => return None,
+        })
+    }
+
+    /// The distribution release the node runs (`/etc/os-release` `ID`-`VERSION_ID`), as a
+    /// bundle's package sets name it; `None` when either field is missing or malformed.
+    pub fn distro(&self) -> Option<Distro> {
+        Distro::parse(&format!("{}-{}", self.os.id, self.os.version_id))
+    }
+
+    /// What dpkg has installed, as the package resolver reads it.
+    pub fn installed(&self) -> Installed {
+        Installed {
+            packages: self
+                .installed_packages
+                .iter()
+                .map(|(name, package)| {
+                    let installed = InstalledPackage {
+                        version: package.version.clone(),
+                        provides: package.provides.clone(),
+                    };
+                    (name.clone(), installed)
+                })
+                .collect(),
         }
     }
 

@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{Facts, Listener, OsRelease, PROXY_SOURCES};
+use bundle_spec::packages::resolve::Installed;
+
+use super::{DpkgPackage, Facts, Listener, OsRelease, PROXY_SOURCES};
 use crate::ssh::FactsError;
 
 /// The commands whose presence the rules check (kubeadm's preflight list of every version kk
 /// installs, and what the install and the etcd disk check use).
 const COMMANDS: &str = "ip iptables mount nsenter ebtables ethtool socat tc touch conntrack \
-                        crictl sha256sum fio sudo ipvsadm";
+                        crictl sha256sum fio sudo ipvsadm mount.nfs exportfs";
 
 /// The script run on every node; it only reads. `{commands}` is filled with the commands the
 /// rules look for, `{name}` with the node's inventory name (shell-quoted).
@@ -48,6 +50,13 @@ for p in kubelet etcd containerd docker; do
   command -v "$p" >/dev/null 2>&1 && s "version $p" && "$p" --version 2>&1
 done
 command -v kubeadm >/dev/null 2>&1 && s "version kubeadm" && kubeadm version -o short 2>&1
+# The node's package state, where dpkg is the package manager (the section's presence says so).
+command -v dpkg-query >/dev/null 2>&1 && s dpkg &&
+  dpkg-query -W -f='${Package}\t${Version}\t${Provides}\t${db:Status-Status}\n' 2>/dev/null
+# Whether the kernel can serve NFS: `nfsd` in /proc/filesystems (files above) once loaded, or
+# the module (or built in) for the running kernel; read without starting a process.
+s nfsd-module; r=; read -r r </proc/sys/kernel/osrelease 2>/dev/null
+if grep -qs 'nfsd\.ko' "/lib/modules/$r/modules.dep" "/lib/modules/$r/modules.builtin"; then echo yes; else echo no; fi
 s manifests
 for f in /etc/kubernetes/manifests/* /etc/kubernetes/manifests/.[!.]*; do [ -e "$f" ] && echo "${f##*/}"; done
 s etcd-data; d=no
@@ -133,6 +142,12 @@ impl Facts {
                     Some((program.to_owned(), first.trim().to_owned()))
                 })
                 .collect(),
+            dpkg: sections.contains_key("dpkg"),
+            installed_packages: dpkg_packages(text("dpkg")),
+            nfsd: file("/proc/filesystems")
+                .lines()
+                .any(|line| line.split_whitespace().last() == Some("nfsd"))
+                || text("nfsd-module") == "yes",
             static_pods: lines(text("manifests")),
             etcd_data_present: text("etcd-data") == "yes",
             free_bytes: free_bytes(text("disk-paths"), text("df")),
@@ -210,6 +225,23 @@ fn mask_credentials(value: &str) -> String {
         }
         _ => value.to_owned(),
     }
+}
+
+/// `dpkg-query -W -f='${Package}\t${Version}\t${Provides}\t${db:Status-Status}\n'`: the
+/// packages whose status is `installed`, by name, as the package resolver reads them (its
+/// parser: one reading of dpkg's state for the precheck and the install).
+fn dpkg_packages(text: &str) -> BTreeMap<String, DpkgPackage> {
+    Installed::from_dpkg_query(text)
+        .packages
+        .into_iter()
+        .map(|(name, package)| {
+            let package = DpkgPackage {
+                version: package.version,
+                provides: package.provides.trim().to_owned(),
+            };
+            (name, package)
+        })
+        .collect()
 }
 
 /// `grep -H '' FILE…` output: each file's lines, by file name.
@@ -448,6 +480,15 @@ Git SHA: Not provided (use ./build instead of go build)
 @@version containerd
 containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1
 
+@@dpkg
+base-files	12.4+deb12u5		installed
+libc6	2.36-9+deb12u4		installed
+mawk	1.3.4.20200120-3.1	awk	installed
+iptables	1.8.9-2		config-files
+
+@@nfsd-module
+no
+
 @@manifests
 kube-apiserver.yaml
 
@@ -511,6 +552,12 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert_eq!(facts.cgroup_fs, "tmpfs");
         assert!(facts.has_command("mount") && !facts.has_command("socat"));
         assert_eq!(facts.versions["etcd"], "etcd Version: 3.4.23");
+        assert!(facts.dpkg && !facts.nfsd);
+        assert_eq!(
+            facts.installed_packages.keys().collect::<Vec<_>>(),
+            ["base-files", "libc6", "mawk"]
+        );
+        assert_eq!(facts.installed_packages["mawk"].provides, "awk");
         assert_eq!(facts.static_pods, ["kube-apiserver.yaml"]);
         assert!(facts.etcd_data_present);
         assert_eq!(facts.free_bytes["/var/lib"], 53_687_091_200);
@@ -717,6 +764,100 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         }
     }
 
+    /// dpkg-query's lines: installed packages only, by name, with their `Provides`; anything
+    /// else (other states, short lines) is left out.
+    #[test]
+    fn dpkg_query_keeps_the_installed_packages() {
+        let table: &[(&str, &[(&str, &str, &str)])] = &[
+            ("", &[]),
+            (
+                "socat\t1.7.4.4-2\t\tinstalled\n",
+                &[("socat", "1.7.4.4-2", "")],
+            ),
+            (
+                "mawk\t1.3.4-3.1\tawk\tinstalled\n",
+                &[("mawk", "1.3.4-3.1", "awk")],
+            ),
+            (
+                "libc6\t2.36-9\tlibc6-abi (= 2.36), glibc\tinstalled\n",
+                &[("libc6", "2.36-9", "libc6-abi (= 2.36), glibc")],
+            ),
+            ("nfs-common\t1:2.6.2-4\t\tconfig-files\n", &[]),
+            ("ethtool\t1:6.1-1\t\thalf-installed\n", &[]),
+            ("ethtool\t1:6.1-1\t\tnot-installed\n", &[]),
+            ("garbage line\n\tinstalled\n", &[]),
+            ("a\t1\tinstalled\n", &[]),
+        ];
+        for (text, expected) in table {
+            let found = dpkg_packages(text);
+            let found: Vec<(&str, &str, &str)> = found
+                .iter()
+                .map(|(name, p)| (name.as_str(), p.version.as_str(), p.provides.as_str()))
+                .collect();
+            assert_eq!(found, *expected, "{text:?}");
+        }
+    }
+
+    /// dpkg and nfsd from their sections, and facts recorded before them still read.
+    #[test]
+    fn dpkg_and_nfsd_sections() {
+        for (output, dpkg, packages, nfsd) in [
+            ("\n@@end\n", false, 0, false),
+            ("\n@@dpkg\n@@end\n", true, 0, false),
+            ("\n@@dpkg\nsocat\t1.7\t\tinstalled\n", true, 1, false),
+            ("\n@@nfsd-module\nyes\n", false, 0, true),
+            ("\n@@nfsd-module\nno\n", false, 0, false),
+            ("\n@@files\n/proc/filesystems:nodev\tnfsd\n", false, 0, true),
+            ("\n@@files\n/proc/filesystems:nodev\tnfs\n", false, 0, false),
+        ] {
+            let facts = Facts::parse(output).expect("parses");
+            assert_eq!(
+                (facts.dpkg, facts.installed_packages.len(), facts.nfsd),
+                (dpkg, packages, nfsd),
+                "{output:?}"
+            );
+        }
+        let mut json = serde_json::to_value(Facts::default()).expect("json");
+        let object = json.as_object_mut().expect("object");
+        for key in ["dpkg", "installedPackages", "nfsd"] {
+            assert!(object.remove(key).is_some(), "{key}");
+        }
+        let facts: Facts = serde_json::from_value(json).expect("old facts read");
+        assert!(!facts.dpkg && facts.installed_packages.is_empty() && !facts.nfsd);
+    }
+
+    /// `uname -m` as Debian names the architecture; the distribution as the package sets do;
+    /// the installed packages as the resolver reads them.
+    #[test]
+    fn debian_names_of_the_node() {
+        for (machine, arch) in [
+            ("x86_64", Some("amd64")),
+            ("aarch64", Some("arm64")),
+            ("armv7l", Some("armhf")),
+            ("armv6l", Some("armel")),
+            ("i686", Some("i386")),
+            ("ppc64le", Some("ppc64el")),
+            ("s390x", Some("s390x")),
+            ("riscv64", Some("riscv64")),
+            ("mips", None),
+            ("", None),
+        ] {
+            let facts = Facts {
+                machine: machine.to_owned(),
+                ..Facts::default()
+            };
+            assert_eq!(facts.deb_arch(), arch, "{machine}");
+        }
+        let mut facts = Facts::parse(NODE).expect("parses");
+        assert_eq!(facts.distro().map(|d| d.to_string()).as_deref(), Some("debian-12"));
+        let installed = facts.installed();
+        assert_eq!(installed.packages.len(), 3);
+        assert_eq!(installed.packages["mawk"].provides, "awk");
+        assert_eq!(installed.packages["libc6"].version, "2.36-9+deb12u4");
+        facts.os.version_id.clear();
+        assert_eq!(facts.distro(), None);
+    }
+
     #[test]
     fn the_script_names_every_command_of_the_rules() {
         let script = gather_script("node1");
@@ -724,7 +865,10 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert!(script.contains("n='node1'"));
         // A name is one shell word whatever it holds.
         assert!(gather_script("a'b; rm").contains(r"n='a'\''b; rm'"));
-        for command in crate::precheck::KUBEADM_COMMANDS.iter().chain(&["fio"]) {
+        for command in crate::precheck::KUBEADM_COMMANDS
+            .iter()
+            .chain(&["fio", "mount.nfs", "exportfs", "dpkg-query", "nfsd"])
+        {
             assert!(script.contains(command), "{command}");
         }
         for file in [

@@ -2,7 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::facts::{Facts, Listener, OsRelease};
+use bundle_spec::digest::Sha256Digest;
+use bundle_spec::packages::{Distro, PackageFormat, PackageRecord, PackageScope, PackageSet, RootPackage};
+
+use crate::facts::{DpkgPackage, Facts, Listener, OsRelease};
 use crate::inventory::{Config, Inventory};
 
 use super::{BundleFacts, CheckResult, ClusterFacts, Context, Report, Stage, Status, evaluate_at};
@@ -69,6 +72,9 @@ pub(super) fn debian() -> Facts {
         cgroup_fs: "cgroup2fs".to_owned(),
         commands: strings(&[super::kubeadm::COMMANDS, &["fio"]].concat()),
         versions: BTreeMap::new(),
+        dpkg: true,
+        installed_packages: BTreeMap::new(),
+        nfsd: true,
         static_pods: Vec::new(),
         etcd_data_present: false,
         free_bytes: ["/", "/var/lib", "/usr/local/bin", "/etc", "/opt"]
@@ -89,6 +95,88 @@ pub(super) fn node_facts(address: &str) -> Facts {
         .addresses
         .insert("eth0".to_owned(), vec![address.to_owned()]);
     facts
+}
+
+/// node1: control plane, etcd, image registry and worker; node2: worker; node3: the NFS server
+/// alone (no Kubernetes).
+pub(super) const NFS_INVENTORY: &str = "\
+apiVersion: install.kk.io/v1alpha1
+kind: Inventory
+spec:
+  hosts:
+    node1: {internal_ipv4: 10.0.0.1}
+    node2: {internal_ipv4: 10.0.0.2}
+    node3: {internal_ipv4: 10.0.0.3}
+  groups:
+    kube_control_plane: {hosts: [node1]}
+    kube_worker: {hosts: [node1, node2]}
+    etcd: {hosts: [node1]}
+    image_registry: {hosts: [node1]}
+    nfs: {hosts: [node3]}
+";
+
+/// The roots of a bundle built for kubeadm and NFS storage: `(name, scope, commands)`.
+pub(super) const ROOTS: &[(&str, PackageScope, &[&str])] = &[
+    ("conntrack", PackageScope::Kubernetes, &["conntrack"]),
+    ("ebtables", PackageScope::Kubernetes, &["ebtables"]),
+    ("ethtool", PackageScope::Kubernetes, &["ethtool"]),
+    ("socat", PackageScope::Kubernetes, &["socat"]),
+    ("nfs-common", PackageScope::Kubernetes, &["mount.nfs"]),
+    ("nfs-kernel-server", PackageScope::NfsServer, &["exportfs"]),
+];
+
+/// A package set of `distro` (`debian-12`) and `arch` with [`ROOTS`] and their closure (each
+/// root, with nfs-kernel-server after nfs-common, which it depends on).
+pub(super) fn package_set(distro: &str, arch: &str) -> PackageSet {
+    let distro = Distro::parse(distro).unwrap_or_else(|| panic!("{distro}"));
+    let record = |name: &str, depends: &str| PackageRecord {
+        name: name.to_owned(),
+        version: "1.0-1".to_owned(),
+        architecture: arch.to_owned(),
+        depends: depends.to_owned(),
+        pre_depends: String::new(),
+        provides: String::new(),
+        multi_arch: String::new(),
+        filename: format!("{name}_1.0-1_{arch}.deb"),
+        sha256: Sha256Digest::of(name.as_bytes()),
+        size: 1000,
+        reference: format!("kk.internal/packages/{distro}/{arch}/{name}:1.0-1"),
+    };
+    PackageSet {
+        distro: distro.clone(),
+        arch: arch.to_owned(),
+        format: PackageFormat::Deb,
+        repository: "http://deb.example/debian bookworm".to_owned(),
+        roots: ROOTS
+            .iter()
+            .map(|&(name, scope, commands)| RootPackage {
+                name: name.to_owned(),
+                scope,
+                commands: commands.iter().map(|c| (*c).to_owned()).collect(),
+                reason: "kubeadm".to_owned(),
+            })
+            .collect(),
+        packages: ROOTS
+            .iter()
+            .map(|&(name, _, _)| match name {
+                "nfs-kernel-server" => record(name, "nfs-common (>= 1.0)"),
+                _ => record(name, ""),
+            })
+            .collect(),
+    }
+}
+
+/// `facts` with the packages `names` installed (version 1.0-1).
+pub(super) fn install(facts: &mut Facts, names: &[&str]) {
+    for name in names {
+        facts.installed_packages.insert(
+            (*name).to_owned(),
+            DpkgPackage {
+                version: "1.0-1".to_owned(),
+                provides: String::new(),
+            },
+        );
+    }
 }
 
 /// Everything a [`Context`] borrows, owned, so tests can change one thing.
@@ -139,12 +227,23 @@ impl Fixture {
                     "registry.k8s.io/pause:3.10".to_owned(),
                     "quay.io/calico/node:v3.28.2".to_owned(),
                 ],
+                packages: Vec::new(),
             },
             cluster: ClusterFacts {
                 vip_answers: None,
                 etcd_fsync_p99_seconds: BTreeMap::from([("node1".to_owned(), 0.002)]),
             },
         }
+    }
+
+    /// [`Fixture::three_nodes`] with [`NFS_INVENTORY`] and a bundle carrying
+    /// [`package_set`]`("debian-12", "amd64")`; the nodes have kubeadm's commands (not
+    /// `mount.nfs` nor `exportfs`) and none of the packages of [`ROOTS`] installed.
+    pub(super) fn with_packages() -> Self {
+        let mut fixture = Self::three_nodes();
+        fixture.inventory = inventory(NFS_INVENTORY);
+        fixture.bundle.packages = vec![package_set("debian-12", "amd64")];
+        fixture
     }
 
     /// The fixture's facts of `node`, to change.

@@ -4,6 +4,7 @@
 use super::kubernetes::MIN_VERSION;
 use super::system::{self, CGROUP_V1_MAINTENANCE, CGROUP_V1_REFUSED, Verdict};
 use super::version::Version;
+use super::packages::{Command, from_bundle, set_by_packages};
 use super::{CheckResult, Node, Status, list, mib};
 use crate::inventory::{EndpointKind, EtcdDeploymentType, KubeProxyMode};
 
@@ -341,7 +342,9 @@ pub(super) fn sysctls_on(node: &Node, id: &str, keys: &[&str], fix: &str) -> Che
 
 /// `kubeadm.commands`: the commands kubeadm's preflight looks for, judged as the kubeadm of the
 /// version to install judges them ([`in_path_checks`]): a missing mandatory one fails, a
-/// missing optional one warns. A command the install brings from the bundle counts as there.
+/// missing optional one warns. A command the install brings from the bundle counts as there:
+/// a binary ([`FROM_BUNDLE`]), or, until kk's packages phase has run, a command a root package
+/// of the node's set brings, which is `set` when nothing else is missing.
 fn commands(node: &Node, id: &str) -> CheckResult {
     let (version, judged) = match node.cx.kube_version() {
         Some(version) => (
@@ -355,20 +358,23 @@ fn commands(node: &Node, id: &str) -> CheckResult {
             format!("kubeadm v{MIN_VERSION} (the version to install is unknown)"),
         ),
     };
-    let brought = |command: &str| {
+    let binary = |command: &str| {
         FROM_BUNDLE.contains(&command) && node.cx.bundle.binaries.iter().any(|b| b == command)
     };
-    let missing = |need: Need| -> Vec<&str> {
-        in_path_checks(version)
-            .into_iter()
-            .filter(|&(command, n)| {
-                n == need && !node.facts.has_command(command) && !brought(command)
-            })
-            .map(|(command, _)| command)
-            .collect()
-    };
-    let (mandatory, optional) = (missing(Need::Mandatory), missing(Need::Optional));
-    let fix = "install them from the distribution's packages (iproute2, iptables, util-linux, ebtables, ethtool, socat, conntrack)";
+    let mut to_come = Vec::new();
+    let (mut mandatory, mut optional) = (Vec::new(), Vec::new());
+    for (command, need) in in_path_checks(version) {
+        if binary(command) {
+            continue;
+        }
+        match (node.command(command), need) {
+            (Command::Present, _) => {}
+            (Command::ToCome(root), _) => to_come.push(from_bundle(command, root)),
+            (Command::Missing { .. }, Need::Mandatory) => mandatory.push(command),
+            (Command::Missing { .. }, Need::Optional) => optional.push(command),
+        }
+    }
+    let fix = commands_fix(node);
     if !mandatory.is_empty() {
         let also = if optional.is_empty() {
             String::new()
@@ -390,7 +396,31 @@ fn commands(node: &Node, id: &str) -> CheckResult {
             ),
         );
     }
+    if !to_come.is_empty() {
+        return set_by_packages(id, &to_come);
+    }
     CheckResult::pass(id, format!("every command {judged} looks for is there"))
+}
+
+/// How to get kubeadm's commands onto an airgapped node: from the bundle's packages, for the
+/// node's distribution release and architecture (kk never reaches a package repository from a
+/// node).
+fn commands_fix(node: &Node) -> String {
+    const PACKAGES: &str = "iproute2, iptables, util-linux, ebtables, ethtool, socat, conntrack";
+    let facts = node.facts;
+    let distro = facts
+        .distro()
+        .map_or_else(|| "the node's distribution".to_owned(), |d| format!("`{d}`"));
+    let arch = facts.deb_arch().unwrap_or(&facts.machine);
+    if node.package_set().is_some() {
+        format!(
+            "add the packages that bring them ({PACKAGES}) to the `packages` of the bundle's `spec.osPackages` entry for {distro} `{arch}`, and build the bundle again"
+        )
+    } else {
+        format!(
+            "build the bundle with a `spec.osPackages` entry for {distro} `{arch}` (kk adds the packages of kubeadm's commands; list the others of {PACKAGES} in its `packages`)"
+        )
+    }
 }
 
 /// `kubeadm.cgroups`: a cgroup file system is mounted, and cgroup v1 only where the version to

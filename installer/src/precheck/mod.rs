@@ -9,7 +9,9 @@
 //! [`evaluate`] runs every rule over it and returns a [`Report`]: per node, one
 //! [`CheckResult`] per node rule; for the cluster, one per cluster rule. Rules are grouped by
 //! family, one module each (`os`, `kubernetes`, `network`, `etcd`, `cri`, `services` for nfs
-//! and the image registry, `kubeadm` for kubeadm's own preflight, `airgap`), each exposing
+//! and the image registry, `nfs` for the NFS server's and clients' nodes, `packages` for the
+//! bundle's operating-system packages, `kubeadm` for kubeadm's own preflight, `airgap`), each
+//! exposing
 //! `node(&Node)` and/or `cluster(&Context)`.
 //!
 //! # Stages: what the install sets itself
@@ -25,6 +27,20 @@
 //! [`established_by_os`] on facts gathered again after its os phase: the same rules, nothing
 //! else, now failing if the phase did not establish them (the node's name only warning, as
 //! kubeadm does).
+//!
+//! kk's packages phase (after the os phase and kk's registry) establishes more: on each node
+//! whose distribution release and architecture the bundle carries packages for, it installs
+//! the packages meant for the node that dpkg says it lacks (the rules of
+//! [`ESTABLISHED_BY_PACKAGES`]: the packages themselves, `packages.distro`; kubeadm's commands
+//! they bring, `kubeadm.commands`; the NFS server's and client's commands,
+//! `nfs.server_commands` and `nfs.client`). Before that phase ([`Stage::BeforeInstall`],
+//! [`Stage::AfterOs`]) a command a root package of the node's set brings is `set` ("set by the
+//! install: `socat` (package socat from the bundle)"), and the packages the node lacks are
+//! `set`, naming what the install brings, as the resolver computes it from the node's dpkg
+//! state. A node the bundle carries no set for cannot get them: `packages.distro` fails there,
+//! before anything is changed. The installer calls [`established_by_packages`] on facts
+//! gathered again after the packages phase ([`Stage::AfterPackages`]): those rules judged for
+//! real, a root package still missing failing.
 //!
 //! # Why pure
 //!
@@ -53,7 +69,9 @@ mod etcd;
 mod kubeadm;
 mod kubernetes;
 mod network;
+mod nfs;
 mod os;
+mod packages;
 mod report;
 mod services;
 mod system;
@@ -86,15 +104,30 @@ pub const ESTABLISHED_BY_OS: &[&str] = &[
     "kubeadm.hostname_resolves",
 ];
 
-/// When the rules run, which decides how a condition kk's os phase establishes is judged.
+/// The ids of the node rules whose condition kk's packages phase establishes, from the bundle's
+/// packages: unmet before it, on a node whose distribution the bundle carries, they are
+/// [`Status::SetByInstall`]; [`established_by_packages`] runs exactly these.
+pub const ESTABLISHED_BY_PACKAGES: &[&str] = &[
+    "packages.distro",
+    "kubeadm.commands",
+    "nfs.server_commands",
+    "nfs.client",
+];
+
+/// When the rules run, which decides how a condition kk's os phase (or its packages phase)
+/// establishes is judged.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Stage {
     /// Before anything is installed: an unmet condition of [`ESTABLISHED_BY_OS`] is
     /// [`Status::SetByInstall`], naming what the node has now.
     #[default]
     BeforeInstall,
-    /// After kk's os phase, on facts gathered again: every rule is judged as it stands.
+    /// After kk's os phase, on facts gathered again: every rule is judged as it stands, but for
+    /// those of [`ESTABLISHED_BY_PACKAGES`], whose phase comes later.
     AfterOs,
+    /// After kk's packages phase (which follows the os phase), on facts gathered again: every
+    /// rule is judged as it stands.
+    AfterPackages,
 }
 
 /// Everything the rules read.
@@ -126,6 +159,9 @@ pub struct BundleFacts {
     pub binaries: Vec<String>,
     /// Image references.
     pub images: Vec<String>,
+    /// The operating-system packages, one set per distribution release and architecture
+    /// (`Description.packages`).
+    pub packages: Vec<bundle_spec::packages::PackageSet>,
 }
 
 /// Measurements that need more than one node's facts.
@@ -155,8 +191,9 @@ pub enum Status {
     /// The requirement is met.
     Pass,
     /// Not met now, but kk's os phase establishes it (only before the install, only for the
-    /// rules of [`ESTABLISHED_BY_OS`]); the install goes on and judges it again after that
-    /// phase. `set` in the table and in JSON.
+    /// rules of [`ESTABLISHED_BY_OS`]), or its packages phase does (until that phase, only for
+    /// the rules of [`ESTABLISHED_BY_PACKAGES`]); the install goes on and judges it again after
+    /// that phase. `set` in the table and in JSON.
     #[serde(rename = "set")]
     SetByInstall,
     /// Not met, but the install can go on.
@@ -211,7 +248,12 @@ impl CheckResult {
     }
 }
 
-/// The start of the message of a [`Status::SetByInstall`] result.
+/// The start of the message of every [`Status::SetByInstall`] result; what the install sets
+/// follows.
+const SET_BY: &str = "set by the install: ";
+
+/// The start of the message of a [`Status::SetByInstall`] result of the os phase, which names
+/// what the node has now ([`SET_BY`] and `now `).
 const SET_BY_INSTALL: &str = "set by the install: now ";
 
 /// Runs every rule before the install ([`Stage::BeforeInstall`]): see [`evaluate_at`].
@@ -253,6 +295,24 @@ pub fn established_by_os(context: &Context, ignore: &BTreeSet<String>) -> Report
     }
 }
 
+/// Judges, for real, only the rules of [`ESTABLISHED_BY_PACKAGES`] on every host with facts (no
+/// cluster rules): what the installer runs on facts gathered again after its packages phase, so
+/// that a package, or a command it brings, that the phase should have installed and did not
+/// fails the install there. `ignore` waives as in [`evaluate_at`].
+pub fn established_by_packages(context: &Context, ignore: &BTreeSet<String>) -> Report {
+    let nodes = each_node(context, Stage::AfterPackages, |node| {
+        node_rules(node)
+            .into_iter()
+            .filter(|r| ESTABLISHED_BY_PACKAGES.contains(&r.id.as_str()))
+            .map(|r| waive(r, ignore))
+            .collect()
+    });
+    Report {
+        nodes,
+        cluster: Vec::new(),
+    }
+}
+
 /// `rules` of every inventory host with facts, by host name.
 fn each_node(
     context: &Context,
@@ -284,6 +344,8 @@ fn node_rules(node: &Node) -> Vec<CheckResult> {
     results.extend(cri::node(node));
     results.extend(kubeadm::node(node));
     results.extend(airgap::node(node));
+    results.extend(packages::node(node));
+    results.extend(nfs::node(node));
     results
 }
 
@@ -328,7 +390,7 @@ pub(crate) struct Node<'a> {
     pub(crate) cx: &'a Context<'a>,
     pub(crate) host: &'a Host,
     pub(crate) facts: &'a Facts,
-    /// How a condition of [`ESTABLISHED_BY_OS`] is judged.
+    /// How a condition of [`ESTABLISHED_BY_OS`] or [`ESTABLISHED_BY_PACKAGES`] is judged.
     pub(crate) stage: Stage,
 }
 
@@ -371,7 +433,7 @@ impl Node<'_> {
             Stage::BeforeInstall => {
                 CheckResult::new(id, Status::SetByInstall, format!("{SET_BY_INSTALL}{found}"))
             }
-            Stage::AfterOs => CheckResult::new(
+            Stage::AfterOs | Stage::AfterPackages => CheckResult::new(
                 id,
                 after,
                 format!("{found} after kk's os phase, which should have set it; fix: {fix}"),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CheckResult, SET_BY_INSTALL, Status, WAIVED};
+use super::{CheckResult, SET_BY, Status, WAIVED};
 
 /// What [`super::evaluate`] found.
 ///
@@ -107,15 +107,17 @@ impl Report {
             for result in results.iter().filter(|r| r.status == Status::SetByInstall) {
                 if !any {
                     out.push_str(
-                        "SET BY THE INSTALL (kk's os phase sets these, then checks them again)\n",
+                        "SET BY THE INSTALL (kk's os and packages phases set these, then check them again)\n",
                     );
                     any = true;
                 }
-                let now = result
+                // What follows the prefix reads on its own: what the node has now (the os
+                // phase's), or what the install brings (the packages phase's).
+                let set = result
                     .message
-                    .strip_prefix(SET_BY_INSTALL)
+                    .strip_prefix(SET_BY)
                     .unwrap_or(&result.message);
-                let _ = writeln!(out, "  {node}  {}: now {now}", result.id);
+                let _ = writeln!(out, "  {node}  {}: {set}", result.id);
             }
         }
         if any {
@@ -206,6 +208,11 @@ mod tests {
                         R::pass("os.arch", "amd64"),
                         R::pass("kubeadm.port.6443", "6443 free for kube-apiserver"),
                         R::pass("kubeadm.swap", "swap is off"),
+                        R::new(
+                            "nfs.client",
+                            Status::SetByInstall,
+                            "set by the install: `mount.nfs` (package nfs-common from the bundle)",
+                        ),
                     ],
                 ),
                 (
@@ -218,6 +225,7 @@ mod tests {
                             Status::SetByInstall,
                             "set by the install: now swap is on (2048 MiB)",
                         ),
+                        R::pass("nfs.client", "`mount.nfs` is there"),
                     ],
                 ),
             ]),
@@ -238,8 +246,10 @@ CHECK              node1  worker-long
 os.arch            pass   fail
 kubeadm.port.6443  pass   skip
 kubeadm.swap       pass   set
+nfs.client         set    pass
 
-SET BY THE INSTALL (kk's os phase sets these, then checks them again)
+SET BY THE INSTALL (kk's os and packages phases set these, then check them again)
+  node1  nfs.client: `mount.nfs` (package nfs-common from the bundle)
   worker-long  kubeadm.swap: now swap is on (2048 MiB)
 
 NODE PROBLEMS
@@ -249,7 +259,7 @@ CLUSTER
   pass  kubernetes.version: v1.31.4
   skip  nfs.server_count: waived by --ignore `nfs` (would be fail: 2 hosts)
 
-precheck failed: 2 nodes, 1 failed, 0 warnings, 1 set by the install, 1 waived (fix them, or waive a rule with `--ignore ID`)
+precheck failed: 2 nodes, 1 failed, 0 warnings, 2 set by the install, 1 waived (fix them, or waive a rule with `--ignore ID`)
 ";
         assert_eq!(small().render_table(), expected);
     }
