@@ -849,7 +849,10 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
             assert_eq!(facts.deb_arch(), arch, "{machine}");
         }
         let mut facts = Facts::parse(NODE).expect("parses");
-        assert_eq!(facts.distro().map(|d| d.to_string()).as_deref(), Some("debian-12"));
+        assert_eq!(
+            facts.distro().map(|d| d.to_string()).as_deref(),
+            Some("debian-12")
+        );
         let installed = facts.installed();
         assert_eq!(installed.packages.len(), 3);
         assert_eq!(installed.packages["mawk"].provides, "awk");
@@ -865,10 +868,13 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
         assert!(script.contains("n='node1'"));
         // A name is one shell word whatever it holds.
         assert!(gather_script("a'b; rm").contains(r"n='a'\''b; rm'"));
-        for command in crate::precheck::KUBEADM_COMMANDS
-            .iter()
-            .chain(&["fio", "mount.nfs", "exportfs", "dpkg-query", "nfsd"])
-        {
+        for command in crate::precheck::KUBEADM_COMMANDS.iter().chain(&[
+            "fio",
+            "mount.nfs",
+            "exportfs",
+            "dpkg-query",
+            "nfsd",
+        ]) {
             assert!(script.contains(command), "{command}");
         }
         for file in [

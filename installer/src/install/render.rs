@@ -308,6 +308,11 @@ pub fn exports_file(current: &str, dir: &str, clients: &[IpAddr]) -> String {
     with_block(current, &[line])
 }
 
+/// `current` without kk's marked block (reset of `/etc/hosts` and `/etc/exports`).
+pub fn without_block(current: &str) -> String {
+    with_block(current, &[])
+}
+
 /// `current` with kk's marked block holding `lines` in place of any earlier one, at the end;
 /// the rest of the file as it was. No lines: no block.
 fn with_block(current: &str, lines: &[String]) -> String {

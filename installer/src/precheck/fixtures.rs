@@ -3,7 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bundle_spec::digest::Sha256Digest;
-use bundle_spec::packages::{Distro, PackageFormat, PackageRecord, PackageScope, PackageSet, RootPackage};
+use bundle_spec::packages::{
+    Distro, PackageFormat, PackageRecord, PackageScope, PackageSet, RootPackage,
+};
 
 use crate::facts::{DpkgPackage, Facts, Listener, OsRelease};
 use crate::inventory::{Config, Inventory};

@@ -2,9 +2,9 @@
 //! that every node's problems are reported at once.
 
 use super::kubernetes::MIN_VERSION;
+use super::packages::{Command, from_bundle, set_by_packages};
 use super::system::{self, CGROUP_V1_MAINTENANCE, CGROUP_V1_REFUSED, Verdict};
 use super::version::Version;
-use super::packages::{Command, from_bundle, set_by_packages};
 use super::{CheckResult, Node, Status, list, mib};
 use crate::inventory::{EndpointKind, EtcdDeploymentType, KubeProxyMode};
 
@@ -408,9 +408,10 @@ fn commands(node: &Node, id: &str) -> CheckResult {
 fn commands_fix(node: &Node) -> String {
     const PACKAGES: &str = "iproute2, iptables, util-linux, ebtables, ethtool, socat, conntrack";
     let facts = node.facts;
-    let distro = facts
-        .distro()
-        .map_or_else(|| "the node's distribution".to_owned(), |d| format!("`{d}`"));
+    let distro = facts.distro().map_or_else(
+        || "the node's distribution".to_owned(),
+        |d| format!("`{d}`"),
+    );
     let arch = facts.deb_arch().unwrap_or(&facts.machine);
     if node.package_set().is_some() {
         format!(

@@ -61,9 +61,9 @@ impl<'a> Node<'a> {
             return Command::Present;
         }
         let brought = self.package_set().and_then(|set| {
-            set.roots
-                .iter()
-                .find(|root| self.in_scope(root.scope) && root.commands.iter().any(|c| c == command))
+            set.roots.iter().find(|root| {
+                self.in_scope(root.scope) && root.commands.iter().any(|c| c == command)
+            })
         });
         match (brought, self.stage) {
             (Some(root), Stage::BeforeInstall | Stage::AfterOs) => Command::ToCome(root),
@@ -99,7 +99,6 @@ pub(super) fn set_by_packages(id: &str, brought: &[String]) -> CheckResult {
     )
 }
 
-
 /// `packages.distro`: a node the bundle's packages are for has them, or the bundle carries
 /// its distribution release and architecture, so that kk's packages phase installs what it
 /// lacks.
@@ -109,9 +108,8 @@ fn distro(node: &Node) -> CheckResult {
     if sets.is_empty() {
         return CheckResult::skip(ID, "the bundle carries no operating-system packages");
     }
-    let for_node = |set: &'_ PackageSet| -> bool {
-        set.roots.iter().any(|root| node.in_scope(root.scope))
-    };
+    let for_node =
+        |set: &'_ PackageSet| -> bool { set.roots.iter().any(|root| node.in_scope(root.scope)) };
     if !sets.iter().any(for_node) {
         return CheckResult::skip(ID, "no package of the bundle is for this node");
     }

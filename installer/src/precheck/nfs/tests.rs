@@ -85,7 +85,10 @@ fn nfs_node_rules() {
             "nfs.client",
             BeforeInstall,
             Warn,
-            &["node `node2` lacks `mount.nfs`", "NFS volumes would fail to mount"],
+            &[
+                "node `node2` lacks `mount.nfs`",
+                "NFS volumes would fail to mount",
+            ],
         ),
         (
             "mount.nfs still missing after the packages phase",

@@ -66,11 +66,19 @@ fn packages_distro_by_node_and_stage() {
         ),
         (
             "a root still missing after the packages phase",
-            |f| install(f.node("node2"), &["conntrack", "ebtables", "ethtool", "nfs-common"]),
+            |f| {
+                install(
+                    f.node("node2"),
+                    &["conntrack", "ebtables", "ethtool", "nfs-common"],
+                )
+            },
             "node2",
             AfterPackages,
             Fail,
-            &["node `node2`", "still lacks `socat` after kk's packages phase"],
+            &[
+                "node `node2`",
+                "still lacks `socat` after kk's packages phase",
+            ],
         ),
         (
             "a distribution the bundle does not carry",
@@ -121,7 +129,11 @@ fn packages_distro_by_node_and_stage() {
         ),
         (
             "no root is for a node outside the scopes",
-            |f| f.bundle.packages[0].roots.retain(|r| r.name != "nfs-kernel-server"),
+            |f| {
+                f.bundle.packages[0]
+                    .roots
+                    .retain(|r| r.name != "nfs-kernel-server")
+            },
             "node3",
             BeforeInstall,
             Skip,
@@ -157,7 +169,10 @@ fn the_set_of_the_nodes_distribution_and_arch_is_its_own() {
         Fail,
         &["carries `debian-11` `amd64`, `debian-12` `arm64`"],
     );
-    fixture.bundle.packages.push(package_set("debian-12", "amd64"));
+    fixture
+        .bundle
+        .packages
+        .push(package_set("debian-12", "amd64"));
     expect(&fixture.on("node2", "packages.distro"), SetByInstall, &[]);
 }
 
@@ -214,7 +229,10 @@ fn kubeadm_commands_the_bundle_brings() {
             "fix: build the bundle with a `spec.osPackages` entry for `debian-11` `amd64`",
         ],
     );
-    assert!(!result.message.contains("from the distribution"), "{result:?}");
+    assert!(
+        !result.message.contains("from the distribution"),
+        "{result:?}"
+    );
     // A root of another scope does not bring its command to this node.
     let mut fixture = Fixture::with_packages();
     for root in &mut fixture.bundle.packages[0].roots {
@@ -247,10 +265,7 @@ fn established_by_packages_judges_only_those_rules_for_real() {
         ids.sort_unstable();
         assert_eq!(ids, expected, "{node}");
         for result in results {
-            assert!(
-                matches!(result.status, Pass | Skip),
-                "{node}: {result:?}"
-            );
+            assert!(matches!(result.status, Pass | Skip), "{node}: {result:?}");
         }
     }
     assert!(!report.failed(), "{}", report.render_table());
