@@ -622,6 +622,8 @@ pub(crate) mod tests_support {
         super::tests::sample_plan()
     }
 
+    pub(crate) use super::tests::packages_nfs::NFS_INVENTORY;
+
     /// A plan with Debian 12 packages, an `nfs` host (`store`) and the NFS class enabled.
     pub(crate) fn packages_plan() -> super::Plan {
         use super::tests::packages_nfs::{NFS_INVENTORY, debian_set, description_with, plan_with};
