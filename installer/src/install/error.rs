@@ -379,7 +379,7 @@ pub enum StepError {
         set: String,
         /// Why.
         #[source]
-        source: bundle_spec::packages::resolve::ResolveError,
+        source: Box<bundle_spec::packages::resolve::ResolveError>,
     },
     /// A root is not installed after `dpkg -i`.
     #[error("after `dpkg -i`, `{package}` is not installed on `{node}`: {said}")]

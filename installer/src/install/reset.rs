@@ -176,7 +176,7 @@ async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, StepError> {
 /// nothing leads out of (the record is a file on the node, read back).
 fn is_purgeable(dir: &str) -> bool {
     dir.starts_with('/')
-        && dir.trim_end_matches('/') != ""
+        && !dir.trim_end_matches('/').is_empty()
         && !dir.split('/').any(|part| part == "..")
 }
 

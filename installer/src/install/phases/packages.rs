@@ -137,7 +137,7 @@ impl<'s> Wanted<'s> {
             resolve(available, &roots, installed).map_err(|source| StepError::Resolve {
                 node: node.to_owned(),
                 set: set.key.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let records = install
             .into_iter()

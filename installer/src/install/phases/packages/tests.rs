@@ -1,3 +1,5 @@
+use std::fmt::Write as _;
+
 use super::*;
 use crate::install::plan::tests_support::packages_plan;
 
@@ -105,10 +107,7 @@ fn a_node_that_has_everything_installs_nothing() {
     let set = packages.set("debian-12", "amd64").expect("set");
     let mut printed = "debian-12\namd64\n".to_owned();
     for record in &set.set.packages {
-        printed.push_str(&format!(
-            "{}\t{}\t\tinstalled\n",
-            record.name, record.version
-        ));
+        let _ = writeln!(printed, "{}\t{}\t\tinstalled", record.name, record.version);
     }
     let state = NodeState::parse(&printed).expect("state");
     let (set, roots) = choose_set(packages, "w1", &state).expect("set");
