@@ -73,11 +73,8 @@ pub(super) async fn install(cx: &Cx<'_>, node: &Node) -> StepResult {
     if wanted.records.is_empty() {
         return Ok(Outcome::default());
     }
-    let fetched = sh(
-        node,
-        &fetch_command(&cx.plan.registry.address, set, &wanted),
-    )
-    .await?;
+    let fetch = fetch_command(&cx.plan.registry.address, set, &wanted)?;
+    let fetched = sh(node, &fetch).await?;
     let files = fetched_files(&fetched)?;
     sh(node, &dpkg_command(set, &wanted)).await?;
     check_roots(node, roots).await?;
@@ -157,9 +154,16 @@ impl<'s> Wanted<'s> {
 /// One shell command fetching every wanted `.deb` from the registry into the set's directory,
 /// each verified by the manifest digest the bundle lists (one `kk-install fetch` per package,
 /// each printing one JSON line).
-fn fetch_command(registry: &str, set: &PlannedSet, wanted: &Wanted<'_>) -> String {
+fn fetch_command(
+    registry: &str,
+    set: &PlannedSet,
+    wanted: &Wanted<'_>,
+) -> Result<String, StepError> {
     let mut command = "set -e".to_owned();
     for record in &wanted.records {
+        let digest = set.digests.get(&record.reference).ok_or_else(|| {
+            StepError::not_in_plan(format!("the plan has no digest for `{}`", record.reference))
+        })?;
         let _ = write!(
             command,
             "; {kk} fetch --registry {registry} --ca {ca} --into {into} --output json",
@@ -168,17 +172,14 @@ fn fetch_command(registry: &str, set: &PlannedSet, wanted: &Wanted<'_>) -> Strin
             ca = paths::TRUST_CA,
             into = quote(&set.dir()),
         );
-        if let Some(digest) = set.digests.get(&record.reference) {
-            let _ = write!(command, " --expect {digest}");
-        }
         let _ = write!(
             command,
-            " --file {} {}",
+            " --expect {digest} --file {} {}",
             quote(&record.filename),
             quote(&record.reference)
         );
     }
-    command
+    Ok(command)
 }
 
 /// The files the fetches installed, from their JSON lines.
