@@ -654,7 +654,7 @@ mod tests {
         state.add_files("store", ["/etc/exports".to_owned()]);
         let record: serde_json::Value =
             serde_json::from_slice(&installed_json(&plan, &state, "store")).expect("json");
-        assert_eq!(record["nfs_share"], "/share/");
+        assert_eq!(record["nfs_share"], "/share");
         assert!(
             record["phases"]
                 .as_array()

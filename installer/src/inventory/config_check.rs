@@ -136,7 +136,7 @@ fn nfs(
 /// Whether `dir` is an absolute path fit for an `/etc/exports` line.
 fn is_share_dir(dir: &str) -> bool {
     dir.starts_with('/')
-        && dir.len() > 1
+        && !dir.trim_end_matches('/').is_empty()
         && !dir.split('/').any(|part| part == "." || part == "..")
         && !dir
             .chars()

@@ -182,6 +182,8 @@ fn cases() -> Vec<Case> {
         // NFS.
         case!(Config, InvalidShareDir, config("  nfs: {share_dir: share}\n"), "invalid nfs.share_dir `share`", "4:20"),
         case!(Config, InvalidShareDir, config("  nfs: {share_dir: /srv/../etc}\n"), "invalid nfs.share_dir `/srv/../etc`", "4:20"),
+        case!(Config, InvalidShareDir, config("  nfs: {share_dir: //}\n"), "invalid nfs.share_dir `//`", "4:20"),
+        case!(Config, InvalidShareDir, config("  nfs: {share_dir: '/srv/my share'}\n"), "invalid nfs.share_dir `/srv/my share`", "4:20"),
     ]
 }
 

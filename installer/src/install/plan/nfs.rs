@@ -20,7 +20,7 @@ pub struct NfsPlan {
     pub node: String,
     /// Its address, which the provisioner mounts from.
     pub ip: IpAddr,
-    /// The exported directory (`nfs.share_dir`).
+    /// The exported directory (`nfs.share_dir`, without a trailing slash).
     pub share_dir: String,
     /// The clients the export allows: every `k8s_cluster` node's address, in inventory order
     /// (narrower than KubeKey's `*`).
@@ -42,7 +42,9 @@ impl NfsPlan {
         Ok(Some(Self {
             node: host.name.clone(),
             ip: address_of(host)?,
-            share_dir: config.nfs.share_dir.clone(),
+            // Without the trailing slash KubeKey's default has: the one spelling of the path
+            // in the exports, the provisioner's mounts and the record.
+            share_dir: config.nfs.share_dir.trim_end_matches('/').to_owned(),
             clients,
         }))
     }

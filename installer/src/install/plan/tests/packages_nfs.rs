@@ -233,7 +233,10 @@ fn the_provisioner_is_not_default_unless_asked() {
     .expect("plan");
     let values = chart_values(&plan, &format!("addons.{PROVISIONER_CHART}"));
     assert_eq!(values["storageClass"]["defaultClass"], false);
-    assert_eq!(values["nfs"]["path"], "/share/");
+    assert_eq!(
+        values["nfs"]["path"], "/share",
+        "KubeKey's `/share/`, one spelling"
+    );
 }
 
 #[test]
