@@ -6,3 +6,4 @@ pub mod binary;
 pub mod chart;
 mod error;
 pub mod image;
+mod packages;

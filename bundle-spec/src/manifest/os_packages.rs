@@ -33,7 +33,7 @@ pub struct PackageRepository {
     pub suite: String,
     /// `components` (default `[main]`).
     pub components: Vec<String>,
-    /// `keyring`: an OpenPGP keyring file (binary or armored), relative to the manifest's
+    /// `keyring`: an `OpenPGP` keyring file (binary or armored), relative to the manifest's
     /// directory unless absolute.
     pub keyring: PathBuf,
 }

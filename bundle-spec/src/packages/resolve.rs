@@ -5,6 +5,9 @@
 
 use std::collections::BTreeMap;
 
+mod order;
+
+use self::order::Edge;
 use super::PackageRecord;
 use super::control::{Relation, compare_versions, parse_relations};
 
@@ -134,16 +137,9 @@ pub fn resolve(
     }
     closure.complete()?;
     Ok(Resolution {
-        install: closure.install_order(),
+        install: order::install_order(&closure.selected, &closure.edges),
         replaced: closure.replaced,
     })
-}
-
-/// A dependency edge of the closure: which selected package a group was satisfied by.
-#[derive(Debug, Clone, Copy)]
-struct Edge {
-    to: usize,
-    pre: bool,
 }
 
 /// The state of a resolution: the selection (indices into `available`, in selection order),
@@ -370,80 +366,6 @@ impl<'a> Closure<'a> {
             if ordering.is_gt() { index } else { best }
         })
     }
-
-    /// The selection in install order: dependencies first (Tarjan's strongly connected
-    /// components come out dependencies first); inside a cycle, [`Self::cycle_order`].
-    fn install_order(&self) -> Vec<usize> {
-        let mut tarjan = Tarjan::default();
-        for &index in &self.selected {
-            if !tarjan.index.contains_key(&index) {
-                tarjan.visit(index, &self.edges);
-            }
-        }
-        tarjan
-            .components
-            .into_iter()
-            .flat_map(|component| self.cycle_order(component))
-            .collect()
-    }
-
-    /// The order inside a strongly connected component (a cycle): a depth-first walk that puts
-    /// each package after what it reaches, breaking the cycle where it closes. It starts from
-    /// the packages no member pre-depends on, so that the edge that closes the cycle is a
-    /// `Depends` wherever one can be: `Pre-Depends` must hold, a `Depends` cycle is installed
-    /// in one go anyway.
-    fn cycle_order(&self, mut component: Vec<usize>) -> Vec<usize> {
-        if component.len() == 1 {
-            return component;
-        }
-        let position = |index: usize| self.selected.iter().position(|&i| i == index);
-        let pre_depended = |index: usize| {
-            component.iter().any(|from| {
-                self.edges
-                    .get(from)
-                    .is_some_and(|edges| edges.iter().any(|edge| edge.pre && edge.to == index))
-            })
-        };
-        let keys: BTreeMap<usize, (bool, Option<usize>)> = component
-            .iter()
-            .map(|&index| (index, (pre_depended(index), position(index))))
-            .collect();
-        component.sort_by_key(|index| keys[index]);
-        let mut order = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for &start in &component {
-            self.walk(start, &component, &mut seen, &mut order);
-        }
-        order
-    }
-
-    fn walk(
-        &self,
-        index: usize,
-        component: &[usize],
-        seen: &mut std::collections::BTreeSet<usize>,
-        order: &mut Vec<usize>,
-    ) {
-        if !seen.insert(index) {
-            return;
-        }
-        let edges = self
-            .edges
-            .get(&index)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        // Pre-Depends first, so that a cycle closes on a Depends where it can.
-        for edge in edges
-            .iter()
-            .filter(|e| e.pre)
-            .chain(edges.iter().filter(|e| !e.pre))
-        {
-            if component.contains(&edge.to) {
-                self.walk(edge.to, component, seen, order);
-            }
-        }
-        order.push(index);
-    }
 }
 
 /// Whether a `Provides` entry satisfies `relation`: a versioned dependency only by a versioned
@@ -471,43 +393,6 @@ fn written(group: &[Relation]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(" | ")
-}
-
-/// Tarjan's strongly connected components, emitted dependencies first.
-#[derive(Default)]
-struct Tarjan {
-    next: usize,
-    index: BTreeMap<usize, usize>,
-    low: BTreeMap<usize, usize>,
-    stack: Vec<usize>,
-    components: Vec<Vec<usize>>,
-}
-
-impl Tarjan {
-    fn visit(&mut self, node: usize, edges: &BTreeMap<usize, Vec<Edge>>) {
-        self.index.insert(node, self.next);
-        self.low.insert(node, self.next);
-        self.next += 1;
-        self.stack.push(node);
-        for edge in edges.get(&node).into_iter().flatten() {
-            if !self.index.contains_key(&edge.to) {
-                self.visit(edge.to, edges);
-                let low = self.low[&node].min(self.low[&edge.to]);
-                self.low.insert(node, low);
-            } else if self.stack.contains(&edge.to) {
-                let low = self.low[&node].min(self.index[&edge.to]);
-                self.low.insert(node, low);
-            }
-        }
-        if self.low[&node] == self.index[&node] {
-            let at = self
-                .stack
-                .iter()
-                .rposition(|&n| n == node)
-                .unwrap_or_default();
-            self.components.push(self.stack.split_off(at));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -567,16 +452,29 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn closures() {
-        struct Case {
-            what: &'static str,
-            available: Vec<PackageRecord>,
-            roots: &'static [&'static str],
-            installed: Installed,
-            expected: &'static [&'static str],
+    struct Case {
+        what: &'static str,
+        available: Vec<PackageRecord>,
+        roots: &'static [&'static str],
+        installed: Installed,
+        expected: &'static [&'static str],
+    }
+
+    /// Resolves each case twice: the install order as expected, and the same both times.
+    fn check(cases: Vec<Case>) {
+        for case in cases {
+            let resolution = resolve(&case.available, case.roots, &case.installed)
+                .unwrap_or_else(|e| panic!("{}: {e}", case.what));
+            let shown = names(&case.available, &resolution);
+            assert_eq!(shown, case.expected, "{}", case.what);
+            let again = resolve(&case.available, case.roots, &case.installed).unwrap();
+            assert_eq!(again, resolution, "{}: deterministic", case.what);
         }
-        let cases = [
+    }
+
+    #[test]
+    fn closures_by_version_and_alternatives() {
+        check(vec![
             Case {
                 what: "dependencies first, versions chosen by relation",
                 available: vec![
@@ -637,6 +535,12 @@ mod tests {
                 installed: Installed::default(),
                 expected: &["c=1", "a=1", "z=1"],
             },
+        ]);
+    }
+
+    #[test]
+    fn closures_by_virtual_packages_and_cycles() {
+        check(vec![
             Case {
                 what: "a virtual package by its provider",
                 available: vec![
@@ -702,19 +606,7 @@ mod tests {
                 installed: installed(&[("b", "1", "")]),
                 expected: &["b=2", "a=1"],
             },
-        ];
-        for case in cases {
-            let resolution = resolve(&case.available, case.roots, &case.installed)
-                .unwrap_or_else(|e| panic!("{}: {e}", case.what));
-            assert_eq!(
-                names(&case.available, &resolution),
-                case.expected,
-                "{}",
-                case.what
-            );
-            let again = resolve(&case.available, case.roots, &case.installed).unwrap();
-            assert_eq!(again, resolution, "{}: deterministic", case.what);
-        }
+        ]);
     }
 
     #[test]

@@ -233,11 +233,9 @@ fn purpose(kind: ArtifactKind) -> &'static str {
     match kind {
         ArtifactKind::Image => "CONTAINER",
         ArtifactKind::Binary => "APPLICATION",
-        // A chart installs software into a cluster.
-        ArtifactKind::Chart => "INSTALL",
+        // A chart installs software into a cluster, a `.deb` on a node.
+        ArtifactKind::Chart | ArtifactKind::Package => "INSTALL",
         ArtifactKind::File => "FILE",
-        // A `.deb` installs software on a node.
-        ArtifactKind::Package => "INSTALL",
     }
 }
 
