@@ -2,8 +2,8 @@
 //!
 //! [`GATHER_SCRIPT`] is one POSIX shell script that prints every fact the rules need in
 //! labelled sections (`@@name` lines); [`Facts::parse`] turns that text into [`Facts`]. The
-//! script only reads (`/proc`, `/sys`, `/etc/os-release`, `df`, `command -v`, `--version`
-//! flags): gathering facts never changes a node. Parsing happens here rather than on the node
+//! script only reads (`/proc`, `/sys`, `/etc/os-release`, the kernel's module lists, `df`,
+//! `command -v`, `--version` flags, `dpkg-query -W`): gathering facts never changes a node. Parsing happens here rather than on the node
 //! so that the node needs nothing but `sh` and coreutils, and so that every parser is tested
 //! from recorded text without a node.
 //!
@@ -100,15 +100,10 @@ pub struct Facts {
     /// Installed versions of kubelet, kubeadm, etcd, containerd, docker, runc (first line of
     /// their version output), by program.
     pub versions: BTreeMap<String, String>,
-    /// Whether the node has `dpkg-query` (its package manager is dpkg), so that
-    /// [`Facts::installed_packages`] is its package state. False in facts recorded before it was
-    /// read.
+    /// The packages `dpkg` has installed, by name; `None` where the node has no `dpkg-query`
+    /// (its package manager is not dpkg), and in facts recorded before it was read.
     #[serde(default)]
-    pub dpkg: bool,
-    /// The packages `dpkg` has installed, by name (empty without dpkg, or in facts recorded
-    /// before it was read).
-    #[serde(default)]
-    pub installed_packages: BTreeMap<String, DpkgPackage>,
+    pub installed_packages: Option<BTreeMap<String, DpkgPackage>>,
     /// Whether the kernel can serve NFS: `nfsd` is a known file system, or the running kernel
     /// has the module (or has it built in). False in facts recorded before it was read.
     #[serde(default)]
@@ -202,12 +197,20 @@ impl Facts {
         Distro::parse(&format!("{}-{}", self.os.id, self.os.version_id))
     }
 
-    /// What dpkg has installed, as the package resolver reads it.
+    /// Whether dpkg has package `name` installed (at any version).
+    pub fn has_package(&self, name: &str) -> bool {
+        self.installed_packages
+            .as_ref()
+            .is_some_and(|packages| packages.contains_key(name))
+    }
+
+    /// What dpkg has installed, as the package resolver reads it (nothing without dpkg).
     pub fn installed(&self) -> Installed {
         Installed {
             packages: self
                 .installed_packages
                 .iter()
+                .flatten()
                 .map(|(name, package)| {
                     let installed = InstalledPackage {
                         version: package.version.clone(),

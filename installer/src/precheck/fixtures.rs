@@ -74,8 +74,7 @@ pub(super) fn debian() -> Facts {
         cgroup_fs: "cgroup2fs".to_owned(),
         commands: strings(&[super::kubeadm::COMMANDS, &["fio"]].concat()),
         versions: BTreeMap::new(),
-        dpkg: true,
-        installed_packages: BTreeMap::new(),
+        installed_packages: Some(BTreeMap::new()),
         nfsd: true,
         static_pods: Vec::new(),
         etcd_data_present: false,
@@ -171,7 +170,7 @@ pub(super) fn package_set(distro: &str, arch: &str) -> PackageSet {
 /// `facts` with the packages `names` installed (version 1.0-1).
 pub(super) fn install(facts: &mut Facts, names: &[&str]) {
     for name in names {
-        facts.installed_packages.insert(
+        facts.installed_packages.get_or_insert_default().insert(
             (*name).to_owned(),
             DpkgPackage {
                 version: "1.0-1".to_owned(),
@@ -310,5 +309,43 @@ pub(super) fn expect(result: &CheckResult, status: Status, words: &[&str]) {
             "`{}` lacks `{word}`",
             result.message
         );
+    }
+}
+
+/// One case of a node rule's table test: `change` made to [`Fixture::with_packages`], then
+/// rule `id` on `node` at `stage` has `status` and every one of `words` in its message.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Case {
+    /// What the case is, for failures.
+    pub(super) what: &'static str,
+    /// What changes from [`Fixture::with_packages`].
+    pub(super) change: fn(&mut Fixture),
+    /// The node judged.
+    pub(super) node: &'static str,
+    /// The rule.
+    pub(super) id: &'static str,
+    /// When it runs.
+    pub(super) stage: Stage,
+    /// The status expected.
+    pub(super) status: Status,
+    /// Words its message has.
+    pub(super) words: &'static [&'static str],
+}
+
+impl Case {
+    /// Runs the case, panicking with its name where it fails.
+    pub(super) fn check(&self) {
+        let mut fixture = Fixture::with_packages();
+        (self.change)(&mut fixture);
+        let result = fixture.on_at(self.node, self.id, self.stage);
+        assert_eq!(result.status, self.status, "{}: {result:?}", self.what);
+        for word in self.words {
+            assert!(
+                result.message.contains(word),
+                "{}: `{}` lacks `{word}`",
+                self.what,
+                result.message
+            );
+        }
     }
 }

@@ -8,6 +8,8 @@
 //! packages phase). Until that phase has run, what a root brings is [`Status::SetByInstall`];
 //! after it ([`Stage::AfterPackages`]), a root still missing fails.
 
+use std::fmt::Write as _;
+
 use bundle_spec::packages::resolve::{self, Resolution};
 use bundle_spec::packages::{PackageScope, PackageSet, RootPackage};
 
@@ -125,7 +127,7 @@ fn lacking<'r>(node: &Node, roots: impl Iterator<Item = &'r RootPackage>) -> Vec
     let mut names: Vec<&str> = roots
         .filter(|root| node.in_scope(root.scope))
         .map(|root| root.name.as_str())
-        .filter(|name| !node.facts.installed_packages.contains_key(*name))
+        .filter(|name| !node.facts.has_package(name))
         .collect();
     names.sort_unstable();
     names.dedup();
@@ -173,8 +175,8 @@ fn with_set(node: &Node, set: &PackageSet, id: &str) -> CheckResult {
     }
 }
 
-/// What a resolution installs, for a message: ` (installs `a` 1.0, `b` 2.0; replaces `c` 1.0
-/// by 1.1, which `d (>= 1.1)` of `e` demands)`.
+/// What a resolution installs, for a message: `` (installs `a` 1.0, `b` 2.0; replaces `c` 1.0
+/// by 1.1, as `b → c (>= 1.1)` demands)``: dpkg would upgrade it, which kk does only then.
 fn installs(set: &PackageSet, resolution: &Resolution) -> String {
     let installed: Vec<String> = resolution
         .install
@@ -187,10 +189,11 @@ fn installs(set: &PackageSet, resolution: &Resolution) -> String {
     }
     let mut text = format!(" (installs {}", installed.join(", "));
     for replaced in &resolution.replaced {
-        text.push_str(&format!(
-            "; replaces `{}` {} by {}, which {} demands",
+        let _ = write!(
+            text,
+            "; replaces `{}` {} by {}, as `{}` demands",
             replaced.name, replaced.installed, replaced.by, replaced.demanded_by
-        ));
+        );
     }
     text.push(')');
     text
@@ -203,11 +206,10 @@ fn without_set(node: &Node, id: &str) -> CheckResult {
     let name = node.name();
     let platform = node.platform();
     let lacking = lacking(node, sets.iter().flat_map(|set| set.roots.iter()));
-    let mut carried: Vec<String> = sets
+    let carried: Vec<String> = sets
         .iter()
         .map(|set| format!("`{}` `{}`", set.distro, set.arch))
         .collect();
-    carried.dedup();
     let carried = carried.join(", ");
     if lacking.is_empty() {
         return CheckResult::pass(
@@ -217,7 +219,7 @@ fn without_set(node: &Node, id: &str) -> CheckResult {
             ),
         );
     }
-    let lacks = if node.facts.dpkg {
+    let lacks = if node.facts.installed_packages.is_some() {
         format!("lacks {}", list(&lacking))
     } else {
         format!(

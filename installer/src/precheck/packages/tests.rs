@@ -2,156 +2,166 @@ use std::collections::BTreeSet;
 
 use super::super::Stage::{AfterOs, AfterPackages, BeforeInstall};
 use super::super::Status::{Fail, Pass, SetByInstall, Skip, Warn};
-use super::super::fixtures::{Fixture, ROOTS, expect, install, package_set};
+use super::super::fixtures::{Case, Fixture, ROOTS, expect, install, package_set};
 use super::super::{ESTABLISHED_BY_PACKAGES, Stage, Status, established_by_packages};
 
 /// The roots of [`ROOTS`] a Kubernetes node gets.
 const KUBERNETES_ROOTS: &[&str] = &["conntrack", "ebtables", "ethtool", "nfs-common", "socat"];
 
-/// `packages.distro` per node and stage: `(what to change, node, stage, status, words)`.
+/// `packages.distro` per node and stage: one [`Case`] each.
+const CASES: &[Case] = &[
+    distro(
+        "no package sets",
+        |f| f.bundle.packages.clear(),
+        "node2",
+        BeforeInstall,
+        Skip,
+        &["carries no operating-system packages"],
+    ),
+    distro(
+        "lacking every root of its scope",
+        |_| {},
+        "node2",
+        BeforeInstall,
+        SetByInstall,
+        &[
+            "set by the install: ",
+            "`conntrack`, `ebtables`, `ethtool`, `nfs-common`, `socat` from the bundle's `debian-12` `amd64` packages",
+        ],
+    ),
+    distro(
+        "the NFS server alone gets its own root only",
+        |_| {},
+        "node3",
+        BeforeInstall,
+        SetByInstall,
+        &["`nfs-kernel-server` from the bundle's"],
+    ),
+    distro(
+        "still to come after the os phase",
+        |_| {},
+        "node2",
+        AfterOs,
+        SetByInstall,
+        &["`socat`"],
+    ),
+    distro(
+        "every root installed",
+        |f| install(f.node("node2"), KUBERNETES_ROOTS),
+        "node2",
+        BeforeInstall,
+        Pass,
+        &["`debian-12` `amd64`: every package"],
+    ),
+    distro(
+        "every root installed, after the packages phase",
+        |f| install(f.node("node2"), KUBERNETES_ROOTS),
+        "node2",
+        AfterPackages,
+        Pass,
+        &[],
+    ),
+    distro(
+        "a root still missing after the packages phase",
+        |f| {
+            install(
+                f.node("node2"),
+                &["conntrack", "ebtables", "ethtool", "nfs-common"],
+            );
+        },
+        "node2",
+        AfterPackages,
+        Fail,
+        &[
+            "node `node2`",
+            "still lacks `socat` after kk's packages phase",
+        ],
+    ),
+    distro(
+        "a distribution the bundle does not carry",
+        |f| f.node("node2").os.version_id = "11".to_owned(),
+        "node2",
+        BeforeInstall,
+        Fail,
+        &[
+            "node `node2` runs `debian-11` `amd64`",
+            "carries `debian-12` `amd64`",
+            "lacks `conntrack`, `ebtables`, `ethtool`, `nfs-common`, `socat`",
+            "fix: build the bundle with a `spec.osPackages` entry for `debian-11` `amd64`",
+        ],
+    ),
+    distro(
+        "an architecture the bundle does not carry",
+        |f| f.node("node2").machine = "aarch64".to_owned(),
+        "node2",
+        BeforeInstall,
+        Fail,
+        &["runs `debian-12` `arm64`", "lacks `conntrack`"],
+    ),
+    distro(
+        "an uncarried distribution with everything installed",
+        |f| {
+            let node = f.node("node2");
+            node.os.id = "ubuntu".to_owned();
+            node.os.version_id = "24.04".to_owned();
+            install(node, KUBERNETES_ROOTS);
+        },
+        "node2",
+        BeforeInstall,
+        Pass,
+        &["no packages for `ubuntu-24.04` `amd64`"],
+    ),
+    distro(
+        "an uncarried distribution without dpkg",
+        |f| {
+            let node = f.node("node2");
+            node.os.id = "rocky".to_owned();
+            node.os.version_id = "9.4".to_owned();
+            node.installed_packages = None;
+        },
+        "node2",
+        AfterPackages,
+        Fail,
+        &["runs `rocky-9.4` `amd64`", "has no dpkg", "`socat`"],
+    ),
+    distro(
+        "no root is for a node outside the scopes",
+        |f| {
+            f.bundle.packages[0]
+                .roots
+                .retain(|r| r.name != "nfs-kernel-server");
+        },
+        "node3",
+        BeforeInstall,
+        Skip,
+        &["no package of the bundle is for this node"],
+    ),
+];
+
+/// A case of `packages.distro`.
+const fn distro(
+    case: &'static str,
+    change: fn(&mut Fixture),
+    node: &'static str,
+    stage: Stage,
+    status: Status,
+    words: &'static [&'static str],
+) -> Case {
+    Case {
+        what: case,
+        change,
+        node,
+        id: "packages.distro",
+        stage,
+        status,
+        words,
+    }
+}
+
 #[test]
 fn packages_distro_by_node_and_stage() {
-    type Change = fn(&mut Fixture);
-    let table: &[(&str, Change, &str, Stage, Status, &[&str])] = &[
-        (
-            "no package sets",
-            |f| f.bundle.packages.clear(),
-            "node2",
-            BeforeInstall,
-            Skip,
-            &["carries no operating-system packages"],
-        ),
-        (
-            "lacking every root of its scope",
-            |_| {},
-            "node2",
-            BeforeInstall,
-            SetByInstall,
-            &[
-                "set by the install: ",
-                "`conntrack`, `ebtables`, `ethtool`, `nfs-common`, `socat` from the bundle's `debian-12` `amd64` packages",
-            ],
-        ),
-        (
-            "the NFS server alone gets its own root only",
-            |_| {},
-            "node3",
-            BeforeInstall,
-            SetByInstall,
-            &["`nfs-kernel-server` from the bundle's"],
-        ),
-        (
-            "still to come after the os phase",
-            |_| {},
-            "node2",
-            AfterOs,
-            SetByInstall,
-            &["`socat`"],
-        ),
-        (
-            "every root installed",
-            |f| install(f.node("node2"), KUBERNETES_ROOTS),
-            "node2",
-            BeforeInstall,
-            Pass,
-            &["`debian-12` `amd64`: every package"],
-        ),
-        (
-            "every root installed, after the packages phase",
-            |f| install(f.node("node2"), KUBERNETES_ROOTS),
-            "node2",
-            AfterPackages,
-            Pass,
-            &[],
-        ),
-        (
-            "a root still missing after the packages phase",
-            |f| {
-                install(
-                    f.node("node2"),
-                    &["conntrack", "ebtables", "ethtool", "nfs-common"],
-                )
-            },
-            "node2",
-            AfterPackages,
-            Fail,
-            &[
-                "node `node2`",
-                "still lacks `socat` after kk's packages phase",
-            ],
-        ),
-        (
-            "a distribution the bundle does not carry",
-            |f| f.node("node2").os.version_id = "11".to_owned(),
-            "node2",
-            BeforeInstall,
-            Fail,
-            &[
-                "node `node2` runs `debian-11` `amd64`",
-                "carries `debian-12` `amd64`",
-                "lacks `conntrack`, `ebtables`, `ethtool`, `nfs-common`, `socat`",
-                "fix: build the bundle with a `spec.osPackages` entry for `debian-11` `amd64`",
-            ],
-        ),
-        (
-            "an architecture the bundle does not carry",
-            |f| f.node("node2").machine = "aarch64".to_owned(),
-            "node2",
-            BeforeInstall,
-            Fail,
-            &["runs `debian-12` `arm64`", "lacks `conntrack`"],
-        ),
-        (
-            "an uncarried distribution with everything installed",
-            |f| {
-                let node = f.node("node2");
-                node.os.id = "ubuntu".to_owned();
-                node.os.version_id = "24.04".to_owned();
-                install(node, KUBERNETES_ROOTS);
-            },
-            "node2",
-            BeforeInstall,
-            Pass,
-            &["no packages for `ubuntu-24.04` `amd64`"],
-        ),
-        (
-            "an uncarried distribution without dpkg",
-            |f| {
-                let node = f.node("node2");
-                node.os.id = "rocky".to_owned();
-                node.os.version_id = "9.4".to_owned();
-                node.dpkg = false;
-            },
-            "node2",
-            AfterPackages,
-            Fail,
-            &["runs `rocky-9.4` `amd64`", "has no dpkg", "`socat`"],
-        ),
-        (
-            "no root is for a node outside the scopes",
-            |f| {
-                f.bundle.packages[0]
-                    .roots
-                    .retain(|r| r.name != "nfs-kernel-server")
-            },
-            "node3",
-            BeforeInstall,
-            Skip,
-            &["no package of the bundle is for this node"],
-        ),
-    ];
-    for (case, change, node, stage, status, words) in table {
-        let mut fixture = Fixture::with_packages();
-        change(&mut fixture);
-        let result = fixture.on_at(node, "packages.distro", *stage);
-        assert_eq!(result.status, *status, "{case}: {result:?}");
-        for word in *words {
-            assert!(
-                result.message.contains(word),
-                "{case}: `{}` lacks `{word}`",
-                result.message
-            );
-        }
+    for case in CASES {
+        case.check();
     }
 }
 
@@ -270,7 +280,10 @@ fn established_by_packages_judges_only_those_rules_for_real() {
     }
     assert!(!report.failed(), "{}", report.render_table());
     // What the phase should have installed and did not fails now.
-    fixture.node("node2").installed_packages.remove("socat");
+    if let Some(packages) = &mut fixture.node("node2").installed_packages {
+        packages.remove("socat");
+    }
+    assert!(!fixture.node("node2").has_package("socat"));
     fixture.node("node2").commands.retain(|c| c != "socat");
     fixture.node("node3").commands.clear();
     let report = established_by_packages(&fixture.context(), &BTreeSet::new());
@@ -343,19 +356,23 @@ fn the_closure_the_install_brings() {
         &["(installs `nfs-common` 1.0-1, `nfs-kernel-server` 1.0-1)"],
     );
     // nfs-common is there, at a version too old for nfs-kernel-server.
-    fixture.node("node3").installed_packages.insert(
-        "nfs-common".to_owned(),
-        crate::facts::DpkgPackage {
-            version: "0.9-1".to_owned(),
-            provides: String::new(),
-        },
-    );
+    fixture
+        .node("node3")
+        .installed_packages
+        .get_or_insert_default()
+        .insert(
+            "nfs-common".to_owned(),
+            crate::facts::DpkgPackage {
+                version: "0.9-1".to_owned(),
+                provides: String::new(),
+            },
+        );
     expect(
         &fixture.on("node3", "packages.distro"),
         SetByInstall,
         &[
             "installs `nfs-common` 1.0-1, `nfs-kernel-server` 1.0-1",
-            "replaces `nfs-common` 0.9-1 by 1.0-1",
+            "replaces `nfs-common` 0.9-1 by 1.0-1, as `nfs-kernel-server → nfs-common (>= 1.0)` demands",
         ],
     );
     // A dependency neither the node nor the bundle satisfies.
