@@ -196,7 +196,8 @@ pub(crate) struct ResetArgs {
     /// Confirms: reset destroys the cluster on every node.
     #[arg(long)]
     pub(crate) yes: bool,
-    /// Also deletes the data: etcd's, the registry's store, containerd's images.
+    /// Also deletes the data: etcd's, the registry's store, containerd's images, the NFS share's
+    /// volumes.
     #[arg(long)]
     pub(crate) purge: bool,
     #[command(flatten)]

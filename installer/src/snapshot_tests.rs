@@ -78,6 +78,17 @@ fn plan_text() {
 }
 
 #[test]
+fn plan_text_with_packages_and_nfs() {
+    let plan = crate::install::plan::tests_support::packages_plan();
+    let inventory = Inventory::from_str_named(
+        crate::install::plan::tests_support::NFS_INVENTORY,
+        "inventory.yaml",
+    )
+    .expect("inventory");
+    insta::assert_snapshot!(plan.render(&inventory));
+}
+
+#[test]
 fn plan_error_names_the_image_the_bundle_lacks() {
     let error = plan(&["pause"]).expect_err("a bundle without the pause image");
     insta::assert_snapshot!(error.to_string());

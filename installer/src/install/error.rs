@@ -102,6 +102,35 @@ pub enum PlanError {
         #[source]
         source: std::io::Error,
     },
+    /// A package of the description's sets has no artifact in the bundle.
+    #[error(
+        "the bundle describes package `{reference}` but carries no artifact of it; hint: the bundle is inconsistent, build it again"
+    )]
+    MissingPackage {
+        /// The package's reference.
+        reference: String,
+    },
+    /// `storage_class.nfs.enabled` without an `nfs` host to serve the volumes.
+    #[error(
+        "`storage_class.nfs.enabled` needs an NFS server, and the inventory has no `nfs` group; hint: put one host in the `nfs` group, or turn the class off"
+    )]
+    NfsClassWithoutServer,
+    /// `storage_class.nfs.enabled` and the bundle lacks the provisioner's chart.
+    #[error(
+        "`storage_class.nfs.enabled` needs the chart `{chart}`, which the bundle lacks; hint: build the bundle with `spec.kubernetes.storage: [nfs]` (the catalog adds the chart and its image)"
+    )]
+    MissingNfsProvisioner {
+        /// The chart's name.
+        chart: &'static str,
+    },
+    /// An addon has the release name kk gives a chart of its own.
+    #[error(
+        "addon `{name}` has the release name kk gives the NFS provisioner of `storage_class.nfs`; hint: drop the addon (kk installs the provisioner) or turn the class off"
+    )]
+    AddonNameTaken {
+        /// The release name.
+        name: &'static str,
+    },
     /// The inventory names a node Kubernetes would refuse.
     #[error(transparent)]
     Inventory(#[from] InventoryError),
@@ -243,9 +272,11 @@ pub enum StepError {
     /// The plan does not hold an address or a host the step needs.
     #[error(transparent)]
     Plan(Box<PlanError>),
-    /// A check the os phase establishes still fails.
-    #[error("after the os phase, still not as the install needs:\n{}", failures.join("\n"))]
+    /// A check the os or packages phase establishes still fails.
+    #[error("after the {phase} phase, still not as the install needs:\n{}", failures.join("\n"))]
     NotEstablished {
+        /// The phase that should have established them (`os`, `packages`).
+        phase: &'static str,
         /// `node: rule: message`, one per failed check.
         failures: Vec<String>,
     },
@@ -323,6 +354,42 @@ pub enum StepError {
         what: &'static str,
         /// The step that makes it.
         step: &'static str,
+    },
+    /// No package set of the bundle fits the node's distribution and architecture.
+    #[error(
+        "`{node}` runs {distro} on {arch}, for which the bundle carries no packages; it lacks {}; hint: build the bundle with `spec.osPackages` for {distro}",
+        roots.join(", ")
+    )]
+    NoPackageSet {
+        /// The inventory name.
+        node: String,
+        /// `ID-VERSION_ID` as the node says.
+        distro: String,
+        /// `dpkg --print-architecture`.
+        arch: String,
+        /// The roots it needs.
+        roots: Vec<String>,
+    },
+    /// The node's installed packages and the set's records do not resolve.
+    #[error("the packages of {set} do not resolve on `{node}`")]
+    Resolve {
+        /// The inventory name.
+        node: String,
+        /// The set (`debian-12-amd64`).
+        set: String,
+        /// Why.
+        #[source]
+        source: Box<bundle_spec::packages::resolve::ResolveError>,
+    },
+    /// A root is not installed after `dpkg -i`.
+    #[error("after `dpkg -i`, `{package}` is not installed on `{node}`: {said}")]
+    NotInstalled {
+        /// The inventory name.
+        node: String,
+        /// The package.
+        package: String,
+        /// What `dpkg -s` said.
+        said: String,
     },
     /// The plan lacks what the step needs: a step run with a plan not made for it.
     #[error("{what}")]

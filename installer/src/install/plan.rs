@@ -17,7 +17,10 @@ mod content;
 mod hosts;
 mod kube_vip;
 mod kubernetes;
+mod nfs;
+mod packages;
 mod pki;
+mod steps;
 mod text;
 
 pub use content::CHARTS_DIR;
@@ -25,7 +28,10 @@ use content::Content;
 pub use hosts::HostsEntry;
 pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
+pub use nfs::{NfsPlan, PROVISIONER_CHART};
+pub use packages::{PACKAGES_DIR, PackagesPlan, PlannedSet, set_key};
 pub use pki::{CertificateSet, PkiPlan};
+use steps::{ExtraPhases, Groups, add_step, steps};
 
 /// The phases of an install, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -41,6 +47,10 @@ pub enum Phase {
     Pki,
     /// kk's registry on the `image_registry` host, serving the unpacked bundle.
     Registry,
+    /// The bundle's operating-system packages each node lacks, from kk's registry.
+    Packages,
+    /// The NFS server on the `nfs` host: share directory, exports, the server enabled.
+    Nfs,
     /// containerd, runc, CNI plugins, crictl, trusting kk's registry as a mirror.
     Runtime,
     /// etcd as a systemd service on the `etcd` hosts.
@@ -58,12 +68,14 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 13] = [
         Self::PreHook,
         Self::Precheck,
         Self::Os,
         Self::Pki,
         Self::Registry,
+        Self::Packages,
+        Self::Nfs,
         Self::Runtime,
         Self::Etcd,
         Self::Kubernetes,
@@ -80,6 +92,8 @@ impl Phase {
             Self::Os => "os",
             Self::Pki => "pki",
             Self::Registry => "registry",
+            Self::Packages => "packages",
+            Self::Nfs => "nfs",
             Self::Runtime => "runtime",
             Self::Etcd => "etcd",
             Self::Kubernetes => "kubernetes",
@@ -137,6 +151,15 @@ pub enum Action {
     RegistryService,
     /// Waits until the registry answers over TLS verified with the cluster CA.
     RegistryReady,
+    /// Installs the packages of [`Plan::packages`] the node lacks for its roots: fetched from
+    /// the registry by the node, installed with `dpkg -i` in install order.
+    InstallPackages,
+    /// Gathers the nodes' facts again and judges, for real, the precheck rules the packages
+    /// establish (cluster-wide step over its nodes).
+    VerifyPackages,
+    /// The NFS server of [`Plan::nfs`]: share directory, kk's block of `/etc/exports`,
+    /// `exportfs -ra`, `nfs-server` enabled (started where the kernel has nfsd).
+    NfsServer,
     /// Fetches binaries from the registry, on the node.
     Fetch {
         /// What to fetch.
@@ -185,6 +208,7 @@ impl Action {
                 | Self::Precheck
                 | Self::IssueCertificates
                 | Self::VerifyOs
+                | Self::VerifyPackages
                 | Self::BootstrapToken
         )
     }
@@ -236,13 +260,18 @@ pub enum ChartValues {
         /// `key=value` pairs.
         set: Vec<String>,
     },
+    /// A storage class provisioner's values, rendered by kk from the config and the plan.
+    StorageClass {
+        /// The values file, YAML.
+        yaml: String,
+    },
 }
 
 impl ChartValues {
     /// The values file the node gets, YAML.
     pub fn yaml(&self) -> &str {
         match self {
-            Self::Cni { yaml } | Self::Addon { yaml, .. } => yaml,
+            Self::Cni { yaml } | Self::Addon { yaml, .. } | Self::StorageClass { yaml } => yaml,
         }
     }
 }
@@ -308,6 +337,10 @@ pub struct Plan {
     pub etc_hosts: BTreeMap<String, Vec<HostsEntry>>,
     /// Kubernetes, when the bundle carries kubeadm.
     pub kubernetes: Option<KubernetesPlan>,
+    /// The operating-system packages, when the bundle carries some.
+    pub packages: Option<PackagesPlan>,
+    /// The NFS server, when the inventory has an `nfs` group.
+    pub nfs: Option<NfsPlan>,
     /// Every image of the bundle by its original reference.
     pub images: Vec<String>,
     /// Every step, in order.
@@ -359,6 +392,9 @@ impl Plan {
         };
         // IPv6 forwarding whenever a cluster range is IPv6 (dual stack or IPv6 only).
         let ipv6 = config.cni.pod_cidr.ipv6().is_some() || config.cni.service_cidr.ipv6().is_some();
+        let packages = PackagesPlan::new(inventory, &description.packages, &content.packages)?;
+        let nfs = NfsPlan::new(inventory, config)?;
+        let storage_class = nfs::provisioner(config, nfs.as_ref(), &content)?;
         let kubernetes = match &content.kubernetes_version {
             Some(version) => {
                 let shared = kubernetes::Shared {
@@ -366,12 +402,20 @@ impl Plan {
                     version,
                     cluster_domain: CLUSTER_DOMAIN,
                     etcd_members: &etcd_members,
+                    storage_class,
                 };
                 Some(KubernetesPlan::new(inventory, config, &shared)?)
             }
             None => None,
         };
-        let mut steps = steps(&groups, ipv6, runtime_binaries, etcd_binary);
+        let extra = ExtraPhases {
+            packages_nodes: packages
+                .as_ref()
+                .map(|p| p.nodes(inventory))
+                .unwrap_or_default(),
+            nfs_node: nfs.as_ref().map(|n| n.node.clone()),
+        };
+        let mut steps = steps(&groups, &extra, ipv6, runtime_binaries, etcd_binary);
         if let Some(kubernetes) = &kubernetes {
             let post = steps.pop();
             steps.extend(kubernetes.steps());
@@ -392,6 +436,8 @@ impl Plan {
             pki,
             etc_hosts: node_hosts,
             kubernetes,
+            packages,
+            nfs,
             images: content.images,
             steps,
         })
@@ -401,100 +447,6 @@ impl Plan {
     pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(move |step| step.phase == phase)
     }
-}
-
-/// The nodes of each role, by inventory name.
-struct Groups {
-    all: Vec<String>,
-    runtime: Vec<String>,
-    etcd: Vec<String>,
-    registry: String,
-}
-
-/// Adds a step of `phase` to `steps` unless it would run nowhere.
-pub(super) fn add_step(
-    steps: &mut Vec<Step>,
-    phase: Phase,
-    what: &str,
-    action: Action,
-    nodes: &[String],
-) {
-    if !nodes.is_empty() || action.is_cluster_wide() {
-        steps.push(Step {
-            phase,
-            id: format!("{phase}.{what}"),
-            action,
-            nodes: nodes.to_vec(),
-        });
-    }
-}
-
-/// Every step in order, each with the nodes it runs on.
-fn steps(
-    groups: &Groups,
-    ipv6: bool,
-    runtime_binaries: Vec<BinaryFetch>,
-    etcd_binary: Option<BinaryFetch>,
-) -> Vec<Step> {
-    let (all, runtime_nodes, etcd_nodes) = (&groups.all, &groups.runtime, &groups.etcd);
-    let mut steps = Vec::new();
-    let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
-        add_step(&mut steps, phase, what, action, nodes);
-    };
-    add(Phase::PreHook, "scripts", Action::Hooks, all);
-    add(Phase::Precheck, "rules", Action::Precheck, all);
-    add(Phase::Os, "installer", Action::Installer, all);
-    add(Phase::Os, "hostname", Action::Hostname, all);
-    add(Phase::Os, "swap", Action::Swap, runtime_nodes);
-    add(Phase::Os, "modules", Action::Modules, runtime_nodes);
-    add(Phase::Os, "sysctl", Action::Sysctl { ipv6 }, runtime_nodes);
-    add(Phase::Os, "hosts", Action::Hosts, all);
-    add(Phase::Os, "verify", Action::VerifyOs, runtime_nodes);
-    add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
-    add(Phase::Pki, "copy", Action::Certificates, all);
-    let registry_node = std::slice::from_ref(&groups.registry);
-    add(
-        Phase::Registry,
-        "unpack",
-        Action::UnpackBundle,
-        registry_node,
-    );
-    add(
-        Phase::Registry,
-        "service",
-        Action::RegistryService,
-        registry_node,
-    );
-    add(Phase::Registry, "ready", Action::RegistryReady, all);
-    add(
-        Phase::Runtime,
-        "binaries",
-        Action::Fetch {
-            binaries: runtime_binaries,
-        },
-        runtime_nodes,
-    );
-    add(
-        Phase::Runtime,
-        "containerd",
-        Action::Containerd,
-        runtime_nodes,
-    );
-    add(Phase::Runtime, "pull", Action::PullProbe, runtime_nodes);
-    if let Some(etcd) = etcd_binary {
-        add(
-            Phase::Etcd,
-            "binaries",
-            Action::Fetch {
-                binaries: vec![etcd],
-            },
-            etcd_nodes,
-        );
-        add(Phase::Etcd, "service", Action::EtcdService, etcd_nodes);
-        add(Phase::Etcd, "health", Action::EtcdHealth, etcd_nodes);
-    }
-    add(Phase::PostHook, "scripts", Action::Hooks, all);
-    steps
 }
 
 fn names(hosts: &[&Host]) -> Vec<String> {
@@ -544,5 +496,18 @@ pub(crate) mod tests_support {
     /// The plan of `plan/tests.rs` for three nodes with external etcd.
     pub(crate) fn sample_plan() -> super::Plan {
         super::tests::sample_plan()
+    }
+
+    pub(crate) use super::tests::packages_nfs::NFS_INVENTORY;
+
+    /// A plan with Debian 12 packages, an `nfs` host (`store`) and the NFS class enabled.
+    pub(crate) fn packages_plan() -> super::Plan {
+        use super::tests::packages_nfs::{NFS_INVENTORY, debian_set, description_with, plan_with};
+        plan_with(
+            NFS_INVENTORY,
+            "  storage_class:\n    nfs: {enabled: true}\n",
+            &description_with(vec![debian_set()], &[]),
+        )
+        .expect("plan")
     }
 }

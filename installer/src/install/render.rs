@@ -274,7 +274,7 @@ pub fn sysctl_conf(ipv6: bool) -> String {
     text
 }
 
-/// Marks of the block kk owns in `/etc/hosts`.
+/// Marks of the block kk owns in `/etc/hosts` (and `/etc/exports`).
 pub const HOSTS_BEGIN: &str = "# BEGIN kk-install";
 /// End of the block.
 pub const HOSTS_END: &str = "# END kk-install";
@@ -282,6 +282,40 @@ pub const HOSTS_END: &str = "# END kk-install";
 /// `/etc/hosts` with kk's block (every node; the registry's name) replacing any earlier one;
 /// the rest of the file is kept as it was. No entries: the block is taken out (reset).
 pub fn hosts_file(current: &str, entries: &[(IpAddr, Vec<String>)]) -> String {
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|(ip, names)| format!("{ip} {}", names.join(" ")))
+        .collect();
+    with_block(current, &lines)
+}
+
+/// The options of kk's export: read-write, synchronous writes (a volume's data is on disk when
+/// the client is told so), and no subtree check (the provisioner's per-volume directories are
+/// renamed when archived, which the check would turn into stale handles).
+pub const EXPORT_OPTIONS: &str = "rw,sync,no_subtree_check";
+
+/// `/etc/exports` with kk's block (`dir` exported to each of `clients`, one entry each)
+/// replacing any earlier one; the operator's own lines are kept. No clients: the block is
+/// taken out (reset).
+pub fn exports_file(current: &str, dir: &str, clients: &[IpAddr]) -> String {
+    if clients.is_empty() {
+        return with_block(current, &[]);
+    }
+    let mut line = dir.to_owned();
+    for client in clients {
+        let _ = write!(line, " {client}({EXPORT_OPTIONS})");
+    }
+    with_block(current, &[line])
+}
+
+/// `current` without kk's marked block (reset of `/etc/hosts` and `/etc/exports`).
+pub fn without_block(current: &str) -> String {
+    with_block(current, &[])
+}
+
+/// `current` with kk's marked block holding `lines` in place of any earlier one, at the end;
+/// the rest of the file as it was. No lines: no block.
+fn with_block(current: &str, lines: &[String]) -> String {
     let mut kept = String::new();
     let mut inside = false;
     for line in current.lines() {
@@ -297,13 +331,14 @@ pub fn hosts_file(current: &str, entries: &[(IpAddr, Vec<String>)]) -> String {
     }
     let mut text = kept.trim_end_matches('\n').to_owned();
     text.push('\n');
-    if entries.is_empty() {
+    if lines.is_empty() {
         return text;
     }
     text.push_str(HOSTS_BEGIN);
     text.push('\n');
-    for (ip, names) in entries {
-        let _ = writeln!(text, "{ip} {}", names.join(" "));
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
     }
     text.push_str(HOSTS_END);
     text.push('\n');

@@ -3,11 +3,19 @@
 //!
 //! On each node: `kubeadm reset -f`; the containers kubeadm's CRI cleanup would remove; the
 //! units kk installed stopped, disabled and removed; every file `/etc/kubekey/installed.json`
-//! lists removed (kk's block taken out of `/etc/hosts`, which is not kk's file); the CNI's
-//! config and the iptables chains CNIs and kube-proxy leave. Data — etcd's, the registry's
-//! store, containerd's images — stays unless `purge`, so a reinstall does not have to move
-//! gigabytes again. On the installer machine the state and the token record go (the
-//! certificates stay: the same CA serves the next install).
+//! lists removed (kk's block taken out of `/etc/hosts` and `/etc/exports`, which are not kk's
+//! files, and the exports re-read with `exportfs -ra`); the CNI's config and the iptables
+//! chains CNIs and kube-proxy leave; kk's working files (fetch stamps, the charts and their
+//! rendered values — the NFS provisioner's among them —, the fetched `.deb`s). Data — etcd's,
+//! the registry's store, containerd's images, the NFS share's volumes — stays unless `purge`,
+//! so a reinstall does not have to move gigabytes again and nobody's volumes are lost by
+//! accident. On the installer machine the state and the token record go (the certificates
+//! stay: the same CA serves the next install).
+//!
+//! The operating-system packages the packages phase installed stay: once installed they are
+//! the node's (`dpkg` knows no owner), other software may depend on them by now, and removing
+//! them could break what the operator runs on the node. `nfs-server` stays enabled for the same
+//! reason; without kk's exports it serves nothing of kk's.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -23,12 +31,17 @@ use crate::ssh::{Node, fan_out, quote};
 /// The units kk installs.
 const UNITS: [&str; 4] = ["kubelet", "etcd", "containerd", "kk-registry"];
 
-/// Directories kk keeps its own working files in (stamps, charts, kubeadm configs).
-const KK_DIRS: [&str; 3] = [
+/// Directories kk keeps its own working files in (stamps, charts, kubeadm configs and chart
+/// values, fetched packages).
+const KK_DIRS: [&str; 4] = [
     crate::fetch::STAMP_DIR,
     super::plan::CHARTS_DIR,
     render::kubernetes::paths::KK_CONFIGS,
+    super::plan::PACKAGES_DIR,
 ];
+
+/// Files kk keeps a marked block in, not its own: only the block goes.
+const BLOCK_FILES: [&str; 2] = ["/etc/hosts", super::phases::nfs::EXPORTS];
 
 /// Data removed only with `purge` (their contents: they may be mount points).
 const DATA_DIRS: [&str; 3] = ["/var/lib/etcd", paths::STORE, "/var/lib/containerd"];
@@ -49,10 +62,14 @@ pub struct NodeReset {
     pub purged: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// What reset reads of the record.
+#[derive(Debug, Default, Deserialize)]
 struct Record {
     #[serde(default)]
     files: Vec<String>,
+    /// The NFS share directory, on the `nfs` host.
+    #[serde(default)]
+    nfs_share: Option<String>,
 }
 
 /// Resets every node in `nodes` (all at once, bounded by `concurrency`), then forgets the
@@ -123,8 +140,8 @@ async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, StepError> {
         }
     }
     run(node, "systemctl daemon-reload").await?;
-    let files = recorded_files(node).await?;
-    done.files = remove_files(node, &files).await?;
+    let record = read_record(node).await?;
+    done.files = remove_files(node, &record.files).await?;
     let dirs: Vec<String> = KK_DIRS.iter().map(|d| quote(d)).collect();
     run(
         node,
@@ -140,44 +157,55 @@ async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, StepError> {
             )
             .await?;
         }
+        if let Some(share) = record.nfs_share.as_deref().filter(|dir| is_purgeable(dir)) {
+            run(
+                node,
+                &format!(
+                    "if [ -d {dir} ]; then find {dir} -mindepth 1 -delete; fi",
+                    dir = quote(share)
+                ),
+            )
+            .await?;
+        }
         done.purged = true;
     }
     Ok(done)
 }
 
-/// The files `/etc/kubekey/installed.json` lists (none when there is no record).
-async fn recorded_files(node: &Node) -> Result<Vec<String>, StepError> {
+/// Whether the recorded share directory may be emptied: an absolute path below `/` that
+/// nothing leads out of (the record is a file on the node, read back).
+fn is_purgeable(dir: &str) -> bool {
+    dir.starts_with('/')
+        && !dir.trim_end_matches('/').is_empty()
+        && !dir.split('/').any(|part| part == "..")
+}
+
+/// `/etc/kubekey/installed.json` (empty when there is none).
+async fn read_record(node: &Node) -> Result<Record, StepError> {
     let text = run(
         node,
         &format!("cat {} 2>/dev/null || true", paths::INSTALLED),
     )
     .await?;
     if text.trim().is_empty() {
-        return Ok(Vec::new());
+        return Ok(Record::default());
     }
-    let record: Record = serde_json::from_str(&text).map_err(|source| StepError::NotARecord {
+    serde_json::from_str(&text).map_err(|source| StepError::NotARecord {
         path: paths::INSTALLED,
         source,
-    })?;
-    Ok(record.files)
+    })
 }
 
-/// Removes `files` (kk's block out of `/etc/hosts`); returns how many were removed.
+/// Removes `files` (kk's block out of each of [`BLOCK_FILES`]); returns how many were removed.
 async fn remove_files(node: &Node, files: &[String]) -> Result<usize, StepError> {
     let mut removable: BTreeSet<&str> = files
         .iter()
         .map(String::as_str)
         .filter(|f| f.starts_with('/') && !f.contains(".."))
         .collect();
-    if removable.remove("/etc/hosts") {
-        let current = run(node, "cat /etc/hosts").await?;
-        let cleaned = render::hosts_file(&current, &[]);
-        if cleaned != current {
-            run(
-                node,
-                &format!("printf '%s' {} > /etc/hosts", quote(&cleaned)),
-            )
-            .await?;
+    for file in BLOCK_FILES {
+        if removable.remove(file) {
+            remove_block(node, file).await?;
         }
     }
     // The record goes last, so an interrupted reset can run again.
@@ -197,6 +225,24 @@ async fn remove_files(node: &Node, files: &[String]) -> Result<usize, StepError>
     }
     run(node, &format!("rm -f {}", paths::INSTALLED)).await?;
     Ok(removed)
+}
+
+/// Takes kk's block out of `file`; for `/etc/exports`, the server then re-reads its exports
+/// (where `exportfs` is there to do it).
+async fn remove_block(node: &Node, file: &str) -> Result<(), StepError> {
+    let current = run(node, &format!("cat {file} 2>/dev/null || true")).await?;
+    let cleaned = render::without_block(&current);
+    if cleaned != current {
+        run(node, &format!("printf '%s' {} > {file}", quote(&cleaned))).await?;
+    }
+    if file == super::phases::nfs::EXPORTS {
+        run(
+            node,
+            "if command -v exportfs >/dev/null 2>&1; then exportfs -ra 2>&1; fi",
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Removes every iptables/ip6tables rule and chain whose name starts with a prefix kube-proxy
@@ -220,6 +266,28 @@ mod tests {
     fn data_is_only_what_purge_removes() {
         assert!(!KK_DIRS.iter().any(|d| DATA_DIRS.contains(d)));
         assert!(DATA_DIRS.contains(&"/var/lib/etcd") && DATA_DIRS.contains(&paths::STORE));
+    }
+
+    #[test]
+    fn kk_working_files_go_and_the_share_is_emptied_only_when_safe() {
+        for dir in [
+            super::super::plan::PACKAGES_DIR,
+            super::super::plan::CHARTS_DIR,
+            render::kubernetes::paths::KK_CONFIGS,
+        ] {
+            assert!(KK_DIRS.contains(&dir), "{dir}");
+        }
+        assert!(BLOCK_FILES.contains(&"/etc/exports"));
+        for (dir, purgeable) in [
+            ("/share/", true),
+            ("/srv/nfs", true),
+            ("/", false),
+            ("//", false),
+            ("share", false),
+            ("/srv/../etc", false),
+        ] {
+            assert_eq!(is_purgeable(dir), purgeable, "{dir}");
+        }
     }
 
     #[test]

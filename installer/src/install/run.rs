@@ -327,6 +327,9 @@ async fn run_step(
         let seconds = started.elapsed().as_secs_f64();
         match result {
             Ok(outcome) => {
+                for note in &outcome.notes {
+                    (progress.report)(Event::Note(format!("{}: {}: {note}", node.name(), step.id)));
+                }
                 let status = if outcome.changed {
                     StepStatus::Changed
                 } else {
@@ -481,6 +484,10 @@ pub fn installed_json(plan: &Plan, state: &State, node: &str) -> Vec<u8> {
         kubernetes_version: Option<&'a str>,
         phases: Vec<&'static str>,
         files: Vec<&'a str>,
+        /// On the `nfs` host: the share directory (its data is the volumes'; reset keeps it
+        /// unless purging).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        nfs_share: Option<&'a str>,
     }
     let phases = Phase::ALL
         .into_iter()
@@ -514,6 +521,11 @@ pub fn installed_json(plan: &Plan, state: &State, node: &str) -> Vec<u8> {
         kubernetes_version: plan.kubernetes_version.as_deref(),
         phases,
         files,
+        nfs_share: plan
+            .nfs
+            .as_ref()
+            .filter(|nfs| nfs.node == node)
+            .map(|nfs| nfs.share_dir.as_str()),
     };
     let mut json = serde_json::to_vec_pretty(&record).unwrap_or_default();
     json.push(b'\n');
@@ -635,6 +647,30 @@ mod tests {
     }
 
     #[test]
+    fn the_nfs_hosts_record_names_its_share_and_the_exports_it_keeps_a_block_in() {
+        let plan = crate::install::plan::tests_support::packages_plan();
+        let mut state = State::new(&plan.bundle.to_string());
+        state.mark_done(&Target::node("store"), "nfs.server", 0.1);
+        state.add_files("store", ["/etc/exports".to_owned()]);
+        let record: serde_json::Value =
+            serde_json::from_slice(&installed_json(&plan, &state, "store")).expect("json");
+        assert_eq!(record["nfs_share"], "/share");
+        assert!(
+            record["phases"]
+                .as_array()
+                .expect("phases")
+                .contains(&"nfs".into())
+        );
+        assert_eq!(
+            record["files"],
+            serde_json::json!(["/etc/exports", "/etc/kubekey/installed.json"])
+        );
+        let other: serde_json::Value =
+            serde_json::from_slice(&installed_json(&plan, &state, "w1")).expect("json");
+        assert!(other.get("nfs_share").is_none(), "{other}");
+    }
+
+    #[test]
     fn a_node_named_installer_has_its_steps_files_row_and_record_as_any_node() {
         // `installer` is a valid inventory name: nothing may take its steps for the cluster's.
         let dir = tempfile::tempdir().expect("tempdir");
@@ -663,6 +699,7 @@ mod tests {
             changed: true,
             files: vec!["/etc/sysctl.d/99-kk.conf".to_owned()],
             sent: 7,
+            notes: Vec::new(),
         };
         for step in plan.phase(Phase::Os) {
             let target = if step.action.is_cluster_wide() {

@@ -38,6 +38,10 @@ pub struct Config {
     pub precheck: PrecheckConfig,
     /// `spec.addons`: charts of the bundle installed after the network, in order.
     pub addons: Vec<Addon>,
+    /// `spec.nfs`: the NFS server kk sets up on the `nfs` host.
+    pub nfs: NfsConfig,
+    /// `spec.storage_class`: the storage classes kk installs.
+    pub storage_class: StorageClassConfig,
     /// Every key kk does not read, by dotted path below `spec` (`kubernetes.helm_version`), as
     /// written. A whole unknown section is one entry.
     pub extra: BTreeMap<String, Value>,
@@ -76,12 +80,49 @@ impl Default for Config {
             upstream_fallback: false,
             precheck: PrecheckConfig::default(),
             addons: Vec::new(),
+            nfs: NfsConfig::default(),
+            storage_class: StorageClassConfig::default(),
             extra: BTreeMap::new(),
             source_name: "defaults".to_owned(),
             name: None,
             warnings: Vec::new(),
         }
     }
+}
+
+/// `spec.nfs`: the NFS server on the host of the `nfs` group, KubeKey-shaped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NfsConfig {
+    /// `spec.nfs.share_dir`: the exported directory, an absolute path (KubeKey's default
+    /// `/share/`).
+    pub share_dir: String,
+}
+
+impl Default for NfsConfig {
+    fn default() -> Self {
+        Self {
+            share_dir: "/share/".to_owned(),
+        }
+    }
+}
+
+/// `spec.storage_class`: the storage classes kk installs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StorageClassConfig {
+    /// `spec.storage_class.nfs`: the NFS provisioner's class.
+    pub nfs: NfsStorageClass,
+}
+
+/// `spec.storage_class.nfs`: the nfs-subdir-external-provisioner over the `nfs` host's share.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NfsStorageClass {
+    /// `enabled`: whether the provisioner is installed (default false).
+    pub enabled: bool,
+    /// `default`: whether its class is the cluster's default storage class (default false).
+    pub default: bool,
 }
 
 /// `spec.addons[]`: a chart of the bundle, installed as KubeKey's addons are.

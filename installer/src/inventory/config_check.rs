@@ -13,13 +13,14 @@ use serde_saphyr::Spanned;
 
 use super::config::{
     Addon, Config, ControlPlaneEndpoint, EndpointKind, ExternalRegistry, ImageRegistry,
-    KernelVersion, KubeVip, KubeVipMode, KubernetesConfig, PrecheckConfig, RegistryAddress,
+    KernelVersion, KubeVip, KubeVipMode, KubernetesConfig, NfsConfig, PrecheckConfig,
+    RegistryAddress, StorageClassConfig,
 };
 use super::document::{Context, is_host, metadata_name, port, required};
 use super::raw::{
     EndpointType, RawAddon, RawAddonChart, RawAddonSources, RawClusterRequire, RawConfigDocument,
     RawConfigSpec, RawCri, RawEndpoint, RawEtcd, RawImageRegistry, RawKubeProxy, RawKubeVip,
-    RawKubernetes, RawRegistryAuth, RegistryType,
+    RawKubernetes, RawNfs, RawNfsStorageClass, RawRegistryAuth, RawStorageClass, RegistryType,
 };
 use super::{InventoryError, document};
 
@@ -101,7 +102,66 @@ fn apply_spec(
         let addon = addon(cx, raw, index, &config.addons, extra)?;
         config.addons.push(addon);
     }
+    if let Some(raw) = spec.nfs {
+        config.nfs = nfs(cx, raw, extra)?;
+    }
+    if let Some(raw) = spec.storage_class {
+        config.storage_class = storage_class(cx, raw, extra);
+    }
     Ok(())
+}
+
+/// `spec.nfs`: the share directory must be an absolute path that `/etc/exports` can hold as
+/// one field (no white space, no `"`, nothing `..` could lead out of).
+fn nfs(
+    cx: &mut Context,
+    raw: RawNfs,
+    extra: &mut BTreeMap<String, Value>,
+) -> Result<NfsConfig, InventoryError> {
+    cx.keep(raw.extra, RawNfs::FIELDS, "nfs.", extra);
+    let Some(dir) = raw.share_dir else {
+        return Ok(NfsConfig::default());
+    };
+    if !is_share_dir(&dir.value) {
+        return Err(InventoryError::InvalidShareDir {
+            at: cx.at(&dir),
+            dir: dir.value,
+        });
+    }
+    Ok(NfsConfig {
+        share_dir: dir.value,
+    })
+}
+
+/// Whether `dir` is an absolute path fit for an `/etc/exports` line.
+fn is_share_dir(dir: &str) -> bool {
+    dir.starts_with('/')
+        && !dir.trim_end_matches('/').is_empty()
+        && !dir.split('/').any(|part| part == "." || part == "..")
+        && !dir
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\\')
+}
+
+/// `spec.storage_class`: booleans only, so nothing to reject beyond their type.
+fn storage_class(
+    cx: &mut Context,
+    raw: RawStorageClass,
+    extra: &mut BTreeMap<String, Value>,
+) -> StorageClassConfig {
+    cx.keep(raw.extra, RawStorageClass::FIELDS, "storage_class.", extra);
+    let mut config = StorageClassConfig::default();
+    if let Some(nfs) = raw.nfs {
+        cx.keep(
+            nfs.extra,
+            RawNfsStorageClass::FIELDS,
+            "storage_class.nfs.",
+            extra,
+        );
+        config.nfs.enabled = nfs.enabled.unwrap_or(false);
+        config.nfs.default = nfs.default.unwrap_or(false);
+    }
+    config
 }
 
 /// `spec.addons[index]`.

@@ -299,6 +299,15 @@ pub enum InventoryError {
         /// The value as written.
         version: String,
     },
+    /// `nfs.share_dir` is not an absolute path an `/etc/exports` line can hold.
+    #[error(
+        "{at}: invalid nfs.share_dir `{dir}`; hint: write an absolute path without spaces, quotes or `..`, e.g. `/share/`", dir = cut(.dir))]
+    InvalidShareDir {
+        /// Where the value is.
+        at: bundle_spec::diagnostics::SourceLocation,
+        /// The value as written.
+        dir: String,
+    },
     /// `image_registry.address` is not `host[:port]`.
     #[error(
         "{at}: invalid registry address `{address}`; hint: write `host[:port]` in lowercase, e.g. `harbor.example.com:443`", address = cut(.address))]

@@ -78,6 +78,7 @@ variants![
     InvalidEnvName,
     RegistryFieldNeedsExternal,
     InvalidAddon,
+    InvalidShareDir,
 ];
 
 /// A valid inventory; rows edit it with `replace`. Hosts are on lines 5 and 6 (values from
@@ -178,6 +179,11 @@ fn cases() -> Vec<Case> {
         case!(Config, InvalidAddon, config("  addons:\n  - {name: m, sources: {chart: {name: m}}}\n  - {name: m, sources: {chart: {name: n}}}\n"), "an earlier addon has this name", "6:12"),
         case!(Config, InvalidAddon, config("  addons:\n  - {name: m, sources: {chart: {name: m, values: [novalue]}}}\n"), "each value is `key=value`", "5:51"),
         case!(Config, MissingField, config("  addons:\n  - {name: m, sources: {}}\n"), "missing required field `chart`", "5:24"),
+        // NFS.
+        case!(Config, InvalidShareDir, config("  nfs: {share_dir: share}\n"), "invalid nfs.share_dir `share`", "4:20"),
+        case!(Config, InvalidShareDir, config("  nfs: {share_dir: /srv/../etc}\n"), "invalid nfs.share_dir `/srv/../etc`", "4:20"),
+        case!(Config, InvalidShareDir, config("  nfs: {share_dir: //}\n"), "invalid nfs.share_dir `//`", "4:20"),
+        case!(Config, InvalidShareDir, config("  nfs: {share_dir: '/srv/my share'}\n"), "invalid nfs.share_dir `/srv/my share`", "4:20"),
     ]
 }
 

@@ -107,6 +107,30 @@ section! {
         "image_registry" => image_registry: Option<Spanned<RawImageRegistry>>,
         "cluster_require" => cluster_require: Option<RawClusterRequire>,
         "addons" => addons: Option<Vec<Spanned<RawAddon>>>,
+        "nfs" => nfs: Option<RawNfs>,
+        "storage_class" => storage_class: Option<RawStorageClass>,
+    }
+}
+
+section! {
+    /// `spec.nfs`.
+    struct RawNfs {
+        "share_dir" => share_dir: Option<Spanned<String>>,
+    }
+}
+
+section! {
+    /// `spec.storage_class`: only `nfs` is read (KubeKey's `local` is kept).
+    struct RawStorageClass {
+        "nfs" => nfs: Option<RawNfsStorageClass>,
+    }
+}
+
+section! {
+    /// `spec.storage_class.nfs`.
+    struct RawNfsStorageClass {
+        "enabled" => enabled: Option<bool>,
+        "default" => default: Option<bool>,
     }
 }
 

@@ -452,6 +452,37 @@ fn an_empty_config_is_the_default() {
 }
 
 #[test]
+fn nfs_and_its_storage_class_default_off_and_read_kubekey_shaped() {
+    let defaults = config("apiVersion: install.kk.io/v1alpha1\nkind: Config\n");
+    assert_eq!(defaults.nfs.share_dir, "/share/");
+    assert_eq!(
+        (
+            defaults.storage_class.nfs.enabled,
+            defaults.storage_class.nfs.default
+        ),
+        (false, false)
+    );
+    let set = config(
+        "apiVersion: install.kk.io/v1alpha1
+kind: Config
+spec:
+  nfs:
+    share_dir: /srv/nfs
+  storage_class:
+    local:
+      enabled: true
+    nfs:
+      enabled: true
+      default: true
+",
+    );
+    assert!(set.warnings().is_empty(), "{:?}", set.warnings());
+    assert_eq!(set.nfs.share_dir, "/srv/nfs");
+    assert!(set.storage_class.nfs.enabled && set.storage_class.nfs.default);
+    assert_eq!(set.extra["storage_class.local"]["enabled"], true);
+}
+
+#[test]
 fn configs_read_dual_stack_and_external_registries() {
     let config = config(
         "apiVersion: install.kk.io/v1alpha1

@@ -8,7 +8,9 @@ mod etcd;
 pub(crate) mod hooks;
 pub(crate) mod kubernetes;
 mod network;
+pub(crate) mod nfs;
 pub(crate) mod os;
+mod packages;
 pub(crate) mod pki;
 pub(crate) mod precheck;
 mod registry;
@@ -53,6 +55,8 @@ pub(crate) struct Outcome {
     pub(crate) files: Vec<String>,
     /// Bytes the installer machine sent to the node.
     pub(crate) sent: u64,
+    /// Lines for the operator (what was installed, what could not start).
+    pub(crate) notes: Vec<String>,
 }
 
 impl Outcome {
@@ -60,6 +64,7 @@ impl Outcome {
         self.changed |= other.changed;
         self.files.extend(other.files);
         self.sent += other.sent;
+        self.notes.extend(other.notes);
     }
 }
 
@@ -79,6 +84,8 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::UnpackBundle => registry::unpack(cx, node).await,
         Action::RegistryService => registry::service(cx, node).await,
         Action::RegistryReady => registry::ready(cx, node).await,
+        Action::InstallPackages => packages::install(cx, node).await,
+        Action::NfsServer => nfs::server(cx, node).await,
         Action::Fetch { binaries } => runtime::fetch(cx, node, binaries).await,
         Action::Containerd => runtime::containerd(cx, node).await,
         Action::PullProbe => runtime::pull_probe(cx, node).await,
@@ -96,6 +103,7 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         | Action::Precheck
         | Action::IssueCertificates
         | Action::VerifyOs
+        | Action::VerifyPackages
         | Action::BootstrapToken => Err(StepError::not_in_plan(format!(
             "`{action:?}` is a cluster-wide step, not a node step"
         ))),
@@ -223,6 +231,7 @@ pub(crate) async fn run_cluster(
             Ok(None)
         }
         Action::VerifyOs => os::verify(cx, nodes).await.map(|()| None),
+        Action::VerifyPackages => packages::verify(cx, nodes).await.map(|()| None),
         Action::BootstrapToken => {
             let replaced = kubernetes::token(cx, nodes.first().copied()).await?;
             Ok((replaced && rerun)

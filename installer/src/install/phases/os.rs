@@ -144,6 +144,14 @@ pub(crate) async fn verify(cx: &Cx<'_>, nodes: &[&Node]) -> Result<(), StepError
         cluster: &precheck::ClusterFacts::default(),
     };
     let report = precheck::established_by_os(&context, checks.ignore);
+    not_established("os", &report)
+}
+
+/// The failures of `report`, of the rules `phase` establishes, as the step's error; none: ok.
+pub(super) fn not_established(
+    phase: &'static str,
+    report: &precheck::Report,
+) -> Result<(), StepError> {
     let failures: Vec<String> = report
         .nodes
         .iter()
@@ -157,6 +165,6 @@ pub(crate) async fn verify(cx: &Cx<'_>, nodes: &[&Node]) -> Result<(), StepError
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(StepError::NotEstablished { failures })
+        Err(StepError::NotEstablished { phase, failures })
     }
 }

@@ -31,6 +31,8 @@ pub(super) struct Content {
     pub(super) image_hosts: Vec<String>,
     /// By chart name: version, reference and manifest digest.
     charts: BTreeMap<String, (String, String, Sha256Digest)>,
+    /// By reference: the manifest digest of each operating-system package.
+    pub(super) packages: BTreeMap<String, Sha256Digest>,
 }
 
 impl Content {
@@ -71,7 +73,12 @@ impl Content {
                         ),
                     );
                 }
-                ArtifactKind::File | ArtifactKind::Package => {}
+                ArtifactKind::Package => {
+                    content
+                        .packages
+                        .insert(artifact.reference.clone(), artifact.digest);
+                }
+                ArtifactKind::File => {}
             }
         }
         content.image_hosts.sort();

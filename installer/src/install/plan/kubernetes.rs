@@ -61,6 +61,9 @@ pub(super) struct Shared<'a> {
     pub(super) cluster_domain: &'a str,
     /// kk's external etcd members (empty when stacked).
     pub(super) etcd_members: &'a [(String, IpAddr)],
+    /// The NFS provisioner's chart, when `storage_class.nfs.enabled`: the first addon, so that
+    /// the operator's addons may claim volumes of its class.
+    pub(super) storage_class: Option<ChartInstall>,
 }
 
 impl KubernetesPlan {
@@ -111,6 +114,9 @@ impl KubernetesPlan {
         let mut charts = Vec::new();
         if let Some(cni) = charts::cni(config, content)? {
             charts.push((Phase::Network, "cni".to_owned(), cni));
+        }
+        if let Some(chart) = &shared.storage_class {
+            charts.push((Phase::Addons, chart.release.clone(), chart.clone()));
         }
         for addon in &config.addons {
             let chart = charts::addon(addon, content)?;

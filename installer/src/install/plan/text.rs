@@ -21,6 +21,33 @@ impl Plan {
         if let Some(kubernetes) = &self.kubernetes {
             text.push_str(&kubernetes_summary(kubernetes));
         }
+        if let Some(packages) = &self.packages {
+            for set in &packages.sets {
+                let _ = writeln!(
+                    text,
+                    "packages {}: {} of {} ({})",
+                    set.key,
+                    count(set.set.packages.len(), "package"),
+                    set.set.repository,
+                    set.set
+                        .roots
+                        .iter()
+                        .map(|root| root.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        if let Some(nfs) = &self.nfs {
+            let _ = writeln!(
+                text,
+                "nfs server on {} ({}): {} exported to {}",
+                nfs.node,
+                nfs.ip,
+                nfs.share_dir,
+                count(nfs.clients.len(), "cluster node")
+            );
+        }
         // Step ids in one column, as wide as the longest.
         let width = self.steps.iter().map(|s| s.id.len()).max().unwrap_or(0);
         for host in inventory.hosts() {
@@ -61,7 +88,9 @@ fn kubernetes_summary(kubernetes: &KubernetesPlan) -> String {
     for (phase, what, chart) in kubernetes.charts() {
         let lines = count(chart.values.yaml().lines().count(), "line");
         let source = match &chart.values {
-            ChartValues::Cni { .. } => format!("values rendered from the config ({lines})"),
+            ChartValues::Cni { .. } | ChartValues::StorageClass { .. } => {
+                format!("values rendered from the config ({lines})")
+            }
             ChartValues::Addon {
                 file: None, set, ..
             } => {
@@ -120,6 +149,13 @@ fn describe(action: &Action) -> String {
         ),
         Action::Hosts => "map every node and the registry in /etc/hosts".to_owned(),
         Action::VerifyOs => "check swap, modules and sysctls for real".to_owned(),
+        Action::InstallPackages => {
+            "install the bundle's packages the node lacks (dpkg -i, from the registry)".to_owned()
+        }
+        Action::VerifyPackages => "check the packages' commands for real".to_owned(),
+        Action::NfsServer => {
+            "share dir, kk's block of /etc/exports, exportfs -ra, nfs-server".to_owned()
+        }
         Action::IssueCertificates => "make the cluster's certificates in <work dir>/pki".to_owned(),
         Action::Certificates => "copy this node's certificates".to_owned(),
         Action::UnpackBundle => "copy the bundle, unpack it into /var/lib/kk/store".to_owned(),

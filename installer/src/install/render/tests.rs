@@ -188,3 +188,31 @@ fn the_hosts_block_replaces_its_earlier_self_and_keeps_the_rest() {
         "reset takes the block out"
     );
 }
+
+#[test]
+fn the_exports_block_is_added_replaced_and_removed_keeping_the_operators_lines() {
+    let clients: Vec<IpAddr> = ["10.0.0.1", "10.0.0.2"]
+        .iter()
+        .map(|ip| ip.parse().expect("ip"))
+        .collect();
+    let original = "# the operator's\n/srv/backup 10.9.0.0/24(ro)\n";
+    let once = exports_file(original, "/share/", &clients);
+    assert!(once.starts_with(original), "{once}");
+    assert!(
+        once.ends_with("# BEGIN kk-install\n/share/ 10.0.0.1(rw,sync,no_subtree_check) 10.0.0.2(rw,sync,no_subtree_check)\n# END kk-install\n"),
+        "{once}"
+    );
+    assert_eq!(exports_file(&once, "/share/", &clients), once, "idempotent");
+    let moved = exports_file(&once, "/data", &clients[..1]);
+    assert!(moved.starts_with(original), "{moved}");
+    assert!(
+        moved.contains("\n/data 10.0.0.1(rw,sync,no_subtree_check)\n# END")
+            && !moved.contains("/share/"),
+        "replaced, not added: {moved}"
+    );
+    assert_eq!(
+        exports_file(&once, "/share/", &[]),
+        original,
+        "reset takes the block out"
+    );
+}

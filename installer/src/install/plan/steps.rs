@@ -1,0 +1,130 @@
+//! The steps of the phases up to etcd (and the post hooks), each with the nodes it runs on;
+//! the Kubernetes plan adds its own ([`super::KubernetesPlan`]).
+
+use super::{Action, BinaryFetch, Phase, Step};
+
+/// The nodes of each role, by inventory name.
+pub(super) struct Groups {
+    pub(super) all: Vec<String>,
+    pub(super) runtime: Vec<String>,
+    pub(super) etcd: Vec<String>,
+    pub(super) registry: String,
+}
+
+/// The nodes of the packages and nfs phases, by inventory name.
+pub(super) struct ExtraPhases {
+    /// The nodes some root package is for.
+    pub(super) packages_nodes: Vec<String>,
+    /// The `nfs` host.
+    pub(super) nfs_node: Option<String>,
+}
+
+/// Adds a step of `phase` to `steps` unless it would run nowhere.
+pub(super) fn add_step(
+    steps: &mut Vec<Step>,
+    phase: Phase,
+    what: &str,
+    action: Action,
+    nodes: &[String],
+) {
+    if !nodes.is_empty() || action.is_cluster_wide() {
+        steps.push(Step {
+            phase,
+            id: format!("{phase}.{what}"),
+            action,
+            nodes: nodes.to_vec(),
+        });
+    }
+}
+
+/// Every step in order, each with the nodes it runs on.
+pub(super) fn steps(
+    groups: &Groups,
+    extra: &ExtraPhases,
+    ipv6: bool,
+    runtime_binaries: Vec<BinaryFetch>,
+    etcd_binary: Option<BinaryFetch>,
+) -> Vec<Step> {
+    let (all, runtime_nodes, etcd_nodes) = (&groups.all, &groups.runtime, &groups.etcd);
+    let mut steps = Vec::new();
+    let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
+        add_step(&mut steps, phase, what, action, nodes);
+    };
+    add(Phase::PreHook, "scripts", Action::Hooks, all);
+    add(Phase::Precheck, "rules", Action::Precheck, all);
+    add(Phase::Os, "installer", Action::Installer, all);
+    add(Phase::Os, "hostname", Action::Hostname, all);
+    add(Phase::Os, "swap", Action::Swap, runtime_nodes);
+    add(Phase::Os, "modules", Action::Modules, runtime_nodes);
+    add(Phase::Os, "sysctl", Action::Sysctl { ipv6 }, runtime_nodes);
+    add(Phase::Os, "hosts", Action::Hosts, all);
+    add(Phase::Os, "verify", Action::VerifyOs, runtime_nodes);
+    add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
+    add(Phase::Pki, "copy", Action::Certificates, all);
+    let registry_node = std::slice::from_ref(&groups.registry);
+    add(
+        Phase::Registry,
+        "unpack",
+        Action::UnpackBundle,
+        registry_node,
+    );
+    add(
+        Phase::Registry,
+        "service",
+        Action::RegistryService,
+        registry_node,
+    );
+    add(Phase::Registry, "ready", Action::RegistryReady, all);
+    let packages_nodes = &extra.packages_nodes;
+    add(
+        Phase::Packages,
+        "install",
+        Action::InstallPackages,
+        packages_nodes,
+    );
+    if !packages_nodes.is_empty() {
+        add(
+            Phase::Packages,
+            "verify",
+            Action::VerifyPackages,
+            packages_nodes,
+        );
+    }
+    if let Some(nfs_node) = &extra.nfs_node {
+        add(
+            Phase::Nfs,
+            "server",
+            Action::NfsServer,
+            std::slice::from_ref(nfs_node),
+        );
+    }
+    add(
+        Phase::Runtime,
+        "binaries",
+        Action::Fetch {
+            binaries: runtime_binaries,
+        },
+        runtime_nodes,
+    );
+    add(
+        Phase::Runtime,
+        "containerd",
+        Action::Containerd,
+        runtime_nodes,
+    );
+    add(Phase::Runtime, "pull", Action::PullProbe, runtime_nodes);
+    if let Some(etcd) = etcd_binary {
+        add(
+            Phase::Etcd,
+            "binaries",
+            Action::Fetch {
+                binaries: vec![etcd],
+            },
+            etcd_nodes,
+        );
+        add(Phase::Etcd, "service", Action::EtcdService, etcd_nodes);
+        add(Phase::Etcd, "health", Action::EtcdHealth, etcd_nodes);
+    }
+    add(Phase::PostHook, "scripts", Action::Hooks, all);
+    steps
+}
