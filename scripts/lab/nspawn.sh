@@ -138,6 +138,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=scripts/lab/nodelib.sh
 source "$LAB_SCRIPTS/nodelib.sh"
+# shellcheck source=scripts/lab/aptsources.sh
+source "$LAB_SCRIPTS/aptsources.sh"
 
 # This kind's settings for nodelib.sh (whose header lists them and the functions defined below
 # for it: node_word ... after_down).
@@ -183,52 +185,6 @@ node_status() { printf 'systemd-nspawn pid %s' "$(node_pid "$1")"; }
 image_key() {
   printf '%s\n' "kk nspawn lab image v$IMAGE_VERSION" "$IMAGE_SUITE" "$IMAGE_VARIANT" "$IMAGE_PACKAGES" \
     "$(dpkg --print-architecture)" | sha256sum | cut -c1-16
-}
-
-# The host's apt sources for IMAGE_SUITE (and its -updates/-security suites) on stdout: deb822
-# stanzas when the host has any, else one-line entries. Comments are dropped.
-host_sources() {
-  local f out=""
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    out+=$(awk -v suite="$IMAGE_SUITE" '
-      BEGIN { RS = "" }
-      {
-        n = split($0, lines, "\n"); keep = ""; enabled = 1; types = 0; suites = 0
-        for (k = 1; k <= n; k++) {
-          l = lines[k]
-          if (l ~ /^[ \t]*#/) continue
-          keep = keep l "\n"
-          if (tolower(l) ~ /^enabled:[ \t]*no/) enabled = 0
-          if (l ~ /^Types:/ && (substr(l, 7) " ") ~ /[ \t]deb[ \t]/) types = 1
-          if (l ~ /^Suites:/ && (substr(l, 8) " ") ~ ("[ \t]" suite "[ \t-]")) suites = 1
-        }
-        if (enabled && types && suites) printf "%s\n", keep
-      }' "$f")
-    out+=$'\n'
-  done
-  if [ -n "${out//[[:space:]]/}" ]; then
-    printf '%s\n' "$out"
-    return 0
-  fi
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-    | grep -E "^[[:space:]]*deb[[:space:]].*[[:space:]]$IMAGE_SUITE([[:space:]-]|$)" || true
-}
-
-# The host names of the mirrors in the host's apt sources (kept in memory only: nothing this
-# script writes may name them).
-mirror_hosts() {
-  host_sources | grep -oE '[a-z+]+://[^/[:space:]]+' | sed 's#^[^:]*://##; s#^[^@]*@##; s#:[0-9]*$##' | sort -u
-}
-
-# redact TEXT: TEXT with every mirror host name replaced.
-redact() {
-  local text=$1 host
-  while read -r host; do
-    [ -n "$host" ] || continue
-    text=${text//"$host"/<apt-mirror>}
-  done <<< "$MIRROR_HOSTS"
-  printf '%s\n' "$text"
 }
 
 # Everything the image needs before its first boot (runs once, inside the build directory).
@@ -311,9 +267,9 @@ ensure_image() {
   # Leftovers of builds that died (nobody else builds while we hold the lock).
   rm -rf "$IMAGES_DIR"/.build-*
   tmp=$IMAGES_DIR/.build-$key-$$
-  sources=$(host_sources)
+  sources=$(host_sources "$IMAGE_SUITE")
   [ -n "$sources" ] || lab_die "the host has no apt source for $IMAGE_SUITE (/etc/apt/sources.list{,.d/}): cannot build the node image"
-  MIRROR_HOSTS=$(mirror_hosts)
+  MIRROR_HOSTS=$(mirror_hosts "$IMAGE_SUITE")
   t0=$(date +%s.%N)
   lab_log "building the node image ($IMAGE_SUITE $IMAGE_VARIANT + $IMAGE_PACKAGES) from the host's apt sources; once"
   # Its output stays in memory: it names the mirror.
