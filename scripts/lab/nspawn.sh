@@ -161,6 +161,9 @@ IMAGE_VERSION=1
 IMAGE_SUITE=bookworm
 IMAGE_VARIANT=minbase
 IMAGE_PACKAGES=systemd,systemd-sysv,dbus,openssh-server,iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2,python3,python3-yaml,openssl
+# A minimal server lacks these (issue 21: the install brings them from the bundle); a build whose
+# image has one fails (a package of IMAGE_PACKAGES may come to pull one in).
+IMAGE_LACKS=(socat conntrack ebtables ethtool nfs-common)
 # Directories of the node that are real directories of $NODES_DIR, not the overlay.
 DATA_DIRS=(var/lib/containerd var/lib/kk var/lib/etcd)
 NODE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -252,6 +255,19 @@ EOF
   [ -x "$b/usr/lib/openssh/sftp-server" ] || lab_die "the image has no /usr/lib/openssh/sftp-server"
 }
 
+# check_image_lacks ROOT: fails (removing ROOT) when the image has a package of IMAGE_LACKS.
+check_image_lacks() {
+  local b=$1 pkg status present=()
+  for pkg in "${IMAGE_LACKS[@]}"; do
+    status=$(dpkg-query --admindir="$b/var/lib/dpkg" -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = not-installed ] || [ -z "$status" ] || present+=("$pkg")
+  done
+  if [ "${#present[@]}" -gt 0 ]; then
+    rm -rf "$b"
+    lab_die "the node image has ${present[*]}, which a minimal server lacks (IMAGE_PACKAGES pulls them in)"
+  fi
+}
+
 # Sets IMAGE, building it first when the cache lacks it.
 ensure_image() {
   local key tmp sources out t0 leaks
@@ -280,6 +296,7 @@ ensure_image() {
     lab_die "mmdebstrap failed (above)"
   fi
   prepare_image "$tmp"
+  check_image_lacks "$tmp"
   # Nothing in the image may name the host's mirror.
   if [ -n "$MIRROR_HOSTS" ]; then
     leaks=$(grep -rlIF -f <(printf '%s\n' "$MIRROR_HOSTS") "$tmp/etc" "$tmp/var" "$tmp/root" 2>/dev/null || true)
