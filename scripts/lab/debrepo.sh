@@ -27,7 +27,8 @@
 #      breaks/replaces/enhances; real packages only, amd64), `apt-get download`ed once into
 #      $LAB_CACHE/debian/bookworm-amd64/<key of ROOTS> (a rebuilt lab does not download again);
 #   3. $LAB_DIR/http/debian/pool/main/*.deb, dists/bookworm/main/binary-amd64/Packages{,.gz,.xz}
-#      (apt-ftparchive packages), dists/bookworm/Release (apt-ftparchive release: Suite and Codename
+#      (apt-ftparchive packages, with the archive's Priority and Section as its override file, as
+#      a real mirror's index has them: a .deb's own can differ), dists/bookworm/Release (apt-ftparchive release: Suite and Codename
 #      bookworm, Components main, Architectures amd64), InRelease (gpg --clearsign) and Release.gpg
 #      (gpg --detach-sign --armor);
 #   4. the keys, in a private GNUPGHOME ($LAB_DIR/debian-gnupg): the lab key (its binary keyring:
@@ -83,7 +84,7 @@ download_closure() {
   local key sources names t0
   key=$(printf '%s\n' "$SUITE" "$ARCH" "${ROOTS[@]}" | sha256sum | cut -c1-16)
   DEBS=$LAB_CACHE/debian/$SUITE-$ARCH/$key
-  [ -f "$DEBS/.complete" ] && return 0
+  [ -f "$DEBS/.complete" ] && [ -f "$DEBS/override" ] && return 0
   t0=$(date +%s.%N)
   sources=$(host_sources "$SUITE")
   [ -n "$sources" ] || lab_die "the host has no apt source for $SUITE (/etc/apt/sources.list{,.d/}): cannot make the lab's Debian repository"
@@ -98,6 +99,16 @@ download_closure() {
   # shellcheck disable=SC2086  # one argument per package name
   (cd "$DEBS.tmp" && apt_private apt-get -q download $names >/dev/null)
   printf '%s\n' "$names" > "$DEBS.tmp/closure.txt"
+  # The archive's Priority and Section of each package: a .deb's own control fields can differ
+  # (zlib1g's says required, the archive's override optional), and a mirror's index has the
+  # archive's. apt-ftparchive applies them as an override file: `package priority section`.
+  # shellcheck disable=SC2086  # one argument per package name
+  apt_private apt-cache show --no-all-versions $names | awk '
+    /^Package: / { p = $2 } /^Priority: / { r = $2 } /^Section: / { s = $2 }
+    /^$/ { if (p != "") print p, r, s; p = r = s = "" }
+    END { if (p != "") print p, r, s }' > "$DEBS.tmp/override"
+  [ "$(wc -l < "$DEBS.tmp/override")" = "$(wc -l < "$DEBS.tmp/closure.txt")" ] \
+    || lab_die "apt-cache show did not give one Priority and Section per package of the closure"
   [ "$(find "$DEBS.tmp" -name '*.deb' | wc -l)" = "$(wc -l < "$DEBS.tmp/closure.txt")" ] \
     || lab_die "apt-get download did not fetch one .deb per package of the closure ($DEBS.tmp)"
   touch "$DEBS.tmp/.complete"
@@ -134,7 +145,7 @@ index() {
   local repo=$1 dist=$1/dists/$SUITE bin=$1/dists/$SUITE/main/binary-$ARCH
   mkdir -p "$bin"
   if [ ! -f "$bin/Packages" ]; then
-    (cd "$repo" && apt-ftparchive packages pool/main) > "$bin/Packages"
+    (cd "$repo" && apt-ftparchive packages pool/main "$DEBS/override") > "$bin/Packages"
   fi
   compress_index "$bin"
   sign_release "$dist"
