@@ -29,7 +29,7 @@ trap 'bash scripts/lab/upstream.sh down >/dev/null 2>&1 || true' EXIT
 # shellcheck source=/dev/null
 source "$LAB_DIR/env"
 
-"$kk" catalog "$version" --output json > "$bench/catalog.json"
+"$kk" catalog "$version" --kube-proxy-mode ipvs --storage nfs --output json > "$bench/catalog.json"
 bash scripts/lab/seed-catalog.sh "$bench/catalog.json" >/dev/null
 render() { # FILE OPTIONS...
   local file=$1; shift

@@ -560,6 +560,12 @@ pub(crate) fn catalog_manifest_with(
     let catalog = dir.join("catalog.json");
     let mut cmd = Command::new(binary("kk-bundle"));
     cmd.args(["catalog", version, "--output", "json"]);
+    // The features the catalog expands with (their charts and images are seeded too).
+    for pair in options.windows(2) {
+        if matches!(pair[0], "--kube-proxy-mode" | "--storage") {
+            cmd.args(pair);
+        }
+    }
     let (json, _) = run_ok(&mut cmd);
     fs::write(&catalog, &json).expect("catalog");
     let mut seed = lab.command("bash");
