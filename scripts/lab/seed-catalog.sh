@@ -76,17 +76,18 @@ while IFS=$'\t' read -r kind ref path tag; do
 done < "$work/plan.tsv"
 umoci gc --layout "$layout"
 
-# The NFS provisioner's stand-in renders what the real chart does with its required values: a
-# StorageClass (default when storageClass.defaultClass is true) and a Deployment of the catalog's
-# image mounting nfs.server:nfs.path; without nfs.server or nfs.path it refuses, as the real one.
+# The NFS provisioner's stand-in renders what the real chart does with its values (the real
+# chart's defaults: nfs.server empty, nfs.path /nfs-storage, storageClass.name nfs-client,
+# storageClass.defaultClass false): a StorageClass and a Deployment of the catalog's image whose
+# volume is nfs.server:nfs.path.
 nfs_provisioner_template() { # IMAGES (the catalog's; the first is the provisioner's)
   local image
   # shellcheck disable=SC2086 # one image reference per word
   image=$(printf '%s\n' $1 | head -n 1)
   [ -n "$image" ] || image=registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2
   cat <<EOF
-{{- \$server := required "kk lab stand-in of nfs-subdir-external-provisioner: set nfs.server" (dig "nfs" "server" "" .Values.AsMap) }}
-{{- \$path := required "kk lab stand-in of nfs-subdir-external-provisioner: set nfs.path" (dig "nfs" "path" "" .Values.AsMap) }}
+{{- \$server := dig "nfs" "server" "" .Values.AsMap }}
+{{- \$path := dig "nfs" "path" "/nfs-storage" .Values.AsMap }}
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
