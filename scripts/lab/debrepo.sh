@@ -180,13 +180,18 @@ check_index() {
 }
 
 seed() {
-  local t0 deb
+  local t0 deb name
   t0=$(date +%s.%N)
   lab_require apt-get apt-cache apt-ftparchive gpg gpgv gzip xz sha256sum
   download_closure
   ensure_keys
   rm -rf "$REPO_DIR.tmp"; mkdir -p "$REPO_DIR.tmp/pool/main"
-  for deb in "$DEBS"/*.deb; do ln "$deb" "$REPO_DIR.tmp/pool/main/" 2>/dev/null || cp "$deb" "$REPO_DIR.tmp/pool/main/"; done
+  for deb in "$DEBS"/*.deb; do
+    # apt-get download names a file with its version's epoch URL-encoded (`conntrack_1%3a1.4.7-1+b2_amd64.deb`);
+    # an archive's pool names it without the epoch (`conntrack_1.4.7-1+b2_amd64.deb`).
+    name=$(basename "$deb" | sed -E 's/_[0-9]+%3a/_/')
+    ln "$deb" "$REPO_DIR.tmp/pool/main/$name" 2>/dev/null || cp "$deb" "$REPO_DIR.tmp/pool/main/$name"
+  done
   index "$REPO_DIR.tmp"
   check_index "$REPO_DIR.tmp"
   rm -rf "$REPO_DIR"; mv -T "$REPO_DIR.tmp" "$REPO_DIR"
