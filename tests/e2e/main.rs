@@ -18,6 +18,7 @@ mod labkit;
 mod nodekit;
 mod nodes_lab;
 mod nspawn_lab;
+mod packages_lab;
 mod precheck_lab;
 mod rebuild_lab;
 mod registry_load;
