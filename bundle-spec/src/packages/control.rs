@@ -1,7 +1,5 @@
 //! Debian's control data: a repository's `Packages` index, the relation fields (`Depends`,
 //! `Pre-Depends`, `Provides`) and version comparison.
-//!
-//! (API fixed for the helpers; the bodies are written by the packages helper.)
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -1,7 +1,5 @@
 //! The dependency closure of some packages over a set of available ones, against what an
 //! installation already has.
-//!
-//! (API fixed for the helpers; the bodies are written by the packages helper.)
 
 use std::collections::BTreeMap;
 
@@ -54,11 +52,50 @@ impl Installed {
     }
 
     /// What every installation of a distribution has: the index's `Priority: required` and
-    /// `Essential: yes` packages.
+    /// `Essential: yes` packages, and what they depend on (in bookworm `libc6` is `optional`,
+    /// yet no Debian system lacks it: `dpkg` and `coreutils` need it).
+    ///
+    /// The walk is by name only: a baseline says what is there, at the index's versions; a
+    /// dependency group is met by a member of the baseline (by name or `Provides`), else by its
+    /// first alternative the index has. A field that does not parse adds nothing here: the
+    /// resolver reports it if a requested package needs that record.
     pub fn baseline(index: &[super::control::IndexEntry]) -> Self {
-        let packages = index
+        let by_name: BTreeMap<&str, &super::control::IndexEntry> = index
+            .iter()
+            .map(|entry| (entry.record.name.as_str(), entry))
+            .collect();
+        let mut chosen: BTreeMap<&str, &super::control::IndexEntry> = index
             .iter()
             .filter(|entry| entry.priority == "required" || entry.essential)
+            .map(|entry| (entry.record.name.as_str(), entry))
+            .collect();
+        let mut pending: Vec<&super::control::IndexEntry> = chosen.values().copied().collect();
+        while let Some(entry) = pending.pop() {
+            for group in baseline_groups(&entry.record) {
+                let met = group.iter().any(|relation| {
+                    chosen.contains_key(relation.name.as_str())
+                        || chosen
+                            .values()
+                            .any(|c| provides_name(&c.record, &relation.name))
+                });
+                if met {
+                    continue;
+                }
+                let found = group.iter().find_map(|relation| {
+                    by_name.get(relation.name.as_str()).copied().or_else(|| {
+                        index
+                            .iter()
+                            .find(|candidate| provides_name(&candidate.record, &relation.name))
+                    })
+                });
+                if let Some(found) = found {
+                    chosen.insert(found.record.name.as_str(), found);
+                    pending.push(found);
+                }
+            }
+        }
+        let packages = chosen
+            .into_values()
             .map(|entry| {
                 let package = InstalledPackage {
                     version: entry.record.version.clone(),
@@ -69,6 +106,25 @@ impl Installed {
             .collect();
         Self { packages }
     }
+}
+
+/// The `Pre-Depends` and `Depends` groups of `record`, leaving out a field that does not parse.
+fn baseline_groups(record: &PackageRecord) -> Vec<Vec<Relation>> {
+    [
+        ("Pre-Depends", &record.pre_depends),
+        ("Depends", &record.depends),
+    ]
+    .into_iter()
+    .filter_map(|(field, text)| parse_relations(&record.name, field, text).ok())
+    .flatten()
+    .collect()
+}
+
+/// Whether `record`'s `Provides` names `name`.
+fn provides_name(record: &PackageRecord, name: &str) -> bool {
+    !record.provides.is_empty()
+        && parse_relations(&record.name, "Provides", &record.provides)
+            .is_ok_and(|groups| groups.iter().flatten().any(|p| p.name == name))
 }
 
 /// A package of the closure that replaces one the installation has at another version,
@@ -675,28 +731,46 @@ mod tests {
     }
 
     #[test]
-    fn baseline_is_required_and_essential_packages() {
-        let entry = |name: &str, priority: &str, essential: bool| IndexEntry {
-            record: record(name, "1", "", "", if name == "mawk" { "awk" } else { "" }),
+    fn baseline_is_required_and_essential_packages_and_what_they_need() {
+        let entry = |record: PackageRecord, priority: &str, essential: bool| IndexEntry {
+            record,
             path: String::new(),
             priority: priority.to_owned(),
             essential,
         };
         let index = [
-            entry("mawk", "required", false),
-            entry("bash", "optional", true),
-            entry("socat", "optional", false),
-            entry("ssh", "important", false),
+            entry(record("mawk", "1", "libc6", "", "awk"), "required", false),
+            entry(
+                record("bash", "1", "", "libtinfo6 | libncurses6", ""),
+                "optional",
+                true,
+            ),
+            entry(dep("libc6", "2", "libgcc-s1"), "optional", false),
+            entry(dep("libgcc-s1", "3", ""), "optional", false),
+            entry(dep("libtinfo6", "4", ""), "optional", false),
+            entry(dep("libncurses6", "5", ""), "optional", false),
+            entry(dep("socat", "1", "libc6, libwrap0"), "optional", false),
+            entry(dep("libwrap0", "1", ""), "optional", false),
+            entry(dep("ssh", "1", ""), "important", false),
         ];
         let baseline = Installed::baseline(&index);
         assert_eq!(
             baseline,
-            installed(&[("mawk", "1", "awk"), ("bash", "1", "")])
+            installed(&[
+                ("bash", "1", ""),
+                ("libc6", "2", ""),
+                ("libgcc-s1", "3", ""),
+                ("libtinfo6", "4", ""),
+                ("mawk", "1", "awk"),
+            ])
         );
         let available: Vec<PackageRecord> = index.iter().map(|e| e.record.clone()).collect();
         let mut with_deps = available.clone();
         with_deps.push(dep("tool", "1", "bash, awk, socat"));
         let resolution = resolve(&with_deps, &["tool", "mawk"], &baseline).unwrap();
-        assert_eq!(names(&with_deps, &resolution), ["socat=1", "tool=1"]);
+        assert_eq!(
+            names(&with_deps, &resolution),
+            ["libwrap0=1", "socat=1", "tool=1"]
+        );
     }
 }
