@@ -130,7 +130,12 @@ pub(crate) fn reset(runtime: &Runtime, args: &crate::cli::ResetArgs) -> anyhow::
             args.inventory.display()
         );
     }
-    let (inventory, _config) = read_files(&args.inventory, args.config.as_deref())?;
+    let (inventory, config) = read_files(&args.inventory, args.config.as_deref())?;
+    let nfs_shares: std::collections::BTreeMap<String, String> = inventory
+        .role_members(kk_install::inventory::Role::Nfs)
+        .into_iter()
+        .map(|host| (host.name.clone(), config.nfs.share_dir.clone()))
+        .collect();
     let reach = reach_of(&args.reach);
     let lock = StateLock::acquire(&reach.work_dir)?;
     let done = runtime.block_on(async {
@@ -141,6 +146,7 @@ pub(crate) fn reset(runtime: &Runtime, args: &crate::cli::ResetArgs) -> anyhow::
             &lock,
             args.purge,
             reach.concurrency,
+            &nfs_shares,
         )
         .await;
         close(nodes).await;

@@ -471,6 +471,25 @@ mod lab {
             packages_after, packages_before,
             "a rerun installed packages"
         );
+
+        // Reset takes kk's exports and the provisioner away and keeps the shared data;
+        // `--purge` empties the share. The packages stay: they are the node's now.
+        cluster.on(2, "echo data > /share/volume-1");
+        run_ok(&mut cluster.kk_install(&["reset", "--yes"]));
+        let exports = cluster.on(2, "cat /etc/exports 2>/dev/null; true");
+        assert!(
+            !exports.contains("/share"),
+            "exports after reset: {exports}"
+        );
+        assert_eq!(cluster.on(2, "cat /share/volume-1"), "data\n");
+        let charts = cluster.on(
+            0,
+            "grep -l nfs-subdir-external-provisioner /etc/kubernetes/kk/charts/* 2>/dev/null; true",
+        );
+        assert_eq!(charts, "", "the provisioner's chart files stayed");
+        assert_eq!(missing(&cluster, 2, &["nfs-kernel-server"]), "");
+        run_ok(&mut cluster.kk_install(&["reset", "--yes", "--purge"]));
+        assert_eq!(cluster.on(2, "ls -A /share; true"), "");
     }
 
     /// The share dir, kk's block in /etc/exports naming every node, taken by `exportfs`, the

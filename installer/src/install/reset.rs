@@ -17,7 +17,7 @@
 //! them could break what the operator runs on the node. `nfs-server` stays enabled for the same
 //! reason; without kk's exports it serves nothing of kk's.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -74,17 +74,21 @@ struct Record {
 
 /// Resets every node in `nodes` (all at once, bounded by `concurrency`), then forgets the
 /// install in `work_dir`, whose `lock` the caller holds. The first node that fails is the
-/// error; the others still ran.
+/// error; the others still ran. `nfs_shares`: the share directory the config names for each
+/// `nfs` host, which `purge` empties when the node's record no longer names it (a reset
+/// before this one removed the record, as it removes every other file of kk's).
 pub async fn reset(
     nodes: &[Node],
     work_dir: &Path,
     _lock: &StateLock,
     purge: bool,
     concurrency: usize,
+    nfs_shares: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, NodeReset)>, InstallError> {
     let targets: Vec<&Node> = nodes.iter().collect();
     let results = fan_out(&targets, concurrency, |node| async move {
-        reset_node(node, purge)
+        let configured = nfs_shares.get(node.name()).map(String::as_str);
+        reset_node(node, purge, configured)
             .await
             .map_err(|source| InstallError::Reset {
                 node: node.name().to_owned(),
@@ -107,7 +111,11 @@ pub async fn reset(
     Ok(done)
 }
 
-async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, StepError> {
+async fn reset_node(
+    node: &Node,
+    purge: bool,
+    configured_share: Option<&str>,
+) -> Result<NodeReset, StepError> {
     let mut done = NodeReset::default();
     let kubeadm = run(
         node,
@@ -157,7 +165,8 @@ async fn reset_node(node: &Node, purge: bool) -> Result<NodeReset, StepError> {
             )
             .await?;
         }
-        if let Some(share) = record.nfs_share.as_deref().filter(|dir| is_purgeable(dir)) {
+        let share = record.nfs_share.as_deref().or(configured_share);
+        if let Some(share) = share.filter(|dir| is_purgeable(dir)) {
             run(
                 node,
                 &format!(
