@@ -1,7 +1,7 @@
 //! The os phase: the node's copy of kk-install, swap, kernel modules, sysctls, `/etc/hosts`,
 //! and the check that they hold.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
@@ -123,10 +123,21 @@ pub(super) async fn hosts(cx: &Cx<'_>, node: &Node) -> StepResult {
     put(cx, node, wanted.as_bytes(), "/etc/hosts", 0o644).await
 }
 
-/// `os.verify` (on the installer machine): the nodes' facts gathered again, and the precheck
-/// rules the os phase establishes judged for real; any that fails stops the install, naming
-/// node and rule.
+/// `os.verify` (on the installer machine): the precheck rules the os phase establishes,
+/// judged for real on facts gathered again.
 pub(crate) async fn verify(cx: &Cx<'_>, nodes: &[&Node]) -> Result<(), StepError> {
+    judge_again(cx, nodes, "os", precheck::established_by_os).await
+}
+
+/// The rules of a phase that establishes precheck conditions (`judge`: which rules, judged
+/// how), on the nodes' facts gathered again after it; any that fails stops the install,
+/// naming node and rule.
+pub(super) async fn judge_again(
+    cx: &Cx<'_>,
+    nodes: &[&Node],
+    phase: &'static str,
+    judge: fn(&Context<'_>, &BTreeSet<String>) -> precheck::Report,
+) -> Result<(), StepError> {
     let checks = cx.checks;
     let gathered = fan_out(nodes, checks.reach.concurrency, |node| {
         crate::facts::gather(node)
@@ -143,15 +154,11 @@ pub(crate) async fn verify(cx: &Cx<'_>, nodes: &[&Node]) -> Result<(), StepError
         bundle: checks.bundle,
         cluster: &precheck::ClusterFacts::default(),
     };
-    let report = precheck::established_by_os(&context, checks.ignore);
-    not_established("os", &report)
+    not_established(phase, &judge(&context, checks.ignore))
 }
 
 /// The failures of `report`, of the rules `phase` establishes, as the step's error; none: ok.
-pub(super) fn not_established(
-    phase: &'static str,
-    report: &precheck::Report,
-) -> Result<(), StepError> {
+fn not_established(phase: &'static str, report: &precheck::Report) -> Result<(), StepError> {
     let failures: Vec<String> = report
         .nodes
         .iter()

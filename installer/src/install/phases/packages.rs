@@ -18,8 +18,8 @@ use super::{Cx, Outcome, StepResult, sh};
 use crate::install::error::StepError;
 use crate::install::plan::{PackagesPlan, PlannedSet};
 use crate::install::render::paths;
-use crate::precheck::{self, Context};
-use crate::ssh::{Node, fan_out, quote};
+use crate::precheck;
+use crate::ssh::{Node, quote};
 
 /// Prints the node's `ID-VERSION_ID`, its Debian architecture, then what `dpkg` has installed
 /// in the format [`Installed::from_dpkg_query`] reads.
@@ -239,28 +239,10 @@ fn replaced_note(replaced: &Replaced) -> String {
     )
 }
 
-/// `packages.verify` (on the installer machine): the nodes' facts gathered again, and the
-/// precheck rules the packages establish judged for real; any that fails stops the install,
-/// naming node and rule.
+/// `packages.verify` (on the installer machine): the precheck rules the packages establish,
+/// judged for real on facts gathered again.
 pub(crate) async fn verify(cx: &Cx<'_>, nodes: &[&Node]) -> Result<(), StepError> {
-    let checks = cx.checks;
-    let gathered = fan_out(nodes, checks.reach.concurrency, |node| {
-        crate::facts::gather(node)
-    })
-    .await;
-    let mut facts = BTreeMap::new();
-    for (node, result) in nodes.iter().zip(gathered) {
-        facts.insert(node.name().to_owned(), result?);
-    }
-    let context = Context {
-        inventory: checks.inventory,
-        config: checks.config,
-        facts: &facts,
-        bundle: checks.bundle,
-        cluster: &precheck::ClusterFacts::default(),
-    };
-    let report = precheck::established_by_packages(&context, checks.ignore);
-    super::os::not_established("packages", &report)
+    super::os::judge_again(cx, nodes, "packages", precheck::established_by_packages).await
 }
 
 #[cfg(test)]
