@@ -78,7 +78,7 @@ fn a_delta_carries_what_its_base_lacks_and_a_store_with_both_serves_everything()
     );
     let (inspect, _) = run_ok(&mut kk_install_command(&["inspect", "--bundle", b_arg]));
     assert!(
-        inspect.contains("format    2.0")
+        inspect.contains(&format!("format    {}", bundle_spec::DELTA_FORMAT_VERSION))
             && inspect.contains(&format!("builds on bundle {a_identity}")),
         "{inspect}"
     );
