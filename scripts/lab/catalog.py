@@ -124,6 +124,18 @@ def real(path, package):
     return found
 
 
+def suite_file(suite, packages, path):
+    """path inside Debian SUITE's (trixie, sid) packages, unpacked once by suitedebs.sh."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suitedebs.sh")
+    run = subprocess.run(["bash", script, suite, *packages], stdout=subprocess.PIPE, text=True, check=False)
+    if run.returncode != 0:
+        die(f"suitedebs.sh {suite} {' '.join(packages)} failed (above)")
+    found = os.path.join(run.stdout.strip().splitlines()[-1], path.lstrip("/"))
+    if not os.path.isfile(found):
+        die(f"{suite}'s {' '.join(packages)} have no {path}")
+    return found
+
+
 def archive_top(file_name):
     for ext in (".tar.gz", ".tgz"):
         if file_name.endswith(ext):
