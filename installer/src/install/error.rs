@@ -81,6 +81,16 @@ pub enum PlanError {
         /// The network plugin.
         cni: &'static str,
     },
+    /// A network plugin kk installs single-stack given a dual-stack pod range.
+    #[error(
+        "`spec.cni.type: {cni}` gives pods one address family, but `spec.cni.pod_cidr` is `{pod_cidr}`, dual stack; hint: keep one range in `spec.cni.pod_cidr`, or choose calico, cilium, flannel or kube-ovn for dual stack"
+    )]
+    CniSingleStack {
+        /// The network plugin.
+        cni: &'static str,
+        /// The configured pod ranges.
+        pod_cidr: String,
+    },
     /// An addon's values file cannot be read.
     #[error(
         "cannot read the values file `{}` of addon `{addon}`; hint: check `valuesFile` in the config (a relative path is taken from the config's directory)", path.display()

@@ -59,7 +59,14 @@ pub(super) fn cni(
         }
         NetworkPlugin::Cilium => ("cilium", "kube-system", CniChart::Cilium),
         NetworkPlugin::Flannel => ("flannel", "kube-flannel", CniChart::Flannel),
-        // The chart puts its objects in `kube-system` whatever the release's namespace.
+        // The chart puts its objects in `kube-system` whatever the release's namespace. It
+        // makes one subnet, of one family (`init`): a second family would give pods nothing.
+        NetworkPlugin::Hybridnet if config.cni.pod_cidr.is_dual_stack() => {
+            return Err(PlanError::CniSingleStack {
+                cni: plugin.as_str(),
+                pod_cidr: config.cni.pod_cidr.to_string(),
+            });
+        }
         NetworkPlugin::Hybridnet => (
             "hybridnet",
             "kube-system",

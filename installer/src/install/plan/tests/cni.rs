@@ -123,3 +123,28 @@ fn the_other_plugins_label_nothing() {
         assert!(!ids(&plan).contains(&"network.label"), "{spec}");
     }
 }
+
+#[test]
+fn hybridnet_refuses_a_dual_stack_pod_range_it_would_give_half_of() {
+    let inventory = Inventory::from_str_named(HA_INVENTORY, "inventory.yaml").expect("inventory");
+    let spec = "  cni: {type: hybridnet, pod_cidr: \"10.233.64.0/18,fd85:ee78:d8a6:8600::/56\", service_cidr: \"10.233.0.0/18,fd85:ee78:d8a6:9000::/112\"}\n";
+    let error = Plan::new(
+        &inventory,
+        &config(spec),
+        Sha256Digest::of(b"bundle"),
+        &bundle(),
+    )
+    .expect_err("dual stack");
+    let message = error.to_string();
+    assert!(
+        message.contains("`spec.cni.type: hybridnet` gives pods one address family")
+            && message.contains("10.233.64.0/18,fd85:ee78:d8a6:8600::/56"),
+        "{message}"
+    );
+    // Kube-OVN takes both families.
+    let values = chart_values(
+        &cni_plan(HA_INVENTORY, &spec.replace("hybridnet", "kube-ovn")),
+        "network.cni",
+    );
+    assert_eq!(values["networking"]["NET_STACK"], "dual_stack", "{values}");
+}
