@@ -2,18 +2,20 @@
 """Prints a bundle manifest for a catalog version whose every download host and registry is the lab's.
 
     catalog-manifest.py CATALOG_JSON NAME LAB_HTTP LAB_REGISTRY
-        [--packages URL SUITE KEYRING] [--kube-proxy-mode iptables|ipvs] [--storage nfs]
+        [--packages URL SUITE KEYRING] [--kube-proxy-mode iptables|ipvs] [--storage nfs] [--cni CNI]
 
 CATALOG_JSON is `kk-bundle catalog VERSION --output json` (seeded into the lab by seed-catalog.sh).
-The manifest asks for that Kubernetes version (containerd, calico) and maps each download host of
-the catalog's binaries and charts to `LAB_HTTP/<host>` (spec.fileMirrors) and each source registry
-to LAB_REGISTRY (spec.registries), as an operator with an internal mirror would write it. The demo,
-the install benchmark and the end-to-end tests build their Kubernetes bundles from it.
+The manifest asks for that Kubernetes version (containerd, calico unless --cni says otherwise) and
+maps each download host of the catalog's binaries and charts to `LAB_HTTP/<host>`
+(spec.fileMirrors) and each source registry to LAB_REGISTRY (spec.registries), as an operator with
+an internal mirror would write it. The demo, the install benchmark and the end-to-end tests build
+their Kubernetes bundles from it.
 
 --packages adds `spec.osPackages` for debian-12 amd64 from the Debian repository at URL (suite
 SUITE, component main) checked against KEYRING (the lab's: KK_LAB_DEBIAN_URL, KK_LAB_DEBIAN_SUITE,
 KK_LAB_DEBIAN_KEYRING), asking for no package of its own: the catalog adds the cluster's.
---kube-proxy-mode and --storage set `spec.kubernetes.kubeProxyMode` and `spec.kubernetes.storage`.
+--kube-proxy-mode and --storage set `spec.kubernetes.kubeProxyMode` and `spec.kubernetes.storage`,
+--cni `spec.kubernetes.cni` (calico by default; the catalog must have been made with the same).
 """
 
 import argparse
@@ -31,11 +33,12 @@ def arguments():
     parser.add_argument("--packages", nargs=3, metavar=("URL", "SUITE", "KEYRING"))
     parser.add_argument("--kube-proxy-mode", choices=("iptables", "ipvs"))
     parser.add_argument("--storage", action="append", choices=("nfs",), default=[])
+    parser.add_argument("--cni", default="calico")
     return parser.parse_args()
 
 
 def kubernetes(catalog, args):
-    fields = [f"version: {catalog['kubernetes']}", "containerRuntime: containerd", "cni: calico"]
+    fields = [f"version: {catalog['kubernetes']}", "containerRuntime: containerd", f"cni: {args.cni}"]
     if args.kube_proxy_mode:
         fields.append(f"kubeProxyMode: {args.kube_proxy_mode}")
     if args.storage:

@@ -127,7 +127,13 @@ EOF
 # have an airgapped cluster ask for images the catalog lacks, the stand-in refuses to render:
 # tigera-operator unless `installation.registry` is set (it then puts that registry in front of the
 # calico/* images, as the operator does with Installation.spec.registry), cilium unless
-# `envoy.enabled` is false (the cilium-envoy image is not in the catalog).
+# `envoy.enabled` is false (the cilium-envoy image is not in the catalog), kube-ovn unless
+# `MASTER_NODES` is set (the real chart `lookup`s labelled nodes otherwise, which `helm template`
+# cannot, and fails), hybridnet unless `manager`/`webhook.nodeSelector` are set (the real chart's
+# default selects `node-role.kubernetes.io/master`, which no node of Kubernetes >= 1.24 has). The
+# kube-ovn and hybridnet stand-ins keep their charts' value keys and render the ones kk sets
+# (pod and service ranges) into a ConfigMap, `<release>-settings`; kube-ovn's vpc-nat-gateway
+# image is named under `image` in a ConfigMap, as the real chart's `ovn-vpc-nat-config`.
 make_chart() { # NAME VERSION DIR: packages a minimal chart into DIR (kept while its sources are unchanged)
   local name=$1 version=$2 dest=$3 src images sources
   src=$work/charts/$name-$version/$name
@@ -155,6 +161,26 @@ for chart in json.load(open(sys.argv[1])).get("charts", []):
     case "$name" in
       tigera-operator) printf 'installation:\n  enabled: true\n  # registry: the calico/* images'"'"' registry (Installation.spec.registry); required\n' ;;
       cilium) printf 'envoy:\n  # must be false: the cilium-envoy image is not in the catalog\n  enabled: null\n' ;;
+      hybridnet) cat <<'EOF'
+init: {cidr: 100.64.0.0/16, ipVersion: "4", vxlanID: 4}
+defaultIPFamily: IPv4
+# the real chart's default selector is node-role.kubernetes.io/master; required here
+manager: {replicas: 3, nodeSelector: {}}
+webhook: {replicas: 3, nodeSelector: {}}
+typha: {replicas: 3, nodeSelector: {}}
+EOF
+        ;;
+      kube-ovn) cat <<'EOF'
+namespace: kube-system
+# the control planes' addresses; required (the real chart looks them up, which helm template cannot)
+MASTER_NODES: ""
+MASTER_NODES_LABEL: "kube-ovn/role=master"
+networking: {NET_STACK: ipv4}
+ipv4: {POD_CIDR: "10.16.0.0/16", POD_GATEWAY: "10.16.0.1", SVC_CIDR: "10.96.0.0/12", JOIN_CIDR: "100.64.0.0/16"}
+ipv6: {POD_CIDR: "fd00:10:16::/112", POD_GATEWAY: "fd00:10:16::1", SVC_CIDR: "fd00:10:96::/112", JOIN_CIDR: "fd00:100:64::/112"}
+dual_stack: {POD_CIDR: "10.16.0.0/16,fd00:10:16::/112", POD_GATEWAY: "10.16.0.1,fd00:10:16::1", SVC_CIDR: "10.96.0.0/12,fd00:10:96::/112", JOIN_CIDR: "100.64.0.0/16,fd00:100:64::/112"}
+EOF
+        ;;
     esac
   } > "$src/values.yaml"
   cat > "$src/templates/configmap.yaml" <<'EOF'
@@ -180,6 +206,44 @@ EOF
 {{- end }}
 EOF
           ;;
+        hybridnet) cat <<'EOF'
+{{- if or (not .Values.manager.nodeSelector) (not .Values.webhook.nodeSelector) }}
+{{- fail "kk lab stand-in of hybridnet: set manager.nodeSelector and webhook.nodeSelector (the chart's default, node-role.kubernetes.io/master, is on no node since Kubernetes 1.24)" }}
+{{- end }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+  namespace: kube-system
+data:
+  init-cidr: {{ .Values.init.cidr | quote }}
+  init-ip-version: {{ .Values.init.ipVersion | quote }}
+  default-ip-family: {{ .Values.defaultIPFamily | quote }}
+  manager: {{ printf "%v on %s" .Values.manager.replicas (toJson .Values.manager.nodeSelector) | quote }}
+  webhook: {{ printf "%v on %s" .Values.webhook.replicas (toJson .Values.webhook.nodeSelector) | quote }}
+  typha-replicas: {{ .Values.typha.replicas | quote }}
+---
+EOF
+          ;;
+        kube-ovn) cat <<'EOF'
+{{- if not .Values.MASTER_NODES }}
+{{- fail (printf "No nodes found with label '%s'. Please check your MASTER_NODES_LABEL configuration or ensure master nodes are properly labeled." .Values.MASTER_NODES_LABEL) }}
+{{- end }}
+{{- $stack := get .Values .Values.networking.NET_STACK }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+  namespace: {{ .Values.namespace }}
+data:
+  master-nodes: {{ .Values.MASTER_NODES | quote }}
+  net-stack: {{ .Values.networking.NET_STACK | quote }}
+  pod-cidr: {{ $stack.POD_CIDR | quote }}
+  pod-gateway: {{ $stack.POD_GATEWAY | quote }}
+  svc-cidr: {{ $stack.SVC_CIDR | quote }}
+---
+EOF
+          ;;
       esac
       cat <<'EOF'
 apiVersion: apps/v1
@@ -203,6 +267,7 @@ spec:
     spec:
       containers:
       {{- range $index, $image := .Values.standinImages }}
+      {{- if not (and (eq $.Chart.Name "kube-ovn") (contains "/vpc-nat-gateway:" $image)) }}
       {{- $path := regexReplaceAll "^[^/]+/" $image "" }}
       {{- if and (eq $.Chart.Name "tigera-operator") (hasPrefix "calico/" $path) }}
       {{- $image = printf "%s/%s" (trimSuffix "/" $.Values.installation.registry) $path }}
@@ -210,6 +275,21 @@ spec:
         - name: standin-{{ $index }}
           image: {{ $image | quote }}
       {{- end }}
+      {{- end }}
+{{- if eq .Chart.Name "kube-ovn" }}
+{{- range .Values.standinImages }}
+{{- if contains "/vpc-nat-gateway:" . }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ovn-vpc-nat-config
+  namespace: {{ $.Values.namespace }}
+data:
+  image: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
 EOF
     } > "$src/templates/workloads.yaml"
   fi

@@ -28,7 +28,7 @@ pub(crate) mod lab {
     /// A lab cluster: the upstream lab, a bundle built from the catalog, nspawn nodes, and the
     /// inventory and config in a directory.
     pub(crate) struct Cluster {
-        _lab: Lab,
+        lab: Lab,
         pub(crate) nodes: Nodes,
         pub(crate) dir: PathBuf,
         pub(crate) bundle: PathBuf,
@@ -65,25 +65,20 @@ pub(crate) mod lab {
             let lab = Lab::up(&Lab::default_dir());
             let options = manifest_options(&lab);
             let options: Vec<&str> = options.iter().map(String::as_str).collect();
-            let (manifest, _) = catalog_manifest_with(&lab, tmp, VERSION, &options);
-            let bundle = tmp.join("cluster.tar.zst");
-            let mut build = Command::new(binary("kk-bundle"));
-            build
-                .arg("build")
-                .arg(&manifest)
-                .arg("-o")
-                .arg(&bundle)
-                .arg("--cache")
-                .arg(tmp.join("cache"))
-                .args(["--level", "3"]);
-            run_ok(&mut build);
+            let bundle = build_bundle(&lab, tmp, &options, "cluster.tar.zst");
             let nodes = Nodes::start_nspawn(&tmp.join("nodes"), count);
             Self {
-                _lab: lab,
+                lab,
                 nodes,
                 dir: tmp.to_path_buf(),
                 bundle,
             }
+        }
+
+        /// Another bundle from the same lab, built with `manifest_options` into `name` in the
+        /// cluster's directory (set [`Self::bundle`] to install it).
+        pub(crate) fn build_bundle(&self, manifest_options: &[&str], name: &str) -> PathBuf {
+            build_bundle(&self.lab, &self.dir, manifest_options, name)
         }
 
         /// The inventory: the first `hosts` nodes (`node1`…) and `groups` (YAML lines under
@@ -213,6 +208,24 @@ pub(crate) mod lab {
             }
             all
         }
+    }
+
+    /// `kk-bundle build` of the catalog's manifest for [`VERSION`] with `options`
+    /// (`scripts/lab/catalog-manifest.py`'s) into `dir/name`, caching in `dir/cache`.
+    fn build_bundle(lab: &Lab, dir: &Path, options: &[&str], name: &str) -> PathBuf {
+        let (manifest, _) = catalog_manifest_with(lab, dir, VERSION, options);
+        let bundle = dir.join(name);
+        let mut build = Command::new(binary("kk-bundle"));
+        build
+            .arg("build")
+            .arg(&manifest)
+            .arg("-o")
+            .arg(&bundle)
+            .arg("--cache")
+            .arg(dir.join("cache"))
+            .args(["--level", "3"]);
+        run_ok(&mut build);
+        bundle
     }
 
     /// The bundle's image references, from `kk-install inspect`.

@@ -5,7 +5,7 @@
 //! runc, etcd, the registry, systemd and helm are real.
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
-mod lab {
+pub(crate) mod lab {
     use std::fmt::Write as _;
     use std::fs;
     use std::process::Command;
@@ -41,7 +41,7 @@ mod lab {
     }
 
     /// Every image the CNI's rendered manifest names pulls on every node of `nodes`.
-    fn assert_chart_images_pull(cluster: &Cluster, nodes: usize, release: &str) {
+    pub(crate) fn assert_chart_images_pull(cluster: &Cluster, nodes: usize, release: &str) {
         let rendered = cluster.on(0, &format!("cat /etc/kubernetes/kk/charts/{release}.yaml"));
         let images: Vec<&str> = rendered
             .lines()

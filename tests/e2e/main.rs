@@ -7,6 +7,7 @@
 mod bundle_lab;
 mod chart_images_lab;
 mod cli;
+mod cni_lab;
 mod dist;
 mod install_bundle;
 mod install_lab;

@@ -683,16 +683,27 @@ enum CniKind {
     Calico,
     Cilium,
     Flannel,
+    Hybridnet,
+    #[serde(rename = "kube-ovn")]
+    KubeOvn,
 }
 
 impl CniKind {
-    const ALL: [CniKind; 3] = [Self::Calico, Self::Cilium, Self::Flannel];
+    const ALL: [CniKind; 5] = [
+        Self::Calico,
+        Self::Cilium,
+        Self::Flannel,
+        Self::Hybridnet,
+        Self::KubeOvn,
+    ];
 
     fn of(cni: Cni) -> Option<Self> {
         match cni {
             Cni::Calico => Some(Self::Calico),
             Cni::Cilium => Some(Self::Cilium),
             Cni::Flannel => Some(Self::Flannel),
+            Cni::Hybridnet => Some(Self::Hybridnet),
+            Cni::KubeOvn => Some(Self::KubeOvn),
             Cni::None => None,
         }
     }
@@ -702,6 +713,8 @@ impl CniKind {
             Self::Calico => "calico",
             Self::Cilium => "cilium",
             Self::Flannel => "flannel",
+            Self::Hybridnet => "hybridnet",
+            Self::KubeOvn => "kube-ovn",
         }
     }
 }

@@ -9,7 +9,14 @@ use oci_spec::distribution::Reference;
 use super::*;
 
 const RUNTIMES: [&str; 2] = ["containerd", "docker"];
-const CNIS: [&str; 4] = ["calico", "cilium", "flannel", "none"];
+const CNIS: [&str; 6] = [
+    "calico",
+    "cilium",
+    "flannel",
+    "none",
+    "hybridnet",
+    "kube-ovn",
+];
 
 /// A `spec.kubernetes` as the manifest parser makes it (its types cannot be built directly).
 fn kubernetes(version: &str, runtime: &str, cni: &str) -> Kubernetes {
@@ -182,6 +189,8 @@ fn every_known_patch_expands_for_every_runtime_and_network_plugin() {
                     "calico" => Some("tigera-operator"),
                     "cilium" => Some("cilium"),
                     "flannel" => Some("flannel"),
+                    "hybridnet" => Some("hybridnet"),
+                    "kube-ovn" => Some("kube-ovn"),
                     _ => None,
                 };
                 let charts: Vec<&str> = expansion.charts.iter().map(|c| c.name.as_str()).collect();
@@ -243,6 +252,39 @@ fn network_plugins_per_minor() {
                 .images
                 .contains(&format!("quay.io/cilium/operator-generic:v{cilium}"))
         );
+    }
+}
+
+#[test]
+fn hybridnet_and_kube_ovn_serve_every_minor_with_their_images() {
+    // FACTS.md, "Hybridnet" and "Kube-OVN": one release each for every minor.
+    for version in every_version() {
+        for (cni, chart, images) in [
+            (
+                "hybridnet",
+                "0.6.9",
+                &["docker.io/hybridnetdev/hybridnet:v0.8.9"][..],
+            ),
+            (
+                "kube-ovn",
+                "v1.15.24",
+                &[
+                    "docker.io/kubeovn/kube-ovn:v1.15.24",
+                    "docker.io/kubeovn/vpc-nat-gateway:v1.15.24",
+                ][..],
+            ),
+        ] {
+            let expansion = expand(&version, "containerd", cni);
+            assert_eq!(expansion.charts[0].name, cni, "{version}");
+            assert_eq!(expansion.charts[0].version, chart, "{version}");
+            for image in images {
+                assert!(
+                    expansion.images.iter().any(|i| i == image),
+                    "{version} {cni}: {image} missing from {:?}",
+                    expansion.images
+                );
+            }
+        }
     }
 }
 

@@ -20,10 +20,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bundle_spec::Sha256Digest;
-use bundle_spec::charts::{
-    CniChart, DEFAULT_IPV4_MASK_SIZE, DEFAULT_IPV6_MASK_SIZE, DEFAULT_POD_SUBNET, cni_values,
-    missing_images,
-};
+use std::net::{IpAddr, Ipv4Addr};
+
+use bundle_spec::charts::{ClusterRanges, CniChart, cni_values, missing_images};
 use bundle_spec::manifest::{Cni, Kubernetes};
 
 use super::helm::{self, Helm};
@@ -111,15 +110,10 @@ fn choose_helm<'a>(check: &ChartCheck<'a>) -> Option<Helm<'a>> {
 }
 
 /// The values the install gives `chart`: the CNI's for the network plugin's chart (with the
-/// install's default pod range and node masks), none (its defaults) for any other.
+/// install's default pod and service ranges and node masks), none (its defaults) for any other.
 fn install_values(cni: Option<&(&str, CniChart)>, chart: &BundledChart) -> Option<String> {
     let (_, cni) = cni.filter(|(name, _)| *name == chart.name)?;
-    Some(cni_values(
-        cni,
-        &[DEFAULT_POD_SUBNET],
-        DEFAULT_IPV4_MASK_SIZE,
-        DEFAULT_IPV6_MASK_SIZE,
-    ))
+    Some(cni_values(cni, &ClusterRanges::DEFAULT))
 }
 
 /// The build's outcome for `misses`: an error listing them, or with `allow_missing` a warning
@@ -215,6 +209,15 @@ fn cni_chart<'a>(check: &ChartCheck<'a>) -> Result<Option<(&'a str, CniChart)>, 
         },
         Cni::Cilium => CniChart::Cilium,
         Cni::Flannel => CniChart::Flannel,
+        // The cluster's nodes are not known at build time; their number and addresses change
+        // no image the charts name, so one control plane at a documentation address stands in.
+        Cni::Hybridnet => CniChart::Hybridnet {
+            control_planes: 1,
+            nodes: 1,
+        },
+        Cni::KubeOvn => CniChart::KubeOvn {
+            master_nodes: vec![IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1))],
+        },
         Cni::None => return Ok(None),
     };
     Ok(Some((chart.name.as_str(), cni)))

@@ -11,6 +11,7 @@ mod cni;
 mod images;
 
 pub use cni::{
-    CniChart, DEFAULT_IPV4_MASK_SIZE, DEFAULT_IPV6_MASK_SIZE, DEFAULT_POD_SUBNET, cni_values,
+    ClusterRanges, CniChart, DEFAULT_IPV4_MASK_SIZE, DEFAULT_IPV6_MASK_SIZE, DEFAULT_POD_SUBNET,
+    DEFAULT_SERVICE_SUBNET, cni_values,
 };
 pub use images::missing_images;

@@ -45,6 +45,11 @@ pub enum Cni {
     Cilium,
     /// Flannel.
     Flannel,
+    /// Hybridnet.
+    Hybridnet,
+    /// Kube-OVN (KubeKey's config spells it `kubeovn`).
+    #[serde(rename = "kube-ovn", alias = "kubeovn")]
+    KubeOvn,
     /// No plugin: the user installs one.
     None,
 }
@@ -56,6 +61,8 @@ impl Cni {
             Self::Calico => "calico",
             Self::Cilium => "cilium",
             Self::Flannel => "flannel",
+            Self::Hybridnet => "hybridnet",
+            Self::KubeOvn => "kube-ovn",
             Self::None => "none",
         }
     }

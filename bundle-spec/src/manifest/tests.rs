@@ -301,3 +301,23 @@ fn the_packages_example_parses() {
     assert_eq!(debian.repository.suite, "bookworm");
     assert_eq!(debian.packages, ["curl"]);
 }
+
+#[test]
+fn every_network_plugin_is_spelled_as_the_catalog_and_kubekey_spell_it() {
+    for (written, cni) in [
+        ("calico", Cni::Calico),
+        ("cilium", Cni::Cilium),
+        ("flannel", Cni::Flannel),
+        ("hybridnet", Cni::Hybridnet),
+        ("kube-ovn", Cni::KubeOvn),
+        ("kubeovn", Cni::KubeOvn),
+        ("none", Cni::None),
+    ] {
+        let manifest = parse(&doc(&format!(
+            "  kubernetes: {{version: v1.31.4, cni: {written}}}\n"
+        )));
+        let kubernetes = manifest.spec.kubernetes.expect("kubernetes");
+        assert_eq!(kubernetes.cni, cni, "{written}");
+        assert_ne!(cni.as_str(), "kubeovn", "one name per plugin when printed");
+    }
+}

@@ -71,14 +71,6 @@ pub enum PlanError {
         "the inventory has no host in `kube_control_plane`; hint: Kubernetes needs at least one control plane"
     )]
     NoControlPlane,
-    /// A network plugin kk does not install.
-    #[error(
-        "`spec.cni.type: {plugin}` is not installed by kk-install; hint: use calico, cilium or flannel, or `none` and install it as an addon"
-    )]
-    UnsupportedCni {
-        /// The plugin.
-        plugin: &'static str,
-    },
     /// The bundle lacks an image the CNI's chart values name.
     #[error(
         "the bundle has no `{image}` image, which `spec.cni.type: {cni}` needs; hint: build the bundle again with `spec.kubernetes` and the same CNI (the catalog adds its images), or list the image under `spec.images`"
@@ -88,6 +80,16 @@ pub enum PlanError {
         image: &'static str,
         /// The network plugin.
         cni: &'static str,
+    },
+    /// A network plugin kk installs single-stack given a dual-stack pod range.
+    #[error(
+        "`spec.cni.type: {cni}` gives pods one address family, but `spec.cni.pod_cidr` is `{pod_cidr}`, dual stack; hint: keep one range in `spec.cni.pod_cidr`, or choose calico, cilium, flannel or kube-ovn for dual stack"
+    )]
+    CniSingleStack {
+        /// The network plugin.
+        cni: &'static str,
+        /// The configured pod ranges.
+        pod_cidr: String,
     },
     /// An addon's values file cannot be read.
     #[error(
@@ -307,6 +309,17 @@ pub enum StepError {
         tool: &'static str,
         /// The chart.
         chart: String,
+        /// The command's failure, with its output.
+        #[source]
+        source: Box<SshError>,
+    },
+    /// `kubectl label` of the network plugin's nodes failed.
+    #[error(
+        "`kubectl label` of `{label}` failed; hint: the nodes must have joined under their inventory names"
+    )]
+    Label {
+        /// `key=value`.
+        label: String,
         /// The command's failure, with its output.
         #[source]
         source: Box<SshError>,

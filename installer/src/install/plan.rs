@@ -197,6 +197,22 @@ pub enum Action {
         /// What to install.
         chart: Box<ChartInstall>,
     },
+    /// Labels nodes with the bundle's kubectl (first control plane), before a chart that
+    /// selects them.
+    LabelNodes {
+        /// The label and its nodes.
+        label: NodeLabel,
+    },
+}
+
+/// A label the network plugin needs on some nodes (Kube-OVN's `kube-ovn/role=master` on the
+/// control planes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeLabel {
+    /// `key=value`.
+    pub label: String,
+    /// The nodes, by their Kubernetes names (the inventory names).
+    pub nodes: Vec<String>,
 }
 
 impl Action {

@@ -28,10 +28,11 @@ impl Cidr {
         prefix: bundle_spec::charts::DEFAULT_POD_SUBNET.1,
     };
 
-    /// KubeKey's default service range, `10.233.0.0/18`.
+    /// KubeKey's default service range, `10.233.0.0/18` (owned by `bundle_spec::charts`, which
+    /// kk-bundle renders the CNI chart with).
     pub const DEFAULT_SERVICE: Self = Self {
-        address: IpAddr::V4(Ipv4Addr::new(10, 233, 0, 0)),
-        prefix: 18,
+        address: bundle_spec::charts::DEFAULT_SERVICE_SUBNET.0,
+        prefix: bundle_spec::charts::DEFAULT_SERVICE_SUBNET.1,
     };
 
     /// The network address.

@@ -10,8 +10,11 @@ use crate::inventory::{Cidr, ClusterCidr, Host, K8S_CLUSTER, NetworkPlugin};
 /// Dual stack became stable (on by default) in Kubernetes 1.21 and exists from 1.20.
 const DUAL_STACK_SINCE: Version = Version::new(1, 20, 0);
 
-/// Hybridnet's own requirement.
+/// Hybridnet's own requirement (its chart's `kubeVersion`, and the seeds' rule).
 const HYBRIDNET_SINCE: Version = Version::new(1, 16, 0);
+
+/// Kube-OVN's: its chart's `kubeVersion: ">= 1.29.0-0"` (the catalog's FACTS.md).
+const KUBE_OVN_SINCE: Version = Version::new(1, 29, 0);
 
 mod proxy;
 
@@ -50,7 +53,18 @@ pub(super) fn cluster(cx: &Context) -> Vec<CheckResult> {
         dual_stack(cx),
         plugin(cx),
         address_space(cx),
-        hybridnet(cx),
+        plugin_since(
+            cx,
+            "network.hybridnet",
+            NetworkPlugin::Hybridnet,
+            HYBRIDNET_SINCE,
+        ),
+        plugin_since(
+            cx,
+            "network.kube-ovn",
+            NetworkPlugin::KubeOvn,
+            KUBE_OVN_SINCE,
+        ),
     ]
 }
 
@@ -333,25 +347,30 @@ enum NodeRangeProblem {
     },
 }
 
-/// `network.hybridnet`: hybridnet needs Kubernetes 1.16.
-fn hybridnet(cx: &Context) -> CheckResult {
-    const ID: &str = "network.hybridnet";
+/// `network.hybridnet`, `network.kube-ovn`: the plugin `wanted` needs Kubernetes `since` or
+/// newer; skipped for another plugin.
+fn plugin_since(
+    cx: &Context,
+    id: &'static str,
+    wanted: NetworkPlugin,
+    since: Version,
+) -> CheckResult {
     let plugin = cx.config.cni.plugin;
-    if plugin != NetworkPlugin::Hybridnet {
-        return CheckResult::skip(ID, format!("`cni.type` is {plugin}"));
+    if plugin != wanted {
+        return CheckResult::skip(id, format!("`cni.type` is {plugin}"));
     }
     match cx.kube_version() {
-        Some(v) if Version::from(v) >= HYBRIDNET_SINCE => {
-            CheckResult::pass(ID, format!("{v} (hybridnet needs v{HYBRIDNET_SINCE})"))
+        Some(v) if Version::from(v) >= since => {
+            CheckResult::pass(id, format!("{v} ({plugin} needs v{since})"))
         }
         Some(v) => CheckResult::fail(
-            ID,
+            id,
             format!(
-                "hybridnet needs Kubernetes v{HYBRIDNET_SINCE} or newer, not {v}; fix: install a newer version or another plugin"
+                "{plugin} needs Kubernetes v{since} or newer, not {v}; fix: install a newer version or another plugin"
             ),
         ),
         None => CheckResult::warn(
-            ID,
+            id,
             "the version to install is unknown (see `kubernetes.version`)",
         ),
     }

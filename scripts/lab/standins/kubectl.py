@@ -12,6 +12,7 @@ exec python3 "$0" "$@"
 
 import json
 import os
+import re
 import socket
 import sys
 
@@ -316,6 +317,57 @@ def cmd_create(flags, positional):
     print(f"namespace/{name} created" + (" (dry run)" if dry_run else ""))
 
 
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def cmd_label(flags, positional):
+    """`label nodes NAME... KEY=VALUE... [--overwrite]`, kept in RECORD/labels (`node/NAME KEY=VALUE`).
+    The lab has no API server: any node name is taken (kubeadm's stand-in registers none)."""
+    kubeconfig(flags)
+    if not positional or not kind_matches(positional[0], "node"):
+        raise Fail("error: the kk lab stand-in kubectl labels nodes only")
+    names = [p for p in positional[1:] if "=" not in p]
+    pairs = [p for p in positional[1:] if "=" in p]
+    if not names:
+        raise Fail("error: resource(s) were provided, but no name was specified")
+    if not pairs:
+        raise Fail("error: at least one label update is required")
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if not LABEL_KEY.match(key) or not LABEL_VALUE.match(value):
+            raise Fail(f"error: invalid label spec: {pair}")
+    path = P(f"{RECORD}/labels")
+    current = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                target, _, pair = line.rstrip("\n").partition(" ")
+                key, _, value = pair.partition("=")
+                current[(target, key)] = value
+    except OSError:
+        pass
+    overwrite = flags.get("overwrite") not in (None, False, "false")
+    changed = []
+    for name in names:
+        updated = False
+        for pair in pairs:
+            key, _, value = pair.partition("=")
+            old = current.get((f"node/{name}", key))
+            if old is not None and old != value and not overwrite:
+                raise Fail(f"error: '{key}' already has a value ({old}), and --overwrite is false")
+            if old != value:
+                current[(f"node/{name}", key)] = value
+                updated = True
+        changed.append((name, updated))
+    os.makedirs(P(RECORD), exist_ok=True)
+    with open(path, "w") as f:
+        for (target, key), value in current.items():
+            f.write(f"{target} {key}={value}\n")
+    for name, updated in changed:
+        print(f"node/{name} {'labeled' if updated else 'not labeled'}")
+
+
 def cmd_version(flags, positional):
     client = flags.get("client") not in (None, False, "false")
     output = flags.get("o") or flags.get("output")
@@ -337,13 +389,13 @@ def main(argv):
     flags, positional = parse(argv)
     if not positional:
         raise Fail("error: the kk lab stand-in kubectl needs a command (version, apply, get, wait, create "
-                   "namespace)")
+                   "namespace, label nodes)")
     verb, rest = positional[0], positional[1:]
     handlers = {"version": cmd_version, "apply": cmd_apply, "get": cmd_get, "wait": cmd_wait,
-                "create": cmd_create}
+                "create": cmd_create, "label": cmd_label}
     if verb not in handlers:
         raise Fail(f'error: unknown command "{verb}" for "kubectl" (the kk lab stand-in implements version, '
-                   "apply, get, wait and create namespace)")
+                   "apply, get, wait, create namespace and label nodes)")
     handlers[verb](flags, rest)
 
 

@@ -343,6 +343,15 @@ expect "kubectl create namespace twice" fail 'AlreadyExists' kubectl --kubeconfi
 expect "kubectl get an applied object" ok 'cni' kubectl --kubeconfig /cfg/admin.conf get daemonset cni -n kube-system
 expect "kubectl wait for an applied object" ok 'daemonset/cni condition met' \
   kubectl --kubeconfig /cfg/admin.conf wait --for=condition=Ready ds/cni -n kube-system
+expect "kubectl label nodes" ok '^node/cp1 labeled$' \
+  kubectl --kubeconfig /cfg/admin.conf label nodes cp1 kube-ovn/role=master --overwrite
+expect "kubectl label nodes again" ok '^node/cp1 not labeled$' \
+  kubectl --kubeconfig /cfg/admin.conf label nodes cp1 kube-ovn/role=master --overwrite
+expect "kubectl label with another value" fail "'kube-ovn/role' already has a value \(master\), and --overwrite is false" \
+  kubectl --kubeconfig /cfg/admin.conf label nodes cp1 kube-ovn/role=worker
+expect "kubectl label with a bad key" fail 'error: invalid label spec: -bad=x' \
+  kubectl --kubeconfig /cfg/admin.conf label nodes cp1 -- -bad=x
+check "kubectl kept the label" grep -qx 'node/cp1 kube-ovn/role=master' "$ROOT/var/lib/kk-standin/kubectl/labels"
 expect "kubectl unknown verb" fail 'error: unknown command "frobnicate"' kubectl --kubeconfig /cfg/admin.conf frobnicate
 expect "kubectl version --client" ok '^Client Version: v1.33.0' kubectl version --client
 

@@ -14,7 +14,7 @@ use bundle_spec::charts::missing_images;
 
 use super::{Cx, StepResult, put, runtime, sh};
 use crate::install::error::StepError;
-use crate::install::plan::{ChartInstall, ChartValues};
+use crate::install::plan::{ChartInstall, ChartValues, NodeLabel};
 use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
 use crate::ssh::SshError;
 use crate::ssh::{Node, quote};
@@ -102,11 +102,59 @@ async fn apply(cx: &Cx<'_>, node: &Node, chart: &ChartInstall, rendered: &str) -
     Ok(outcome)
 }
 
+/// `network.label`: the label on its nodes, with the bundle's kubectl; `--overwrite` makes a
+/// rerun change nothing.
+pub(super) async fn label(node: &Node, label: &NodeLabel) -> StepResult {
+    let nodes: Vec<String> = label.nodes.iter().map(|name| quote(name)).collect();
+    let printed = sh(
+        node,
+        &format!(
+            "/usr/local/bin/kubectl label nodes {} {} --overwrite --kubeconfig {ADMIN_CONF} 2>&1",
+            nodes.join(" "),
+            quote(&label.label),
+        ),
+    )
+    .await
+    .map_err(|source| StepError::Label {
+        label: label.label.clone(),
+        source: Box::new(source),
+    })?;
+    Ok(super::Outcome {
+        changed: newly_labelled(&printed),
+        ..super::Outcome::default()
+    })
+}
+
+/// Whether `kubectl label` says it labelled a node: `node/<name> labeled` per node it changed,
+/// `node/<name> not labeled` per node that had the label already.
+fn newly_labelled(printed: &str) -> bool {
+    printed
+        .lines()
+        .any(|line| line.ends_with(" labeled") && !line.ends_with(" not labeled"))
+}
+
 /// `tool`'s failure on `chart`.
 fn chart_failed(tool: &'static str, chart: &ChartInstall, source: SshError) -> StepError {
     StepError::Chart {
         tool,
         chart: chart.fetch.name.clone(),
         source: Box::new(source),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::newly_labelled;
+
+    #[test]
+    fn a_label_changes_the_node_only_when_kubectl_labelled_it() {
+        for (printed, changed) in [
+            ("node/cp1 labeled\n", true),
+            ("node/cp1 not labeled\nnode/cp2 labeled\n", true),
+            ("node/cp1 not labeled\n", false),
+            ("", false),
+        ] {
+            assert_eq!(newly_labelled(printed), changed, "{printed:?}");
+        }
     }
 }

@@ -3,15 +3,43 @@
 //! read, or an image the CNI's values need that the bundle lacks, is a plan error, raised
 //! before any node is touched rather than after the cluster is up.
 
-use bundle_spec::charts::{CniChart, cni_values};
+use std::net::IpAddr;
 
-use super::{ChartInstall, ChartValues, Content};
+use bundle_spec::charts::{ClusterRanges, CniChart, cni_values};
+
+use super::{ChartInstall, ChartValues, Content, NodeLabel};
 use crate::install::error::PlanError;
-use crate::inventory::{Addon, Config, NetworkPlugin};
+use crate::inventory::{Addon, ClusterCidr, Config, NetworkPlugin};
+
+/// The label Kube-OVN's chart selects the nodes of OVN's databases by (its
+/// `MASTER_NODES_LABEL`), which its installation steps put on the control planes.
+const KUBE_OVN_MASTER_LABEL: &str = "kube-ovn/role=master";
+
+/// The network plugin's install: its chart, and the label its nodes need first.
+#[derive(Debug)]
+pub(super) struct CniInstall {
+    /// The chart with its rendered values.
+    pub(super) chart: ChartInstall,
+    /// A label the chart's workloads select, put on the nodes before the chart.
+    pub(super) label: Option<NodeLabel>,
+}
+
+/// The cluster's nodes as the CNI's values need them.
+pub(super) struct CniNodes<'a> {
+    /// The control planes, by inventory name, with their addresses.
+    pub(super) control_planes: &'a [(String, IpAddr)],
+    /// How many Kubernetes nodes there are.
+    pub(super) nodes: usize,
+}
 
 /// The CNI's chart with its rendered values; `None` for `cni.type: none`.
-pub(super) fn cni(config: &Config, content: &Content) -> Result<Option<ChartInstall>, PlanError> {
+pub(super) fn cni(
+    config: &Config,
+    content: &Content,
+    nodes: &CniNodes<'_>,
+) -> Result<Option<CniInstall>, PlanError> {
     let plugin = config.cni.plugin;
+    let mut label = None;
     let (chart, namespace, values) = match plugin {
         NetworkPlugin::Calico => {
             // Calico's operator pulls every Calico image from one registry
@@ -31,31 +59,72 @@ pub(super) fn cni(config: &Config, content: &Content) -> Result<Option<ChartInst
         }
         NetworkPlugin::Cilium => ("cilium", "kube-system", CniChart::Cilium),
         NetworkPlugin::Flannel => ("flannel", "kube-flannel", CniChart::Flannel),
-        NetworkPlugin::None => return Ok(None),
-        other => {
-            return Err(PlanError::UnsupportedCni {
-                plugin: other.as_str(),
+        // The chart puts its objects in `kube-system` whatever the release's namespace. It
+        // makes one subnet, of one family (`init`): a second family would give pods nothing.
+        NetworkPlugin::Hybridnet if config.cni.pod_cidr.is_dual_stack() => {
+            return Err(PlanError::CniSingleStack {
+                cni: plugin.as_str(),
+                pod_cidr: config.cni.pod_cidr.to_string(),
             });
         }
+        NetworkPlugin::Hybridnet => (
+            "hybridnet",
+            "kube-system",
+            CniChart::Hybridnet {
+                control_planes: nodes.control_planes.len(),
+                nodes: nodes.nodes,
+            },
+        ),
+        // `kubeovn-system` is the release's namespace, as KubeKey's; the chart's objects stay
+        // in its `namespace` value, `kube-system`, which Kube-OVN's code expects (FACTS.md).
+        NetworkPlugin::KubeOvn => {
+            label = Some(NodeLabel {
+                label: KUBE_OVN_MASTER_LABEL.to_owned(),
+                nodes: nodes
+                    .control_planes
+                    .iter()
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+            });
+            let master_nodes = nodes.control_planes.iter().map(|(_, ip)| *ip).collect();
+            (
+                "kube-ovn",
+                "kubeovn-system",
+                CniChart::KubeOvn { master_nodes },
+            )
+        }
+        NetworkPlugin::None => return Ok(None),
     };
     let cni_config = &config.cni;
-    let subnets: Vec<_> = cni_config
-        .pod_cidr
-        .ranges()
-        .map(|range| (range.address(), range.prefix()))
-        .collect();
+    let (pods, services) = (
+        ranges(&cni_config.pod_cidr),
+        ranges(&cni_config.service_cidr),
+    );
     let yaml = cni_values(
         &values,
-        &subnets,
-        cni_config.ipv4_mask_size,
-        cni_config.ipv6_mask_size,
+        &ClusterRanges {
+            pods: &pods,
+            services: &services,
+            node_mask_v4: cni_config.ipv4_mask_size,
+            node_mask_v6: cni_config.ipv6_mask_size,
+        },
     );
-    Ok(Some(ChartInstall {
-        release: chart.to_owned(),
-        namespace: namespace.to_owned(),
-        fetch: content.chart(chart)?,
-        values: ChartValues::Cni { yaml },
+    Ok(Some(CniInstall {
+        chart: ChartInstall {
+            release: chart.to_owned(),
+            namespace: namespace.to_owned(),
+            fetch: content.chart(chart)?,
+            values: ChartValues::Cni { yaml },
+        },
+        label,
     }))
+}
+
+/// A cluster range as `(network, prefix)` pairs, one per family.
+fn ranges(cidr: &ClusterCidr) -> Vec<(IpAddr, u8)> {
+    cidr.ranges()
+        .map(|range| (range.address(), range.prefix()))
+        .collect()
 }
 
 /// An addon's chart with its values file read (`{}` without one).

@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::{
-    Action, BinaryFetch, ChartInstall, Content, KubeVipPlan, Phase, Step, add_step, address_of,
-    charts,
+    Action, BinaryFetch, ChartInstall, Content, KubeVipPlan, NodeLabel, Phase, Step, add_step,
+    address_of, charts,
 };
 use crate::install::error::PlanError;
 use crate::install::render::kubernetes::paths::{
@@ -48,6 +48,8 @@ pub struct KubernetesPlan {
     pub joins: BTreeMap<String, JoinInput>,
     binaries: Vec<BinaryFetch>,
     helm: Option<BinaryFetch>,
+    /// The label the network plugin needs on its nodes before its chart.
+    cni_label: Option<NodeLabel>,
     charts: Vec<(Phase, String, ChartInstall)>,
 }
 
@@ -112,8 +114,14 @@ impl KubernetesPlan {
             .map(|name| content.binary(name, "/usr/local/bin", &[name]))
             .collect::<Result<Vec<_>, _>>()?;
         let mut charts = Vec::new();
-        if let Some(cni) = charts::cni(config, content)? {
-            charts.push((Phase::Network, "cni".to_owned(), cni));
+        let cni_nodes = charts::CniNodes {
+            control_planes: &control_planes,
+            nodes: control_planes.len() + workers.len(),
+        };
+        let cni = charts::cni(config, content, &cni_nodes)?;
+        let cni_label = cni.as_ref().and_then(|cni| cni.label.clone());
+        if let Some(cni) = cni {
+            charts.push((Phase::Network, "cni".to_owned(), cni.chart));
         }
         if let Some(chart) = &shared.storage_class {
             charts.push((Phase::Addons, chart.release.clone(), chart.clone()));
@@ -148,6 +156,7 @@ impl KubernetesPlan {
             joins,
             binaries,
             helm,
+            cni_label,
             charts,
         })
     }
@@ -202,6 +211,12 @@ impl KubernetesPlan {
         add(k8s, "join-worker", Action::JoinWorker, &workers);
         if kube_vip {
             add(k8s, "vip", Action::KubeVip, &control_planes);
+        }
+        if let Some(label) = &self.cni_label {
+            let action = Action::LabelNodes {
+                label: label.clone(),
+            };
+            add(Phase::Network, "label", action, &first);
         }
         if let Some(helm) = &self.helm {
             let fetch = Action::Fetch {

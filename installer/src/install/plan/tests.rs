@@ -3,6 +3,7 @@ use bundle_spec::description::Artifact;
 
 use super::*;
 
+mod cni;
 mod decisions;
 pub(crate) mod packages_nfs;
 
@@ -242,7 +243,7 @@ fn what_the_bundle_or_inventory_lacks_is_named() {
             INVENTORY,
             "  cni: {type: kube-ovn}\n",
             &[],
-            "`spec.cni.type: kube-ovn`",
+            "the bundle has no chart `kube-ovn`",
         ),
         (
             INVENTORY,

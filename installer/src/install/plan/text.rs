@@ -185,5 +185,10 @@ fn describe(action: &Action) -> String {
             "chart {} into namespace {}: helm template, check images, kubectl apply",
             chart.fetch.name, chart.namespace
         ),
+        Action::LabelNodes { label } => format!(
+            "kubectl label {} on {}",
+            label.label,
+            label.nodes.join(", ")
+        ),
     }
 }

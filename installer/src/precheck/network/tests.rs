@@ -181,18 +181,36 @@ fn address_space_boundaries() {
 }
 
 #[test]
-fn hybridnet_only_with_hybridnet() {
-    let mut fixture = Fixture::three_nodes();
-    expect(&fixture.cluster("network.hybridnet"), Skip, &["calico"]);
-    fixture.config = config("  cni: {type: hybridnet}\n");
-    expect(&fixture.cluster("network.hybridnet"), Pass, &["v1.31.4"]);
-    fixture.config = config("  kubernetes: {kube_version: v1.15.3}\n  cni: {type: hybridnet}\n");
-    fixture.bundle.kubernetes_version = None;
-    expect(
-        &fixture.cluster("network.hybridnet"),
-        Fail,
-        &["v1.16.0", "v1.15.3"],
-    );
+fn plugins_with_a_minimum_kubernetes_only_with_that_plugin() {
+    // (rule, `cni.type`, the oldest version it takes, a version too old)
+    for (id, plugin, since, too_old) in [
+        ("network.hybridnet", "hybridnet", "v1.16.0", "v1.15.3"),
+        ("network.kube-ovn", "kubeovn", "v1.29.0", "v1.28.15"),
+    ] {
+        let mut fixture = Fixture::three_nodes();
+        expect(&fixture.cluster(id), Skip, &["calico"]);
+        fixture.config = config(&format!("  cni: {{type: {plugin}}}\n"));
+        expect(&fixture.cluster(id), Pass, &["v1.31.4", since]);
+        for (version, status) in [(since, Pass), (too_old, Fail)] {
+            fixture.config = config(&format!(
+                "  kubernetes: {{kube_version: {version}}}\n  cni: {{type: {plugin}}}\n"
+            ));
+            fixture.bundle.kubernetes_version = None;
+            let shown: &[&str] = if status == Fail {
+                &[since, too_old]
+            } else {
+                &[version]
+            };
+            expect(&fixture.cluster(id), status, shown);
+        }
+        // The other plugin's rule skips.
+        let other = if id == "network.hybridnet" {
+            "network.kube-ovn"
+        } else {
+            "network.hybridnet"
+        };
+        expect(&fixture.cluster(other), Skip, &[]);
+    }
 }
 
 #[test]
