@@ -321,6 +321,11 @@ pub(crate) struct PushArgs {
     /// Uploads at once.
     #[arg(short = 'j', long, default_value_t = 4)]
     pub(crate) jobs: usize,
+    /// The nodes' platform (`linux/amd64`), repeatable, preferred first: where the registry
+    /// refuses an index the bundle has only some platforms of, its tags point at this
+    /// platform's manifest (the first the bundle has when none is given).
+    #[arg(long = "platform", value_name = "OS/ARCH")]
+    pub(crate) platforms: Vec<String>,
 }
 
 #[derive(Debug, Args)]

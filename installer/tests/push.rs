@@ -88,6 +88,7 @@ impl Registry {
             allow_plain_http_password: true,
             ca_file: None,
             credentials,
+            platforms: Vec::new(),
         }
     }
 
@@ -361,21 +362,113 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
 }
 
 /// Distribution 2.8 (Debian's `docker-registry`) refuses an index whose platform manifests it
-/// does not have (`400 MANIFEST_BLOB_UNKNOWN`): the push fails naming the image and platform.
+/// does not have (`400 MANIFEST_BLOB_UNKNOWN`). The push says so before it starts, pushes
+/// every platform manifest the store has, points the tag at the preferred platform's manifest
+/// and names the index digest that cannot resolve there; everything after it is pushed too.
 #[tokio::test]
-async fn an_index_with_omitted_platforms_is_refused_by_distribution() {
+async fn an_index_with_omitted_platforms_is_refused_so_its_tag_names_the_nodes_platform() {
     let registry = Registry::start(None);
     let layout = pushed_layout(true);
     let store = Store::open(layout.dir.path()).unwrap();
-    let error = push(&store, &registry.target(None), 2).await.unwrap_err();
-    let shown = error.to_string();
+    let target = PushTarget {
+        platforms: vec!["linux/s390x".to_owned()],
+        ..registry.target(None)
+    };
+    let preview = kk_install::push::preview(&store, &target.platforms).unwrap();
+    let [partial] = preview.as_slice() else {
+        panic!("{preview:?}")
+    };
+    assert_eq!(partial.repository, "docker.io/library/busybox");
+    assert_eq!(partial.missing, ["linux/arm64/v8"]);
+    let summary = kk_install::push::summary(&preview);
     assert!(
-        matches!(error, PushError::IncompleteIndex { .. }),
+        summary.contains("busybox:1.36: lacks linux/arm64/v8; else linux/s390x"),
+        "{summary}"
+    );
+
+    let report = push(&store, &target, 2).await.unwrap();
+    let (index_bytes, s390x_bytes) = (&layout.expected[0].1, &layout.expected[2].1);
+    let index = Sha256Digest::of(index_bytes);
+    assert_eq!(
+        report.unresolvable,
+        [format!(
+            "{}/docker.io/library/busybox@{index}",
+            registry.host()
+        )]
+    );
+    let [retargeted] = report.retargeted.as_slice() else {
+        panic!("{report:?}")
+    };
+    assert_eq!(retargeted.platform, "linux/s390x");
+    assert_eq!(retargeted.manifest, Sha256Digest::of(s390x_bytes));
+    // The tag names the s390x manifest, byte for byte; every platform manifest and every
+    // later repository went up.
+    assert_eq!(
+        &registry.raw("docker.io/library/busybox:1.36", None),
+        s390x_bytes
+    );
+    for (reference, bytes) in &layout.expected[1..] {
+        assert_eq!(&registry.raw(reference, None), bytes, "{reference}");
+    }
+    let outcome = kk_install::push::outcome(&report);
+    assert!(
+        outcome.contains("does not resolve in this registry"),
+        "{outcome}"
+    );
+
+    // A rerun sends nothing new and decides the same.
+    let again = push(&store, &target, 2).await.unwrap();
+    assert_eq!(again.blobs_uploaded + again.blobs_mounted, 0, "{again:?}");
+    assert_eq!(again.retargeted, report.retargeted);
+}
+
+/// The login check: `/v2/` with the credentials, a refusal naming the registry and the user.
+#[tokio::test]
+async fn the_login_check_names_a_refused_user_and_accepts_the_right_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let htpasswd: PathBuf = dir.path().join("htpasswd");
+    let status = Command::new("htpasswd")
+        .args(["-Bbc"])
+        .arg(&htpasswd)
+        .args(["pusher", "right-horse-battery"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let registry = Registry::start(Some(&htpasswd));
+    let with = |password: Option<&str>| {
+        registry.target(password.map(|password| Credentials {
+            username: "pusher".into(),
+            password: password.into(),
+        }))
+    };
+    let wrong = with(Some("wrong-staple-xyzzy"));
+    let error = kk_install::push::Registry::new(&wrong)
+        .unwrap()
+        .login()
+        .await
+        .unwrap_err();
+    let shown = format!("{error} {error:?}");
+    assert!(matches!(error, PushError::Unauthorized { .. }), "{shown}");
+    assert!(
+        shown.contains(&registry.host()) && shown.contains("`pusher`"),
         "{shown}"
     );
-    assert!(shown.contains("docker.io/library/busybox:1.36"), "{shown}");
-    assert!(shown.contains("`linux/arm64/v8`"), "{shown}");
-    // The platforms the store has went up before the index was refused.
-    let (reference, bytes) = &layout.expected[1];
-    assert_eq!(&registry.raw(reference, None), bytes);
+    assert!(!shown.contains("wrong-staple-xyzzy"), "{shown}");
+    let none = with(None);
+    let error = kk_install::push::Registry::new(&none)
+        .unwrap()
+        .login()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, PushError::Unauthorized { username: None, .. }),
+        "{error}"
+    );
+    let right = with(Some("right-horse-battery"));
+    kk_install::push::Registry::new(&right)
+        .unwrap()
+        .login()
+        .await
+        .unwrap();
 }

@@ -10,7 +10,9 @@ use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
 use crate::install::error::PlanError;
-use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
+use crate::inventory::{
+    Config, EtcdDeploymentType, ExternalRegistry, Host, ImageRegistry, Inventory, Role,
+};
 
 mod charts;
 mod content;
@@ -37,6 +39,10 @@ use steps::{ExtraPhases, Groups, add_step, steps};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// With an external registry: the bundle pushed into it from the installer machine, before
+    /// any node is touched (a refused login or push stops the install with every node as it
+    /// was).
+    Push,
     /// The operator's `pre_install_*.sh` scripts.
     PreHook,
     /// Facts and rules: whether the install can work.
@@ -68,7 +74,8 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
+        Self::Push,
         Self::PreHook,
         Self::Precheck,
         Self::Os,
@@ -87,6 +94,7 @@ impl Phase {
     /// The phase's name as `--phase` takes it.
     pub fn name(self) -> &'static str {
         match self {
+            Self::Push => "push",
             Self::PreHook => "pre_hook",
             Self::Precheck => "precheck",
             Self::Os => "os",
@@ -119,6 +127,15 @@ impl fmt::Display for Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
+    /// Logs in to the external registry (`/v2/` with the credentials): a refusal names the
+    /// registry and the user (cluster-wide, on the installer machine).
+    RegistryLogin,
+    /// Unpacks the bundle into the installer machine's store (`<work dir>/store`) and says
+    /// what the push does with indexes the bundle has only some platforms of (cluster-wide).
+    PushStore,
+    /// Creates Harbor's missing projects, then pushes the store into the external registry
+    /// (cluster-wide).
+    PushBundle,
     /// Runs the hook scripts of every node (cluster-wide).
     Hooks,
     /// Gathers facts and evaluates every rule (cluster-wide).
@@ -136,7 +153,7 @@ pub enum Action {
         /// Whether IPv6 forwarding is needed too (dual stack).
         ipv6: bool,
     },
-    /// Maps every node and the registry's name in `/etc/hosts`.
+    /// Maps every node (and the name of kk's registry) in `/etc/hosts`.
     Hosts,
     /// Gathers the nodes' facts again and judges, for real, the precheck rules the os phase
     /// establishes (cluster-wide step over its nodes).
@@ -149,7 +166,7 @@ pub enum Action {
     UnpackBundle,
     /// Installs and starts `kk-registry.service`.
     RegistryService,
-    /// Waits until the registry answers over TLS verified with the cluster CA.
+    /// Waits until the registry answers over TLS verified with its CA (kk's: the cluster CA).
     RegistryReady,
     /// Installs the packages of [`Plan::packages`] the node lacks for its roots: fetched from
     /// the registry by the node, installed with `dpkg -i` in install order.
@@ -205,6 +222,9 @@ impl Action {
         matches!(
             self,
             Self::Hooks
+                | Self::RegistryLogin
+                | Self::PushStore
+                | Self::PushBundle
                 | Self::Precheck
                 | Self::IssueCertificates
                 | Self::VerifyOs
@@ -289,22 +309,93 @@ pub struct Step {
     pub nodes: Vec<String>,
 }
 
-/// kk's registry as the install sets it up.
+/// The registry every node pulls from: kk's own or the operator's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RegistryPlan {
-    /// The inventory name of the host that serves it.
-    pub node: String,
-    /// That host's address, which `/etc/hosts` maps the registry's name to.
-    pub ip: IpAddr,
-    /// `host:port` as every node reaches it.
+    /// `host:port` as every node reaches it (`host` alone for an external registry on 443).
     pub address: String,
     /// The host part of `address`.
     pub host: String,
     /// The port.
     pub port: u16,
-    /// Whether containerd may try an image's own registry when kk's does not answer
+    /// Whether containerd may try an image's own registry when the registry does not answer
     /// (`image_registry.upstream_fallback`; never in an airgap).
     pub upstream_fallback: bool,
+    /// The CA file on every node that the registry's certificate chains to (`hosts.toml`'s
+    /// `ca`, `kk-install fetch --ca`): the cluster CA for kk's, the copy of `ca_file` for an
+    /// external one, else the node's system bundle.
+    pub ca: String,
+    /// Who serves it.
+    pub server: RegistryServer,
+}
+
+/// Who serves the registry the nodes pull from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RegistryServer {
+    /// kk's registry, `kk-registry.service` on an inventory host.
+    Kk {
+        /// The inventory name of the host that serves it.
+        node: String,
+        /// That host's address, which `/etc/hosts` maps the registry's name to.
+        ip: IpAddr,
+    },
+    /// The operator's registry, which the install pushes the bundle into.
+    External(ExternalPlan),
+}
+
+/// An external registry as the install uses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExternalPlan {
+    /// Whether it is a Harbor: its projects are created before the push.
+    pub harbor: bool,
+    /// The CA file on the installer machine (`image_registry.ca_file`), copied to
+    /// [`RegistryPlan::ca`] on every node.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The user name and where its password is, when the registry needs credentials.
+    pub credentials: Option<RegistryAuth>,
+    /// The Harbor projects the push needs: the first path component of every repository of the
+    /// bundle (`docker.io`, `registry.k8s.io`, `kk.internal`).
+    pub projects: Vec<String>,
+    /// The bundle's image platforms, in its order: where the registry refuses an index the
+    /// bundle has only some platforms of, its tags name the first of these it has.
+    pub platforms: Vec<String>,
+}
+
+/// Credentials for a registry, as the plan keeps them: the password is named, never held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegistryAuth {
+    /// The registry host as containerd keys its `registry.configs` by (`host[:port]`).
+    pub host: String,
+    /// The user name.
+    pub username: String,
+    /// The installer machine's environment variable holding the password.
+    pub password_env: String,
+}
+
+/// Where every node keeps the CA of an external registry.
+pub const EXTERNAL_REGISTRY_CA: &str = "/etc/kk/pki/external-registry-ca.crt";
+
+/// The system's CA bundle on Debian and Ubuntu nodes, trusted for an external registry
+/// without `ca_file`.
+pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+impl RegistryPlan {
+    /// The inventory host serving kk's registry; `None` with an external registry.
+    pub fn node(&self) -> Option<&str> {
+        match &self.server {
+            RegistryServer::Kk { node, .. } => Some(node),
+            RegistryServer::External(_) => None,
+        }
+    }
+
+    /// The external registry, if that is what the nodes pull from.
+    pub fn external(&self) -> Option<&ExternalPlan> {
+        match &self.server {
+            RegistryServer::External(external) => Some(external),
+            RegistryServer::Kk { .. } => None,
+        }
+    }
 }
 
 /// The cluster's DNS domain: kubeadm's `networking.dnsDomain`, the kubelet's `clusterDomain`
@@ -322,6 +413,9 @@ pub struct Plan {
     pub kubernetes_version: Option<String>,
     /// The registry.
     pub registry: RegistryPlan,
+    /// The credentials containerd's CRI plugin gets in `registry.configs."<host>".auth` and the
+    /// probe pull sends: one entry per registry host that needs them (an external registry's).
+    pub registry_auth: Vec<RegistryAuth>,
     /// The bundle's containerd version (its config version follows from it).
     pub containerd_version: String,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
@@ -355,13 +449,8 @@ impl Plan {
         identity: Sha256Digest,
         description: &Description,
     ) -> Result<Self, PlanError> {
-        if let ImageRegistry::External(external) = &config.image_registry {
-            return Err(PlanError::ExternalRegistry {
-                address: external.address.clone(),
-            });
-        }
         let content = Content::of(description);
-        let registry = registry_plan(inventory, config)?;
+        let registry = registry_plan(inventory, config, &content)?;
         let runtime_nodes = names(&inventory.group_members(crate::inventory::K8S_CLUSTER));
         let external_etcd = config.etcd.deployment_type == EtcdDeploymentType::External;
         let etcd_hosts = if external_etcd {
@@ -388,7 +477,8 @@ impl Plan {
             all: names(&inventory.hosts().iter().collect::<Vec<_>>()),
             runtime: runtime_nodes,
             etcd: names(&etcd_hosts),
-            registry: registry.node.clone(),
+            registry: registry.node().map(str::to_owned),
+            external_registry: registry.external().is_some(),
         };
         // IPv6 forwarding whenever a cluster range is IPv6 (dual stack or IPv6 only).
         let ipv6 = config.cni.pod_cidr.ipv6().is_some() || config.cni.service_cidr.ipv6().is_some();
@@ -424,11 +514,17 @@ impl Plan {
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
+        let registry_auth = registry
+            .external()
+            .and_then(|external| external.credentials.clone())
+            .into_iter()
+            .collect();
         Ok(Self {
             bundle: identity,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
+            registry_auth,
             containerd_version,
             pause_image,
             image_hosts: content.image_hosts.clone(),
@@ -463,8 +559,16 @@ pub fn address_of(host: &Host) -> Result<IpAddr, PlanError> {
         })
 }
 
-/// The registry host: the first of `image_registry`, else the first control plane.
-fn registry_plan(inventory: &Inventory, config: &Config) -> Result<RegistryPlan, PlanError> {
+/// The registry: the external one, or kk's on the first host of `image_registry`, else on the
+/// first control plane.
+fn registry_plan(
+    inventory: &Inventory,
+    config: &Config,
+    content: &Content,
+) -> Result<RegistryPlan, PlanError> {
+    if let ImageRegistry::External(external) = &config.image_registry {
+        return Ok(external_plan(external, config, content));
+    }
     let host = inventory
         .role_members(Role::ImageRegistry)
         .into_iter()
@@ -478,14 +582,76 @@ fn registry_plan(inventory: &Inventory, config: &Config) -> Result<RegistryPlan,
         .ok_or(PlanError::NoRegistryHost)?;
     let address = &config.registry_address;
     Ok(RegistryPlan {
-        node: host.name.clone(),
-        ip: address_of(host)?,
         address: address.to_string(),
         host: address.host.clone(),
         port: address.port,
         upstream_fallback: config.upstream_fallback,
+        ca: crate::install::render::paths::TRUST_CA.to_owned(),
+        server: RegistryServer::Kk {
+            node: host.name.clone(),
+            ip: address_of(host)?,
+        },
     })
 }
+
+/// The operator's registry: nodes pull from it by the address as written, trusting its CA
+/// (copied to every node) or their own CAs.
+fn external_plan(external: &ExternalRegistry, config: &Config, content: &Content) -> RegistryPlan {
+    let (host, port) = split_host_port(&external.address);
+    let credentials = match (&external.username, &external.password_env) {
+        (Some(username), Some(password_env)) => Some(RegistryAuth {
+            host: external.address.clone(),
+            username: username.clone(),
+            password_env: password_env.clone(),
+        }),
+        _ => None,
+    };
+    RegistryPlan {
+        address: external.address.clone(),
+        host,
+        port,
+        upstream_fallback: config.upstream_fallback,
+        ca: if external.ca_file.is_some() {
+            EXTERNAL_REGISTRY_CA
+        } else {
+            SYSTEM_CA_BUNDLE
+        }
+        .to_owned(),
+        server: RegistryServer::External(ExternalPlan {
+            harbor: external.harbor,
+            ca_file: external.ca_file.clone(),
+            credentials,
+            projects: content.projects(),
+            platforms: content.platforms.clone(),
+        }),
+    }
+}
+
+/// The host (IPv6 without brackets) and port of an address the config checked as
+/// `host[:port]`; an HTTPS registry without a port is on 443.
+fn split_host_port(address: &str) -> (String, u16) {
+    let after_bracket = address.find(']').unwrap_or(0);
+    match address[after_bracket..].rfind(':') {
+        Some(offset) => {
+            let colon = after_bracket + offset;
+            let host = address[..colon]
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            let port = address[colon + 1..].parse().unwrap_or(HTTPS_PORT);
+            (host.to_owned(), port)
+        }
+        None => (
+            address
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            HTTPS_PORT,
+        ),
+    }
+}
+
+/// The port of an HTTPS registry whose address names none.
+const HTTPS_PORT: u16 = 443;
 
 #[cfg(test)]
 mod tests;

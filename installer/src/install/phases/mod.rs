@@ -13,6 +13,7 @@ pub(crate) mod os;
 mod packages;
 pub(crate) mod pki;
 pub(crate) mod precheck;
+mod push;
 mod registry;
 mod runtime;
 
@@ -100,6 +101,9 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::KubeVip => kubernetes::vip(cx, node).await,
         Action::Chart { chart } => network::chart(cx, node, chart).await,
         Action::Hooks
+        | Action::RegistryLogin
+        | Action::PushStore
+        | Action::PushBundle
         | Action::Precheck
         | Action::IssueCertificates
         | Action::VerifyOs
@@ -226,6 +230,9 @@ pub(crate) async fn run_cluster(
 ) -> Result<Option<String>, StepError> {
     match action {
         Action::Hooks => hooks::scripts(cx, phase, nodes).await.map(Some),
+        Action::RegistryLogin => push::login(cx).await,
+        Action::PushStore => push::store(cx).await,
+        Action::PushBundle => push::bundle(cx).await,
         Action::IssueCertificates => {
             tokio::task::block_in_place(|| pki::issue(cx))?;
             Ok(None)

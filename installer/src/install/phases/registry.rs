@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::error::StepError;
+use crate::install::plan::RegistryServer;
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -98,7 +99,12 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
         &format!("sha256sum < {} | cut -d' ' -f1", paths::REGISTRY_CERT),
     )
     .await?;
-    let listen = render::registry_listen(cx.plan.registry.ip, cx.plan.registry.port);
+    let RegistryServer::Kk { ip, .. } = &cx.plan.registry.server else {
+        return Err(StepError::not_in_plan(
+            "kk's registry service with an external registry",
+        ));
+    };
+    let listen = render::registry_listen(*ip, cx.plan.registry.port);
     // The certificate's digest is part of the unit, so a new certificate restarts the service.
     let unit = format!(
         "{}# serving certificate sha256 {}\n",
