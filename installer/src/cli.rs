@@ -238,6 +238,9 @@ pub(crate) struct FetchArgs {
     /// How to print what was installed.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+    /// A file holding `username:password` for a registry that wants credentials.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) auth_file: Option<PathBuf>,
 }
 
 fn digest(text: &str) -> Result<bundle_spec::Sha256Digest, InvalidValue> {
@@ -293,6 +296,9 @@ pub(crate) struct PingArgs {
     /// Seconds to keep trying.
     #[arg(long, default_value_t = 30)]
     pub(crate) wait: u64,
+    /// A file holding `username:password`: the registry must accept them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) auth_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

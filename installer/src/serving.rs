@@ -80,7 +80,12 @@ pub(crate) fn push(runtime: &Runtime, args: &PushArgs, quiet: bool) -> anyhow::R
 pub(crate) fn ping(runtime: &Runtime, args: &PingArgs) -> anyhow::Result<()> {
     let wait = std::time::Duration::from_secs(args.wait);
     runtime
-        .block_on(kk_install::fetch::ping(&args.registry, &args.ca, wait))
+        .block_on(kk_install::fetch::ping(
+            &args.registry,
+            &args.ca,
+            args.auth_file.as_deref(),
+            wait,
+        ))
         .with_context(|| format!("registry `{}` is not ready", args.registry))?;
     crate::print(&format!("ok: {} answers over TLS\n", args.registry))
 }
@@ -106,6 +111,7 @@ pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
         into: args.into.clone(),
         files: args.files.clone(),
         stamp_dir: kk_install::fetch::STAMP_DIR.into(),
+        auth_file: args.auth_file.clone(),
     };
     let fetched = runtime
         .block_on(kk_install::fetch::fetch(&request))

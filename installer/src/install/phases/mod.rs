@@ -14,7 +14,7 @@ mod packages;
 pub(crate) mod pki;
 pub(crate) mod precheck;
 mod push;
-mod registry;
+pub(crate) mod registry;
 mod runtime;
 
 use std::io::Write as _;
