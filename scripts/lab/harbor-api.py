@@ -117,20 +117,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not known:
                 return self.json_reply(404, error("NOT_FOUND", f"project {parts[2]} not found"))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-        length = self.headers.get("Content-Length")
+        chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
         connection = self.backend_connection()
         connection.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
         for key, value in headers.items():
             connection.putheader(key, value)
         connection.putheader("X-Forwarded-Proto", "https")
+        if chunked:
+            connection.putheader("Transfer-Encoding", "chunked")
         connection.endheaders()
-        remaining = int(length or 0)
-        while remaining > 0:
-            chunk = self.rfile.read(min(CHUNK, remaining))
-            if not chunk:
-                break
-            connection.send(chunk)
-            remaining -= len(chunk)
+        if chunked:
+            self.forward_chunks(connection)
+        else:
+            remaining = int(self.headers.get("Content-Length") or 0)
+            while remaining > 0:
+                chunk = self.rfile.read(min(CHUNK, remaining))
+                if not chunk:
+                    break
+                connection.send(chunk)
+                remaining -= len(chunk)
         response = connection.getresponse()
         self.send_response(response.status)
         for key, value in response.getheaders():
@@ -152,6 +157,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.command != "HEAD":
                 self.wfile.write(body)
         connection.close()
+
+    def forward_chunks(self, connection):
+        """A chunked request body, passed on chunk by chunk (streamed blob uploads)."""
+        while True:
+            size_line = self.rfile.readline()
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                # Trailers, up to the empty line.
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                connection.send(b"0\r\n\r\n")
+                return
+            data = self.rfile.read(size)
+            self.rfile.readline()
+            connection.send(b"%x\r\n" % len(data) + data + b"\r\n")
 
     def handle_any(self):
         if self.path.startswith("/api/"):

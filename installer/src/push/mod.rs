@@ -25,8 +25,12 @@
 //!
 //! An index whose omitted platforms (bundle format §5) are absent is pushed as it is: its
 //! digest must stay upstream's. A registry accepting it is noted in
-//! [`PushReport::incomplete_indexes`]; one refusing it fails the push with
-//! [`PushError::IncompleteIndex`], naming the image and the missing platforms.
+//! [`PushReport::incomplete_indexes`]. A registry refusing it (distribution, Harbor) gets the
+//! index's tags pointed at the manifest of the preferred platform instead
+//! ([`PushReport::retargeted`]), and the index digest is listed as unresolvable there
+//! ([`PushReport::unresolvable`]); see [`partial`], and [`preview`] for saying so before the
+//! push. Only an index with no platform of its own in the store fails the push
+//! ([`PushError::IncompleteIndex`]).
 //!
 //! # Errors worth a hint
 //!
@@ -36,7 +40,9 @@
 //! [`PushTarget::allow_plain_http_password`] says so: basic auth in clear text gives the
 //! password to anyone on the path, and a typo'd `--plain-http` must not do that silently. Harbor answers a blob upload into a project that
 //! does not exist with `404`: that is [`PushError::ProjectMissing`], naming the project (the
-//! first component of the repository, `docker.io` for `docker.io/library/busybox`) to create.
+//! first component of the repository, `docker.io` for `docker.io/library/busybox`) to create;
+//! [`Registry::ensure_projects`] creates them first, and [`Registry::login`] checks the
+//! credentials before anything is sent.
 
 mod api;
 mod error;
