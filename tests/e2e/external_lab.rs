@@ -197,6 +197,59 @@ pub(crate) mod lab {
         }
     }
 
+    /// Nothing of kk's registry on the nodes; they hold the CA and a root-only credentials file,
+    /// and containerd's config (with the password) is root's only.
+    fn assert_nothing_of_kks_registry(cluster: &Cluster, external: &External) {
+        for node in 0..2 {
+            let state = cluster.on(
+                node,
+                "systemctl cat kk-registry 2>/dev/null | head -1; ls /var/lib/kk/store 2>/dev/null; \
+                 grep -c kubekey.local /etc/hosts; stat -c %a /etc/kk/registry-auth /etc/containerd/config.toml; \
+                 sha256sum < /etc/kk/pki/external-registry-ca.crt | cut -c1-64; true",
+            );
+            let ca = run_ok(Command::new("sh").arg("-c").arg(format!(
+                "sha256sum < {} | cut -c1-64",
+                external.ca.display()
+            )))
+            .0;
+            assert_eq!(
+                state.trim_end(),
+                format!("0\n600\n600\n{}", ca.trim()),
+                "node{}",
+                node + 1
+            );
+        }
+    }
+
+    /// Every image pulls on every node by its original name and by digest, through the external
+    /// registry (the nodes have no route out), its hosts.toml under the host's path.
+    fn assert_images_pull_through(cluster: &Cluster, external: &External) {
+        let images = images(&cluster.bundle);
+        assert!(images.len() > 5, "{images:?}");
+        for node in 0..2 {
+            let mut pulls = String::from("set -e; u=\"$(cat /etc/kk/registry-auth)\"; ");
+            for (reference, by_digest) in &images {
+                let _ = write!(
+                    pulls,
+                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d --user \"$u\" {reference} >/dev/null; \
+                     ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d --user \"$u\" {by_digest} >/dev/null; "
+                );
+            }
+            cluster.on(node, &pulls);
+            let hosts = cluster.on(
+                node,
+                "cat /etc/containerd/certs.d/registry.k8s.io/hosts.toml",
+            );
+            assert!(
+                hosts.contains(&format!(
+                    "[host.\"https://{}/v2/registry.k8s.io\"]",
+                    external.harbor
+                )),
+                "{hosts}"
+            );
+        }
+    }
+
     #[test]
     fn an_install_pushes_into_an_existing_harbor_and_nodes_pull_through_it() {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -246,61 +299,18 @@ pub(crate) mod lab {
             !said.contains(PASSWORD),
             "the password is never shown: {said}"
         );
-        let log = fs::read_dir(&work)
-            .expect("work dir")
-            .filter_map(Result::ok)
-            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-            .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
-            .collect::<String>();
-        assert!(!log.contains(PASSWORD), "the password is never logged");
+        // Nothing in the work directory (logs, state, plan) holds the password.
+        let found = run(Command::new("grep")
+            .args(["-rl", "--exclude-dir=store", PASSWORD])
+            .arg(&work));
+        assert_eq!(
+            String::from_utf8_lossy(&found.stdout),
+            "",
+            "the password is never logged"
+        );
 
-        // Nothing of kk's registry; the nodes hold the CA and a root-only credentials file.
-        for node in 0..2 {
-            let state = cluster.on(
-                node,
-                "systemctl cat kk-registry 2>/dev/null | head -1; ls /var/lib/kk/store 2>/dev/null; \
-                 grep -c kubekey.local /etc/hosts; stat -c %a /etc/kk/registry-auth /etc/containerd/config.toml; \
-                 sha256sum < /etc/kk/pki/external-registry-ca.crt | cut -c1-64; true",
-            );
-            let ca = run_ok(Command::new("sh").arg("-c").arg(format!(
-                "sha256sum < {} | cut -c1-64",
-                external.ca.display()
-            )))
-            .0;
-            assert_eq!(
-                state,
-                format!("0\n600\n600\n{}", ca.trim()),
-                "node{}",
-                node + 1
-            );
-        }
-
-        // Every image pulls on every node by its original name and by digest, through the
-        // external registry (the nodes have no route out).
-        let images = images(&cluster.bundle);
-        assert!(images.len() > 5, "{images:?}");
-        for node in 0..2 {
-            let mut pulls = String::from("set -e; u=\"$(cat /etc/kk/registry-auth)\"; ");
-            for (reference, by_digest) in &images {
-                let _ = write!(
-                    pulls,
-                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d --user \"$u\" {reference} >/dev/null; \
-                     ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d --user \"$u\" {by_digest} >/dev/null; "
-                );
-            }
-            cluster.on(node, &pulls);
-            let hosts = cluster.on(
-                node,
-                "cat /etc/containerd/certs.d/registry.k8s.io/hosts.toml",
-            );
-            assert!(
-                hosts.contains(&format!(
-                    "[host.\"https://{}/v2/registry.k8s.io\"]",
-                    external.harbor
-                )),
-                "{hosts}"
-            );
-        }
+        assert_nothing_of_kks_registry(&cluster, &external);
+        assert_images_pull_through(&cluster, &external);
 
         // The stand-in refuses what Harbor refuses.
         assert_eq!(
