@@ -34,6 +34,11 @@ impl Drop for Registry {
 impl Registry {
     /// Starts a registry on a free port of 127.0.0.1; with `htpasswd`, basic auth is required.
     fn start(htpasswd: Option<&Path>) -> Self {
+        Self::start_with(htpasswd, None)
+    }
+
+    /// [`Self::start`], with TLS when given a certificate and key.
+    fn start_with(htpasswd: Option<&Path>, tls: Option<(&Path, &Path)>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -46,8 +51,15 @@ impl Registry {
                 path.display()
             )
         });
+        let tls = tls.map_or_else(String::new, |(cert, key)| {
+            format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                cert.display(),
+                key.display()
+            )
+        });
         let config = format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{auth}",
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{tls}{auth}",
             dir.path().join("data").display()
         );
         let config_path = dir.path().join("config.yml");
@@ -471,4 +483,151 @@ async fn the_login_check_names_a_refused_user_and_accepts_the_right_one() {
         .login()
         .await
         .unwrap();
+}
+
+/// Debian's `docker-registry` with TLS and basic auth behind the lab's Harbor stand-in
+/// (`scripts/lab/harbor-api.py`), both on 127.0.0.1; killed when dropped.
+struct Harbor {
+    host: String,
+    ca: PathBuf,
+    _registry: Registry,
+    harbor: Child,
+}
+
+impl Drop for Harbor {
+    fn drop(&mut self) {
+        let _ = self.harbor.kill();
+        let _ = self.harbor.wait();
+    }
+}
+
+impl Harbor {
+    fn start(dir: &Path) -> Self {
+        let pki = dir.join("pki");
+        let status = Command::new(env!("CARGO_BIN_EXE_kk-install"))
+            .args(["registry", "cert", "--ca-out"])
+            .arg(&pki)
+            .args(["--names", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let htpasswd = dir.join("htpasswd");
+        let status = Command::new("htpasswd")
+            .arg("-Bbc")
+            .arg(&htpasswd)
+            .args(["pusher", "right-horse-battery"])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let registry = Registry::start_with(
+            Some(&htpasswd),
+            Some((&pki.join("registry.crt"), &pki.join("registry.key"))),
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab/harbor-api.py");
+        let harbor = Command::new("python3")
+            .arg(script)
+            .args(["127.0.0.1", &port.to_string()])
+            .arg(pki.join("registry.crt"))
+            .arg(pki.join("registry.key"))
+            .arg(format!("https://{}", registry.host()))
+            .arg(pki.join("ca.crt"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the stand-in did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            host: format!("127.0.0.1:{port}"),
+            ca: pki.join("ca.crt"),
+            _registry: registry,
+            harbor,
+        }
+    }
+
+    fn target(&self, password: &str) -> PushTarget {
+        PushTarget {
+            host: self.host.clone(),
+            plain_http: false,
+            allow_plain_http_password: false,
+            ca_file: Some(self.ca.clone()),
+            credentials: Some(Credentials {
+                username: "pusher".into(),
+                password: password.into(),
+            }),
+            platforms: Vec::new(),
+        }
+    }
+}
+
+/// Harbor's projects: a push into a missing one is refused naming it; kk creates the missing
+/// ones (and finds them there on a rerun), and reports what Harbor refuses (a bad name, a
+/// user who may not manage projects) instead of ignoring it as KubeKey does.
+#[tokio::test]
+async fn harbor_projects_are_created_first_and_refusals_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let harbor = Harbor::start(dir.path());
+    let layout = pushed_layout(false);
+    let store = Store::open(layout.dir.path()).unwrap();
+    let target = harbor.target("right-horse-battery");
+    let api = kk_install::push::Registry::new(&target).unwrap();
+    api.login().await.unwrap();
+
+    let missing = push(&store, &target, 2).await.unwrap_err();
+    assert!(
+        matches!(&missing, PushError::ProjectMissing { project, .. } if project == "docker.io"),
+        "{missing}"
+    );
+
+    let projects: Vec<String> = ["docker.io", "kk.internal", "quay.io", "registry.local_5000"]
+        .map(String::from)
+        .to_vec();
+    let first = api.ensure_projects(&projects).await.unwrap();
+    assert_eq!(first.created, projects);
+    assert!(first.present.is_empty());
+    let again = api.ensure_projects(&projects).await.unwrap();
+    assert_eq!(again.present, projects);
+    assert!(again.created.is_empty());
+    let report = push(&store, &target, 2).await.unwrap();
+    assert_eq!(report.manifests, 7);
+
+    let bad = api
+        .ensure_projects(&["Bad_Name".to_owned()])
+        .await
+        .unwrap_err();
+    let shown = bad.to_string();
+    assert!(
+        matches!(bad, PushError::HarborProject { status: 400, .. }),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("`Bad_Name`") && shown.contains("BAD_REQUEST"),
+        "{shown}"
+    );
+
+    let wrong = harbor.target("wrong-staple-xyzzy");
+    let refused = kk_install::push::Registry::new(&wrong)
+        .unwrap()
+        .ensure_projects(&projects)
+        .await
+        .unwrap_err();
+    let shown = refused.to_string();
+    assert!(
+        matches!(refused, PushError::HarborProject { status: 401, .. }),
+        "{shown}"
+    );
+    assert!(!shown.contains("wrong-staple-xyzzy"), "{shown}");
 }
