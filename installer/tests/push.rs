@@ -491,13 +491,13 @@ struct Harbor {
     host: String,
     ca: PathBuf,
     _registry: Registry,
-    harbor: Child,
+    stand_in: Child,
 }
 
 impl Drop for Harbor {
     fn drop(&mut self) {
-        let _ = self.harbor.kill();
-        let _ = self.harbor.wait();
+        let _ = self.stand_in.kill();
+        let _ = self.stand_in.wait();
     }
 }
 
@@ -531,7 +531,7 @@ impl Harbor {
             .unwrap()
             .port();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab/harbor-api.py");
-        let harbor = Command::new("python3")
+        let stand_in = Command::new("python3")
             .arg(script)
             .args(["127.0.0.1", &port.to_string()])
             .arg(pki.join("registry.crt"))
@@ -554,7 +554,7 @@ impl Harbor {
             host: format!("127.0.0.1:{port}"),
             ca: pki.join("ca.crt"),
             _registry: registry,
-            harbor,
+            stand_in,
         }
     }
 
