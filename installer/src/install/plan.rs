@@ -352,8 +352,6 @@ pub struct ExternalPlan {
     /// The CA file on the installer machine (`image_registry.ca_file`), copied to
     /// [`RegistryPlan::ca`] on every node.
     pub ca_file: Option<std::path::PathBuf>,
-    /// The user name and where its password is, when the registry needs credentials.
-    pub credentials: Option<RegistryAuth>,
     /// The Harbor projects the push needs: the first path component of every repository of the
     /// bundle (`docker.io`, `registry.k8s.io`, `kk.internal`).
     pub projects: Vec<String>,
@@ -514,11 +512,7 @@ impl Plan {
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
-        let registry_auth = registry
-            .external()
-            .and_then(|external| external.credentials.clone())
-            .into_iter()
-            .collect();
+        let registry_auth = registry_auth(config);
         Ok(Self {
             bundle: identity,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
@@ -598,14 +592,6 @@ fn registry_plan(
 /// (copied to every node) or their own CAs.
 fn external_plan(external: &ExternalRegistry, config: &Config, content: &Content) -> RegistryPlan {
     let (host, port) = split_host_port(&external.address);
-    let credentials = match (&external.username, &external.password_env) {
-        (Some(username), Some(password_env)) => Some(RegistryAuth {
-            host: external.address.clone(),
-            username: username.clone(),
-            password_env: password_env.clone(),
-        }),
-        _ => None,
-    };
     RegistryPlan {
         address: external.address.clone(),
         host,
@@ -620,10 +606,27 @@ fn external_plan(external: &ExternalRegistry, config: &Config, content: &Content
         server: RegistryServer::External(ExternalPlan {
             harbor: external.harbor,
             ca_file: external.ca_file.clone(),
-            credentials,
             projects: content.projects(),
             platforms: content.platforms.clone(),
         }),
+    }
+}
+
+/// The credentials of an external registry that needs them: the user name and the variable
+/// holding the password (kk's registry needs none).
+fn registry_auth(config: &Config) -> Vec<RegistryAuth> {
+    match &config.image_registry {
+        ImageRegistry::External(ExternalRegistry {
+            address,
+            username: Some(username),
+            password_env: Some(password_env),
+            ..
+        }) => vec![RegistryAuth {
+            host: address.clone(),
+            username: username.clone(),
+            password_env: password_env.clone(),
+        }],
+        _ => Vec::new(),
     }
 }
 

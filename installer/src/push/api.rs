@@ -99,7 +99,6 @@ impl<'a> Registry<'a> {
                 registry: self.target.host.clone(),
                 what: "GET /v2/".to_owned(),
                 status: status.as_u16(),
-                body: String::new(),
             }),
         }
     }

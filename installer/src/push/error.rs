@@ -142,7 +142,9 @@ pub enum PushError {
         source: reqwest::Error,
     },
     /// The registry answered an API call with an unexpected status.
-    #[error("registry `{registry}` answered {status} to `{what}`{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    #[error(
+        "registry `{registry}` answered {status} to `{what}`; hint: check that `{registry}` is a registry (it should answer `/v2/`)"
+    )]
     ApiStatus {
         /// The registry (`host[:port]`).
         registry: String,
@@ -150,8 +152,6 @@ pub enum PushError {
         what: String,
         /// The HTTP status.
         status: u16,
-        /// What it said.
-        body: String,
     },
     /// Harbor refused to look up or create a project.
     #[error(

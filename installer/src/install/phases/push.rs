@@ -17,12 +17,12 @@ const JOBS: usize = 4;
 
 /// `push.login`: the registry accepts the credentials (or needs none).
 pub(super) async fn login(cx: &Cx<'_>) -> Result<Option<String>, StepError> {
-    let (external, target) = target(cx)?;
+    let (_, target) = target(cx)?;
     Registry::new(&target)?.login().await?;
-    Ok(Some(match &external.credentials {
-        Some(auth) => format!(
+    Ok(Some(match &target.credentials {
+        Some(credentials) => format!(
             "push: registry {} accepts user {}",
-            target.host, auth.username
+            target.host, credentials.username
         ),
         None => format!("push: registry {} answers without credentials", target.host),
     }))
@@ -85,22 +85,14 @@ fn target<'a>(cx: &Cx<'a>) -> Result<(&'a ExternalPlan, PushTarget), StepError> 
     let external = registry.external().ok_or_else(|| {
         StepError::not_in_plan("the push phase runs only with an external registry")
     })?;
-    let credentials = external
-        .credentials
-        .as_ref()
-        .map(|auth| {
-            std::env::var(&auth.password_env)
-                .map(|password| Credentials {
-                    username: auth.username.clone(),
-                    password,
-                })
-                .map_err(|_| push::PushError::PasswordUnset {
-                    registry: registry.address.clone(),
-                    username: auth.username.clone(),
-                    variable: auth.password_env.clone(),
-                })
-        })
-        .transpose()?;
+    let credentials =
+        super::registry::credentials(cx)?
+            .into_iter()
+            .next()
+            .map(|(auth, password)| Credentials {
+                username: auth.username.clone(),
+                password,
+            });
     Ok((
         external,
         PushTarget {

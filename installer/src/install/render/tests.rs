@@ -243,7 +243,6 @@ fn hosts_toml_points_at_an_external_registry_under_the_hosts_path_with_its_ca() 
         server: RegistryServer::External(crate::install::plan::ExternalPlan {
             harbor: true,
             ca_file: Some("/etc/kk-test/ca.crt".into()),
-            credentials: None,
             projects: vec!["docker.io".into()],
             platforms: vec!["linux/amd64".into()],
         }),
