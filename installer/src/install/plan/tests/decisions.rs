@@ -415,7 +415,7 @@ fn external_addresses_split_into_host_and_port() {
     ];
     for (address, host, port) in cases {
         assert_eq!(
-            split_host_port(address),
+            registry::split_host_port(address),
             (host.to_owned(), port),
             "{address}"
         );
