@@ -238,6 +238,9 @@ pub(crate) struct FetchArgs {
     /// How to print what was installed.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+    /// A file holding `username:password` for a registry that wants credentials.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) auth_file: Option<PathBuf>,
 }
 
 fn digest(text: &str) -> Result<bundle_spec::Sha256Digest, InvalidValue> {
@@ -293,6 +296,9 @@ pub(crate) struct PingArgs {
     /// Seconds to keep trying.
     #[arg(long, default_value_t = 30)]
     pub(crate) wait: u64,
+    /// A file holding `username:password`: the registry must accept them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) auth_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -321,6 +327,11 @@ pub(crate) struct PushArgs {
     /// Uploads at once.
     #[arg(short = 'j', long, default_value_t = 4)]
     pub(crate) jobs: usize,
+    /// The nodes' platform (`linux/amd64`), repeatable, preferred first: where the registry
+    /// refuses an index the bundle has only some platforms of, its tags point at this
+    /// platform's manifest (the first the bundle has when none is given).
+    #[arg(long = "platform", value_name = "OS/ARCH")]
+    pub(crate) platforms: Vec<String>,
 }
 
 #[derive(Debug, Args)]

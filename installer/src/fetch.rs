@@ -53,6 +53,9 @@ pub struct FetchRequest {
     pub files: Vec<String>,
     /// Where stamps are kept ([`STAMP_DIR`] on a node).
     pub stamp_dir: PathBuf,
+    /// A file holding `username:password` for a registry that wants basic credentials (an
+    /// external registry; kk's wants none).
+    pub auth_file: Option<PathBuf>,
 }
 
 /// What a fetch did.
@@ -74,7 +77,7 @@ pub async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchError> {
     if let Some(done) = already_done(request) {
         return Ok(done);
     }
-    let client = client(&request.ca)?;
+    let client = client(&request.ca, request.auth_file.as_deref())?;
     let (repository, tag) = split_reference(&request.reference)?;
     let base = format!("https://{}/v2/{repository}", request.registry);
     let (manifest_digest, manifest) = resolve(&client, &base, tag, request).await?;
@@ -99,9 +102,15 @@ pub async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchError> {
     Ok(fetched)
 }
 
-/// Waits until the registry answers `/v2/` over TLS verified with `ca`, for at most `wait`.
-pub async fn ping(registry: &str, ca: &Path, wait: Duration) -> Result<(), FetchError> {
-    let client = client(ca)?;
+/// Waits until the registry answers `/v2/` over TLS verified with `ca` (and accepts the
+/// credentials of `auth_file`, if given), for at most `wait`.
+pub async fn ping(
+    registry: &str,
+    ca: &Path,
+    auth_file: Option<&Path>,
+    wait: Duration,
+) -> Result<(), FetchError> {
+    let client = client(ca, auth_file)?;
     let url = format!("https://{registry}/v2/");
     let deadline = tokio::time::Instant::now() + wait;
     loop {
@@ -122,7 +131,7 @@ pub async fn ping(registry: &str, ca: &Path, wait: Duration) -> Result<(), Fetch
     }
 }
 
-fn client(ca: &Path) -> Result<reqwest::Client, FetchError> {
+fn client(ca: &Path, auth_file: Option<&Path>) -> Result<reqwest::Client, FetchError> {
     let pem = fs::read(ca).map_err(FetchError::io(ca))?;
     let certificates =
         reqwest::Certificate::from_pem_bundle(&pem).map_err(|source| FetchError::Ca {
@@ -135,8 +144,13 @@ fn client(ca: &Path) -> Result<reqwest::Client, FetchError> {
             source: "no certificate found".into(),
         });
     }
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(path) = auth_file {
+        headers.insert(reqwest::header::AUTHORIZATION, basic_auth(path)?);
+    }
     reqwest::Client::builder()
         .user_agent(concat!("kk-install/", env!("CARGO_PKG_VERSION")))
+        .default_headers(headers)
         .tls_certs_only(certificates)
         .connect_timeout(Duration::from_secs(10))
         .read_timeout(Duration::from_secs(60))
@@ -145,6 +159,25 @@ fn client(ca: &Path) -> Result<reqwest::Client, FetchError> {
             url: String::new(),
             source,
         })
+}
+
+/// `Basic <base64>` of the `username:password` line in `path`, marked sensitive (never shown
+/// in debug output). reqwest drops it on a redirect to another host.
+fn basic_auth(path: &Path) -> Result<reqwest::header::HeaderValue, FetchError> {
+    use base64::Engine as _;
+    let bad = || FetchError::AuthFile {
+        path: path.to_owned(),
+    };
+    let text = fs::read_to_string(path).map_err(|_| bad())?;
+    let line = text.lines().next().unwrap_or_default();
+    if !line.contains(':') {
+        return Err(bad());
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(line);
+    let mut value =
+        reqwest::header::HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|_| bad())?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 /// The repository and the tag of `reference`, which a fetch needs both of (and no digest).
@@ -481,6 +514,7 @@ mod tests {
             into: into.to_owned(),
             files: files.iter().map(|s| (*s).to_owned()).collect(),
             stamp_dir: into.join("stamps"),
+            auth_file: None,
         }
     }
 

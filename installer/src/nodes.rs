@@ -226,7 +226,16 @@ pub(crate) fn install(
         close(nodes).await;
         result.map_err(anyhow::Error::from)
     })?;
-    let phases: Vec<Phase> = args.phase.map_or_else(|| Phase::ALL.to_vec(), |p| vec![p]);
+    // A phase without steps in this plan (`push` with kk's registry) gets no column.
+    let phases: Vec<Phase> = args.phase.map_or_else(
+        || {
+            Phase::ALL
+                .into_iter()
+                .filter(|phase| install.plan.phase(*phase).next().is_some())
+                .collect()
+        },
+        |p| vec![p],
+    );
     match args.output {
         Output::Text => crate::print(&summary.render(&read.inventory, &phases)),
         Output::Json => crate::print(&format!("{:#}\n", serde_json::to_value(&summary)?)),

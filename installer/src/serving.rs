@@ -46,10 +46,14 @@ pub(crate) fn push(runtime: &Runtime, args: &PushArgs, quiet: bool) -> anyhow::R
         allow_plain_http_password: args.allow_plain_http_password,
         ca_file: args.ca.clone(),
         credentials,
+        platforms: args.platforms.clone(),
     };
     // Refused before a bundle is unpacked for nothing.
     target.check()?;
     let store = filled_store(&args.source, quiet)?;
+    // What happens to indexes the bundle has only some platforms of, said before any push.
+    let partial = kk_install::push::preview(&store, &target.platforms)?;
+    crate::print(&kk_install::push::summary(&partial))?;
     let report = runtime
         .block_on(kk_install::push::push(&store, &target, args.jobs))
         .with_context(|| {
@@ -68,14 +72,20 @@ pub(crate) fn push(runtime: &Runtime, args: &PushArgs, quiet: bool) -> anyhow::R
         bytesize::ByteSize(report.bytes_uploaded),
         report.blobs_mounted,
         report.blobs_present
-    ))
+    ))?;
+    crate::print(&kk_install::push::outcome(&report))
 }
 
 /// `registry ping`: waits until the registry answers over TLS.
 pub(crate) fn ping(runtime: &Runtime, args: &PingArgs) -> anyhow::Result<()> {
     let wait = std::time::Duration::from_secs(args.wait);
     runtime
-        .block_on(kk_install::fetch::ping(&args.registry, &args.ca, wait))
+        .block_on(kk_install::fetch::ping(
+            &args.registry,
+            &args.ca,
+            args.auth_file.as_deref(),
+            wait,
+        ))
         .with_context(|| format!("registry `{}` is not ready", args.registry))?;
     crate::print(&format!("ok: {} answers over TLS\n", args.registry))
 }
@@ -101,6 +111,7 @@ pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
         into: args.into.clone(),
         files: args.files.clone(),
         stamp_dir: kk_install::fetch::STAMP_DIR.into(),
+        auth_file: args.auth_file.clone(),
     };
     let fetched = runtime
         .block_on(kk_install::fetch::fetch(&request))

@@ -34,6 +34,11 @@ impl Drop for Registry {
 impl Registry {
     /// Starts a registry on a free port of 127.0.0.1; with `htpasswd`, basic auth is required.
     fn start(htpasswd: Option<&Path>) -> Self {
+        Self::start_with(htpasswd, None)
+    }
+
+    /// [`Self::start`], with TLS when given a certificate and key.
+    fn start_with(htpasswd: Option<&Path>, tls: Option<(&Path, &Path)>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -46,8 +51,15 @@ impl Registry {
                 path.display()
             )
         });
+        let tls = tls.map_or_else(String::new, |(cert, key)| {
+            format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                cert.display(),
+                key.display()
+            )
+        });
         let config = format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{auth}",
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{tls}{auth}",
             dir.path().join("data").display()
         );
         let config_path = dir.path().join("config.yml");
@@ -88,6 +100,7 @@ impl Registry {
             allow_plain_http_password: true,
             ca_file: None,
             credentials,
+            platforms: Vec::new(),
         }
     }
 
@@ -361,21 +374,260 @@ async fn basic_auth_is_required_and_the_password_never_shown() {
 }
 
 /// Distribution 2.8 (Debian's `docker-registry`) refuses an index whose platform manifests it
-/// does not have (`400 MANIFEST_BLOB_UNKNOWN`): the push fails naming the image and platform.
+/// does not have (`400 MANIFEST_BLOB_UNKNOWN`). The push says so before it starts, pushes
+/// every platform manifest the store has, points the tag at the preferred platform's manifest
+/// and names the index digest that cannot resolve there; everything after it is pushed too.
 #[tokio::test]
-async fn an_index_with_omitted_platforms_is_refused_by_distribution() {
+async fn an_index_with_omitted_platforms_is_refused_so_its_tag_names_the_nodes_platform() {
     let registry = Registry::start(None);
     let layout = pushed_layout(true);
     let store = Store::open(layout.dir.path()).unwrap();
-    let error = push(&store, &registry.target(None), 2).await.unwrap_err();
-    let shown = error.to_string();
+    let target = PushTarget {
+        platforms: vec!["linux/s390x".to_owned()],
+        ..registry.target(None)
+    };
+    let preview = kk_install::push::preview(&store, &target.platforms).unwrap();
+    let [partial] = preview.as_slice() else {
+        panic!("{preview:?}")
+    };
+    assert_eq!(partial.repository, "docker.io/library/busybox");
+    assert_eq!(partial.missing, ["linux/arm64/v8"]);
+    let summary = kk_install::push::summary(&preview);
     assert!(
-        matches!(error, PushError::IncompleteIndex { .. }),
+        summary.contains("busybox:1.36: lacks linux/arm64/v8; else linux/s390x"),
+        "{summary}"
+    );
+
+    let report = push(&store, &target, 2).await.unwrap();
+    let (index_bytes, s390x_bytes) = (&layout.expected[0].1, &layout.expected[2].1);
+    let index = Sha256Digest::of(index_bytes);
+    assert_eq!(
+        report.unresolvable,
+        [format!(
+            "{}/docker.io/library/busybox@{index}",
+            registry.host()
+        )]
+    );
+    let [retargeted] = report.retargeted.as_slice() else {
+        panic!("{report:?}")
+    };
+    assert_eq!(retargeted.platform, "linux/s390x");
+    assert_eq!(retargeted.manifest, Sha256Digest::of(s390x_bytes));
+    // The tag names the s390x manifest, byte for byte; every platform manifest and every
+    // later repository went up.
+    assert_eq!(
+        &registry.raw("docker.io/library/busybox:1.36", None),
+        s390x_bytes
+    );
+    for (reference, bytes) in &layout.expected[1..] {
+        assert_eq!(&registry.raw(reference, None), bytes, "{reference}");
+    }
+    let outcome = kk_install::push::outcome(&report);
+    assert!(
+        outcome.contains("does not resolve in this registry"),
+        "{outcome}"
+    );
+
+    // A rerun sends nothing new and decides the same.
+    let again = push(&store, &target, 2).await.unwrap();
+    assert_eq!(again.blobs_uploaded + again.blobs_mounted, 0, "{again:?}");
+    assert_eq!(again.retargeted, report.retargeted);
+}
+
+/// The login check: `/v2/` with the credentials, a refusal naming the registry and the user.
+#[tokio::test]
+async fn the_login_check_names_a_refused_user_and_accepts_the_right_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let htpasswd: PathBuf = dir.path().join("htpasswd");
+    let status = Command::new("htpasswd")
+        .args(["-Bbc"])
+        .arg(&htpasswd)
+        .args(["pusher", "right-horse-battery"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let registry = Registry::start(Some(&htpasswd));
+    let with = |password: Option<&str>| {
+        registry.target(password.map(|password| Credentials {
+            username: "pusher".into(),
+            password: password.into(),
+        }))
+    };
+    let wrong = with(Some("wrong-staple-xyzzy"));
+    let error = kk_install::push::Registry::new(&wrong)
+        .unwrap()
+        .login()
+        .await
+        .unwrap_err();
+    let shown = format!("{error} {error:?}");
+    assert!(matches!(error, PushError::Unauthorized { .. }), "{shown}");
+    assert!(
+        shown.contains(&registry.host()) && shown.contains("`pusher`"),
         "{shown}"
     );
-    assert!(shown.contains("docker.io/library/busybox:1.36"), "{shown}");
-    assert!(shown.contains("`linux/arm64/v8`"), "{shown}");
-    // The platforms the store has went up before the index was refused.
-    let (reference, bytes) = &layout.expected[1];
-    assert_eq!(&registry.raw(reference, None), bytes);
+    assert!(!shown.contains("wrong-staple-xyzzy"), "{shown}");
+    let none = with(None);
+    let error = kk_install::push::Registry::new(&none)
+        .unwrap()
+        .login()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, PushError::Unauthorized { username: None, .. }),
+        "{error}"
+    );
+    let right = with(Some("right-horse-battery"));
+    kk_install::push::Registry::new(&right)
+        .unwrap()
+        .login()
+        .await
+        .unwrap();
+}
+
+/// Debian's `docker-registry` with TLS and basic auth behind the lab's Harbor stand-in
+/// (`scripts/lab/harbor-api.py`), both on 127.0.0.1; killed when dropped.
+struct Harbor {
+    host: String,
+    ca: PathBuf,
+    _registry: Registry,
+    stand_in: Child,
+}
+
+impl Drop for Harbor {
+    fn drop(&mut self) {
+        let _ = self.stand_in.kill();
+        let _ = self.stand_in.wait();
+    }
+}
+
+impl Harbor {
+    fn start(dir: &Path) -> Self {
+        let pki = dir.join("pki");
+        let status = Command::new(env!("CARGO_BIN_EXE_kk-install"))
+            .args(["registry", "cert", "--ca-out"])
+            .arg(&pki)
+            .args(["--names", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let htpasswd = dir.join("htpasswd");
+        let status = Command::new("htpasswd")
+            .arg("-Bbc")
+            .arg(&htpasswd)
+            .args(["pusher", "right-horse-battery"])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let registry = Registry::start_with(
+            Some(&htpasswd),
+            Some((&pki.join("registry.crt"), &pki.join("registry.key"))),
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab/harbor-api.py");
+        let stand_in = Command::new("python3")
+            .arg(script)
+            .args(["127.0.0.1", &port.to_string()])
+            .arg(pki.join("registry.crt"))
+            .arg(pki.join("registry.key"))
+            .arg(format!("https://{}", registry.host()))
+            .arg(pki.join("ca.crt"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the stand-in did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            host: format!("127.0.0.1:{port}"),
+            ca: pki.join("ca.crt"),
+            _registry: registry,
+            stand_in,
+        }
+    }
+
+    fn target(&self, password: &str) -> PushTarget {
+        PushTarget {
+            host: self.host.clone(),
+            plain_http: false,
+            allow_plain_http_password: false,
+            ca_file: Some(self.ca.clone()),
+            credentials: Some(Credentials {
+                username: "pusher".into(),
+                password: password.into(),
+            }),
+            platforms: Vec::new(),
+        }
+    }
+}
+
+/// Harbor's projects: a push into a missing one is refused naming it; kk creates the missing
+/// ones (and finds them there on a rerun), and reports what Harbor refuses (a bad name, a
+/// user who may not manage projects) instead of ignoring it as KubeKey does.
+#[tokio::test]
+async fn harbor_projects_are_created_first_and_refusals_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let harbor = Harbor::start(dir.path());
+    let layout = pushed_layout(false);
+    let store = Store::open(layout.dir.path()).unwrap();
+    let target = harbor.target("right-horse-battery");
+    let api = kk_install::push::Registry::new(&target).unwrap();
+    api.login().await.unwrap();
+
+    let missing = push(&store, &target, 2).await.unwrap_err();
+    assert!(
+        matches!(&missing, PushError::ProjectMissing { project, .. } if project == "docker.io"),
+        "{missing}"
+    );
+
+    let projects: Vec<String> = ["docker.io", "kk.internal", "quay.io", "registry.local_5000"]
+        .map(String::from)
+        .to_vec();
+    let first = api.ensure_projects(&projects).await.unwrap();
+    assert_eq!(first.created, projects);
+    assert!(first.present.is_empty());
+    let again = api.ensure_projects(&projects).await.unwrap();
+    assert_eq!(again.present, projects);
+    assert!(again.created.is_empty());
+    let report = push(&store, &target, 2).await.unwrap();
+    assert_eq!(report.manifests, 7);
+
+    let bad = api
+        .ensure_projects(&["Bad_Name".to_owned()])
+        .await
+        .unwrap_err();
+    let shown = bad.to_string();
+    assert!(
+        matches!(bad, PushError::HarborProject { status: 400, .. }),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("`Bad_Name`") && shown.contains("BAD_REQUEST"),
+        "{shown}"
+    );
+
+    let wrong = harbor.target("wrong-staple-xyzzy");
+    let refused = kk_install::push::Registry::new(&wrong)
+        .unwrap()
+        .ensure_projects(&projects)
+        .await
+        .unwrap_err();
+    let shown = refused.to_string();
+    assert!(
+        matches!(refused, PushError::HarborProject { status: 401, .. }),
+        "{shown}"
+    );
+    assert!(!shown.contains("wrong-staple-xyzzy"), "{shown}");
 }

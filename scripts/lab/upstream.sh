@@ -260,7 +260,8 @@ seed_charts() {
 
 seed_binaries() {
   local key force="" t0
-  key=$(stamp_key "$LAB_SCRIPTS/catalog.py" "$LAB_SCRIPTS/lab-binaries.json")
+  # The stand-ins (kubeadm, kubelet, kubectl, crictl) are files of these releases too.
+  key=$(stamp_key "$LAB_SCRIPTS/catalog.py" "$LAB_SCRIPTS/lab-binaries.json" "$LAB_SCRIPTS"/standins/*.py)
   if stamp_ok binaries "$key" && [ -f "$LAB_DIR/seeded/lab-binaries.json" ]; then return 0; fi
   stamp_ok binaries "$key" || force=--force
   t0=$(date +%s.%N)

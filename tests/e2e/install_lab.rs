@@ -600,7 +600,7 @@ pub(crate) mod lab {
         // clap refuses the name, listing every phase.
         assert!(
             error.contains("invalid value 'nonsense' for '--phase <NAME>'")
-                && error.contains("pre_hook, precheck, os, pki, registry, packages, nfs, runtime, etcd, kubernetes, network, addons, post_hook"),
+                && error.contains("push, pre_hook, precheck, os, pki, registry, packages, nfs, runtime, etcd, kubernetes, network, addons, post_hook"),
             "{error}"
         );
     }

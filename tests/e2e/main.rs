@@ -9,6 +9,7 @@ mod chart_images_lab;
 mod cli;
 mod cni_lab;
 mod dist;
+mod external_lab;
 mod install_bundle;
 mod install_lab;
 mod install_lock;

@@ -15,6 +15,13 @@ pub enum FetchError {
         #[source]
         source: std::io::Error,
     },
+    /// The credentials file cannot be read or is not one `username:password` line (its
+    /// content is never shown).
+    #[error("`{}` is not a readable `username:password` line; hint: the install writes it in the registry phase", path.display())]
+    AuthFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// The CA file holds no usable certificate.
     #[error("`{}` is not a PEM CA certificate; hint: pass the installation's `ca.crt`", path.display())]
     Ca {

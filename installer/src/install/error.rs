@@ -16,14 +16,6 @@ use crate::ssh::SshError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanError {
-    /// An external registry is configured; the install only sets up kk's own so far.
-    #[error(
-        "`image_registry.type: external` (`{address}`) is not installed by kk-install yet; hint: use kk's registry (`type: kk`), or push the bundle with `kk-install registry push` and install by hand"
-    )]
-    ExternalRegistry {
-        /// The configured address.
-        address: String,
-    },
     /// Neither `image_registry` nor `kube_control_plane` has a host.
     #[error(
         "no host can serve kk's registry; hint: put a host in the `image_registry` or `kube_control_plane` group"
@@ -410,6 +402,27 @@ pub enum StepError {
         /// What is missing, naming the node or the field.
         what: String,
     },
+    /// The bundle could not be unpacked into the installer machine's store.
+    #[error("cannot unpack the bundle `{}` into the installer's store", path.display())]
+    Bundle {
+        /// The bundle as given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<bundle_spec::BundleError>,
+    },
+    /// The installer machine's store could not be read.
+    #[error("cannot read the store `{}`", path.display())]
+    Store {
+        /// The store.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<crate::registry::RegistryError>,
+    },
+    /// The bundle could not be pushed into the external registry.
+    #[error(transparent)]
+    Push(Box<crate::push::PushError>),
     /// A blocking task of the step panicked or was cancelled.
     #[error("a task of the step ended abnormally")]
     Task(#[from] tokio::task::JoinError),
@@ -433,6 +446,7 @@ boxed_from!(
     Pki(PkiError),
     Token(TokenError),
     Plan(PlanError),
+    Push(crate::push::PushError),
 );
 
 impl StepError {

@@ -10,7 +10,7 @@ use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
 use crate::install::error::PlanError;
-use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
+use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, Role};
 
 mod charts;
 mod content;
@@ -20,6 +20,7 @@ mod kubernetes;
 mod nfs;
 mod packages;
 mod pki;
+mod registry;
 mod steps;
 mod text;
 
@@ -31,12 +32,21 @@ pub use kubernetes::KubernetesPlan;
 pub use nfs::{NfsPlan, PROVISIONER_CHART};
 pub use packages::{PACKAGES_DIR, PackagesPlan, PlannedSet, set_key};
 pub use pki::{CertificateSet, PkiPlan};
+pub use registry::{
+    EXTERNAL_REGISTRY_CA, ExternalPlan, RegistryAuth, RegistryPlan, RegistryServer,
+    SYSTEM_CA_BUNDLE,
+};
+use registry::{registry_auth, registry_plan};
 use steps::{ExtraPhases, Groups, add_step, steps};
 
 /// The phases of an install, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// With an external registry: the bundle pushed into it from the installer machine, before
+    /// any node is touched (a refused login or push stops the install with every node as it
+    /// was).
+    Push,
     /// The operator's `pre_install_*.sh` scripts.
     PreHook,
     /// Facts and rules: whether the install can work.
@@ -68,7 +78,8 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
+        Self::Push,
         Self::PreHook,
         Self::Precheck,
         Self::Os,
@@ -87,6 +98,7 @@ impl Phase {
     /// The phase's name as `--phase` takes it.
     pub fn name(self) -> &'static str {
         match self {
+            Self::Push => "push",
             Self::PreHook => "pre_hook",
             Self::Precheck => "precheck",
             Self::Os => "os",
@@ -119,6 +131,15 @@ impl fmt::Display for Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
+    /// Logs in to the external registry (`/v2/` with the credentials): a refusal names the
+    /// registry and the user (cluster-wide, on the installer machine).
+    RegistryLogin,
+    /// Unpacks the bundle into the installer machine's store (`<work dir>/store`) and says
+    /// what the push does with indexes the bundle has only some platforms of (cluster-wide).
+    PushStore,
+    /// Creates Harbor's missing projects, then pushes the store into the external registry
+    /// (cluster-wide).
+    PushBundle,
     /// Runs the hook scripts of every node (cluster-wide).
     Hooks,
     /// Gathers facts and evaluates every rule (cluster-wide).
@@ -136,7 +157,7 @@ pub enum Action {
         /// Whether IPv6 forwarding is needed too (dual stack).
         ipv6: bool,
     },
-    /// Maps every node and the registry's name in `/etc/hosts`.
+    /// Maps every node (and the name of kk's registry) in `/etc/hosts`.
     Hosts,
     /// Gathers the nodes' facts again and judges, for real, the precheck rules the os phase
     /// establishes (cluster-wide step over its nodes).
@@ -149,7 +170,7 @@ pub enum Action {
     UnpackBundle,
     /// Installs and starts `kk-registry.service`.
     RegistryService,
-    /// Waits until the registry answers over TLS verified with the cluster CA.
+    /// Waits until the registry answers over TLS verified with its CA (kk's: the cluster CA).
     RegistryReady,
     /// Installs the packages of [`Plan::packages`] the node lacks for its roots: fetched from
     /// the registry by the node, installed with `dpkg -i` in install order.
@@ -221,6 +242,9 @@ impl Action {
         matches!(
             self,
             Self::Hooks
+                | Self::RegistryLogin
+                | Self::PushStore
+                | Self::PushBundle
                 | Self::Precheck
                 | Self::IssueCertificates
                 | Self::VerifyOs
@@ -305,24 +329,6 @@ pub struct Step {
     pub nodes: Vec<String>,
 }
 
-/// kk's registry as the install sets it up.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RegistryPlan {
-    /// The inventory name of the host that serves it.
-    pub node: String,
-    /// That host's address, which `/etc/hosts` maps the registry's name to.
-    pub ip: IpAddr,
-    /// `host:port` as every node reaches it.
-    pub address: String,
-    /// The host part of `address`.
-    pub host: String,
-    /// The port.
-    pub port: u16,
-    /// Whether containerd may try an image's own registry when kk's does not answer
-    /// (`image_registry.upstream_fallback`; never in an airgap).
-    pub upstream_fallback: bool,
-}
-
 /// The cluster's DNS domain: kubeadm's `networking.dnsDomain`, the kubelet's `clusterDomain`
 /// and the API server certificate's `kubernetes.default.svc.<domain>`.
 const CLUSTER_DOMAIN: &str = "cluster.local";
@@ -338,6 +344,9 @@ pub struct Plan {
     pub kubernetes_version: Option<String>,
     /// The registry.
     pub registry: RegistryPlan,
+    /// The credentials containerd's CRI plugin gets in `registry.configs."<host>".auth` and the
+    /// probe pull sends: one entry per registry host that needs them (an external registry's).
+    pub registry_auth: Vec<RegistryAuth>,
     /// The bundle's containerd version (its config version follows from it).
     pub containerd_version: String,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
@@ -371,13 +380,8 @@ impl Plan {
         identity: Sha256Digest,
         description: &Description,
     ) -> Result<Self, PlanError> {
-        if let ImageRegistry::External(external) = &config.image_registry {
-            return Err(PlanError::ExternalRegistry {
-                address: external.address.clone(),
-            });
-        }
         let content = Content::of(description);
-        let registry = registry_plan(inventory, config)?;
+        let registry = registry_plan(inventory, config, &content)?;
         let runtime_nodes = names(&inventory.group_members(crate::inventory::K8S_CLUSTER));
         let external_etcd = config.etcd.deployment_type == EtcdDeploymentType::External;
         let etcd_hosts = if external_etcd {
@@ -404,7 +408,8 @@ impl Plan {
             all: names(&inventory.hosts().iter().collect::<Vec<_>>()),
             runtime: runtime_nodes,
             etcd: names(&etcd_hosts),
-            registry: registry.node.clone(),
+            registry: registry.node().map(str::to_owned),
+            external_registry: registry.external().is_some(),
         };
         // IPv6 forwarding whenever a cluster range is IPv6 (dual stack or IPv6 only).
         let ipv6 = config.cni.pod_cidr.ipv6().is_some() || config.cni.service_cidr.ipv6().is_some();
@@ -440,11 +445,13 @@ impl Plan {
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
+        let registry_auth = registry_auth(config);
         Ok(Self {
             bundle: identity,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
+            registry_auth,
             containerd_version,
             pause_image,
             image_hosts: content.image_hosts.clone(),
@@ -477,30 +484,6 @@ pub fn address_of(host: &Host) -> Result<IpAddr, PlanError> {
         .ok_or_else(|| PlanError::NoAddress {
             node: host.name.clone(),
         })
-}
-
-/// The registry host: the first of `image_registry`, else the first control plane.
-fn registry_plan(inventory: &Inventory, config: &Config) -> Result<RegistryPlan, PlanError> {
-    let host = inventory
-        .role_members(Role::ImageRegistry)
-        .into_iter()
-        .next()
-        .or_else(|| {
-            inventory
-                .role_members(Role::ControlPlane)
-                .into_iter()
-                .next()
-        })
-        .ok_or(PlanError::NoRegistryHost)?;
-    let address = &config.registry_address;
-    Ok(RegistryPlan {
-        node: host.name.clone(),
-        ip: address_of(host)?,
-        address: address.to_string(),
-        host: address.host.clone(),
-        port: address.port,
-        upstream_fallback: config.upstream_fallback,
-    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+use crate::install::plan::{RegistryPlan, RegistryServer};
+
 pub mod kubernetes;
 
 /// Where node-side files live: the contract tests and operators rely on.
@@ -22,6 +24,9 @@ pub mod paths {
     pub const KK_INSTALL: &str = "/usr/local/bin/kk-install";
     /// containerd's mirror directory.
     pub const CERTS_D: &str = "/etc/containerd/certs.d";
+    /// `username:password` of an external registry (root only), for `kk-install fetch` and
+    /// the probe pull.
+    pub const REGISTRY_AUTH: &str = "/etc/kk/registry-auth";
     /// The record of what kk did on the node.
     pub const INSTALLED: &str = "/etc/kubekey/installed.json";
     /// etcd's certificates.
@@ -91,27 +96,82 @@ fn upstream_server(host: &str) -> String {
     }
 }
 
-/// `/etc/containerd/certs.d/<host>/hosts.toml`: kk's registry (`registry`, `host:port`) is the
-/// mirror for `host`, trusted through the installation's CA, never with `skip_verify`. Pulls
-/// keep the original names: containerd asks the mirror with `?ns=<host>`.
+/// `/etc/containerd/certs.d/<host>/hosts.toml`: the plan's registry is the mirror for `host`,
+/// trusted through its CA ([`RegistryPlan::ca`]), never with `skip_verify`. Pulls keep the
+/// original names. kk's registry is asked with `?ns=<host>`; an external registry holds the
+/// images under `<host>/…` (as the push put them), so its mirror URL carries that path and
+/// `override_path` keeps containerd from adding its own `/v2`.
 ///
 /// containerd falls back to `server` when no mirror answers. Unless `upstream_fallback`, that is
-/// kk's registry too: a pull then fails at kk's registry, naming the image, instead of trying
-/// the internet from a machine that has no way out.
-pub fn hosts_toml(host: &str, registry: &str, upstream_fallback: bool) -> String {
-    let server = if upstream_fallback {
+/// the registry too: a pull then fails there, naming the image, instead of trying the internet
+/// from a machine that has no way out.
+pub fn hosts_toml(host: &str, registry: &RegistryPlan) -> String {
+    let address = &registry.address;
+    let server = if registry.upstream_fallback {
         upstream_server(host)
     } else {
-        format!("https://{registry}")
+        format!("https://{address}")
+    };
+    let (mirror, which, override_path) = match registry.server {
+        RegistryServer::Kk { .. } => (format!("https://{address}"), "kk's registry", ""),
+        RegistryServer::External(_) => (
+            format!("https://{address}/v2/{host}"),
+            "the external registry",
+            "\x20 override_path = true\n",
+        ),
     };
     format!(
-        "# Written by kk-install: pulls of {host} images go to kk's registry.\n\
+        "# Written by kk-install: pulls of {host} images go to {which}.\n\
          server = \"{server}\"\n\n\
-         [host.\"https://{registry}\"]\n\
+         [host.\"{mirror}\"]\n\
          \x20 capabilities = [\"pull\", \"resolve\"]\n\
-         \x20 ca = \"{ca}\"\n",
-        ca = paths::TRUST_CA,
+         \x20 ca = \"{ca}\"\n{override_path}",
+        ca = registry.ca,
     )
+}
+
+/// The CRI plugin's credentials for each registry host of `auth` (`host`, `username`,
+/// `password`), appended to [`containerd_config`]: `registry.configs."<host>".auth` of
+/// `io.containerd.grpc.v1.cri` for containerd 1.x (config version 2), of
+/// `io.containerd.cri.v1.images` for 2.x (version 3) — the tables containerd's registry
+/// documentation gives for each. `hosts.toml` has no place for credentials; the CRI looks
+/// them up by the host it pulls from, the mirror's. Empty without credentials.
+pub fn containerd_registry_auth(major: u32, auth: &[(&str, &str, &str)]) -> String {
+    let plugin = if major >= 2 {
+        "io.containerd.cri.v1.images"
+    } else {
+        "io.containerd.grpc.v1.cri"
+    };
+    let mut text = String::new();
+    for (host, username, password) in auth {
+        let _ = write!(
+            text,
+            "\n[plugins.\"{plugin}\".registry.configs.\"{host}\".auth]\n\
+             \x20 username = {username}\n\
+             \x20 password = {password}\n",
+            username = toml_string(username),
+            password = toml_string(password),
+        );
+    }
+    text
+}
+
+/// `text` as a TOML basic string (a password may hold quotes or backslashes).
+fn toml_string(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(quoted, "\\u{:04X}", u32::from(c));
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// `/etc/crictl.yaml`.

@@ -459,6 +459,12 @@ pub struct ExternalRegistry {
     pub username: Option<String>,
     /// `password_env`: the environment variable holding the password (set with `username`).
     pub password_env: Option<String>,
+    /// `ca_file`: the PEM CA the registry's certificate chains to (relative to the config),
+    /// trusted by the push and copied to every node for containerd; the system's CAs when unset.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// `harbor`: the registry is a Harbor, whose projects (the first path component of every
+    /// repository) the install creates first through Harbor's API; default false.
+    pub harbor: bool,
 }
 
 /// `spec.cluster_require`: the precheck's thresholds, under KubeKey's key names.

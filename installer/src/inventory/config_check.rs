@@ -237,13 +237,9 @@ fn addon(
         }
         set.push(pair.value);
     }
-    let values_file = chart.values_file.map(|file| {
-        let path = std::path::PathBuf::from(&file.value);
-        match Path::new(cx.file.as_ref()).parent() {
-            Some(dir) if path.is_relative() => dir.join(path),
-            _ => path,
-        }
-    });
+    let values_file = chart
+        .values_file
+        .map(|file| relative_to_config(cx, &file.value));
     Ok(Addon {
         name: name.value,
         namespace,
@@ -251,6 +247,15 @@ fn addon(
         set,
         values_file,
     })
+}
+
+/// `path` as written in the config: relative to the config file's directory.
+fn relative_to_config(cx: &Context, path: &str) -> std::path::PathBuf {
+    let path = std::path::PathBuf::from(path);
+    match Path::new(cx.file.as_ref()).parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
+    }
 }
 
 /// A lowercase DNS-1123 label (helm release names, namespaces).
@@ -406,11 +411,18 @@ fn image_registry(
             ("address", &raw.address),
             ("username", &raw.username),
             ("password_env", &raw.password_env),
+            ("ca_file", &raw.ca_file),
         ];
         if let Some((field, Some(value))) = fields.into_iter().find(|(_, value)| value.is_some()) {
             return Err(InventoryError::RegistryFieldNeedsExternal {
                 at: cx.at(value),
                 field,
+            });
+        }
+        if let Some(harbor) = &raw.harbor {
+            return Err(InventoryError::RegistryFieldNeedsExternal {
+                at: cx.at(harbor),
+                field: "harbor",
             });
         }
         return Ok(ImageRegistry::Kk);
@@ -435,10 +447,18 @@ fn image_registry(
         (None, None) => (None, None),
         _ => return Err(InventoryError::IncompleteCredentials { at }),
     };
+    let ca_file = raw.ca_file.map(|file| {
+        if file.value.trim().is_empty() {
+            return Err(InventoryError::EmptyCaFile { at: cx.at(&file) });
+        }
+        Ok(relative_to_config(cx, &file.value))
+    });
     Ok(ImageRegistry::External(ExternalRegistry {
         address: address.value,
         username,
         password_env,
+        ca_file: ca_file.transpose()?,
+        harbor: raw.harbor.is_some_and(|h| h.value),
     }))
 }
 

@@ -334,6 +334,14 @@ pub enum InventoryError {
         /// The value as written.
         name: String,
     },
+    /// `image_registry.ca_file` is empty.
+    #[error(
+        "{at}: `image_registry.ca_file` is empty; hint: give the PEM file of the CA the registry's certificate chains to, or remove `ca_file` to trust the system's CAs"
+    )]
+    EmptyCaFile {
+        /// Where the value is.
+        at: bundle_spec::diagnostics::SourceLocation,
+    },
     /// A setting of an external registry without `type: external`.
     #[error(
         "{at}: `image_registry.{field}` is only read with `type: external`; hint: add `type: external`, or remove `{field}` to use kk's own registry"

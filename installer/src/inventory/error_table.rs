@@ -76,6 +76,7 @@ variants![
     InvalidRegistryAddress,
     IncompleteCredentials,
     InvalidEnvName,
+    EmptyCaFile,
     RegistryFieldNeedsExternal,
     InvalidAddon,
     InvalidShareDir,
@@ -173,6 +174,9 @@ fn cases() -> Vec<Case> {
         case!(Config, IncompleteCredentials, config("  image_registry: {type: external, address: harbor, username: admin}\n"), "`image_registry` sets only one of `username` and `password_env`", "4:19"),
         case!(Config, InvalidEnvName, config("  image_registry: {type: external, address: harbor, username: admin, password_env: 1PASS}\n"), "invalid environment variable name `1PASS`", "4:84"),
         case!(Config, RegistryFieldNeedsExternal, config("  image_registry: {address: harbor.local}\n"), "`image_registry.address` is only read with `type: external`", "4:29"),
+        case!(Config, RegistryFieldNeedsExternal, config("  image_registry: {ca_file: ca.crt}\n"), "`image_registry.ca_file` is only read with `type: external`", "4:29"),
+        case!(Config, RegistryFieldNeedsExternal, config("  image_registry: {harbor: true}\n"), "`image_registry.harbor` is only read with `type: external`", "4:28"),
+        case!(Config, EmptyCaFile, config("  image_registry: {type: external, address: harbor, ca_file: \"\"}\n"), "`image_registry.ca_file` is empty", "4:62"),
         case!(Config, InvalidKernelVersion, config("  cluster_require: {min_kernel_version: 5.x}\n"), "invalid min_kernel_version `5.x`", "4:41"),
         // Addons.
         case!(Config, InvalidAddon, config("  addons:\n  - {name: Metrics, sources: {chart: {name: m}}}\n"), "addon `name` `Metrics`: a release name is a lowercase DNS-1123 label", "5:12"),

@@ -237,6 +237,8 @@ section! {
         "address" => address: Option<Spanned<String>>,
         "username" => username: Option<Spanned<String>>,
         "password_env" => password_env: Option<Spanned<String>>,
+        "ca_file" => ca_file: Option<Spanned<String>>,
+        "harbor" => harbor: Option<Spanned<bool>>,
         "auth" => auth: Option<Spanned<RawRegistryAuth>>,
         "upstream_fallback" => upstream_fallback: Option<bool>,
     }

@@ -498,6 +498,8 @@ spec:
     address: harbor.example.com:8443
     username: admin
     password_env: HARBOR_PASSWORD
+    ca_file: pki/harbor-ca.crt
+    harbor: true
   cluster_require:
     minimal_master_memory_mb: 4096
     min_kernel_version: 5.10
@@ -519,6 +521,9 @@ spec:
     };
     assert_eq!(registry.address, "harbor.example.com:8443");
     assert_eq!(registry.password_env.as_deref(), Some("HARBOR_PASSWORD"));
+    assert!(registry.harbor);
+    let ca = registry.ca_file.as_deref().expect("ca_file");
+    assert!(ca.ends_with("pki/harbor-ca.crt"), "{}", ca.display());
     assert_eq!(config.precheck.min_control_plane_memory_mb, 4096);
     assert_eq!(
         config.precheck.min_kernel_version,

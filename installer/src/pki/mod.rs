@@ -85,8 +85,9 @@ pub struct PkiSpec {
     pub service_ips: Vec<IpAddr>,
     /// More apiserver SANs (DNS names or IP addresses), e.g. a kube-vip address.
     pub extra_apiserver_sans: Vec<String>,
-    /// The names of the kk registry's serving certificate.
-    pub registry: RegistryNames,
+    /// The names of the kk registry's serving certificate; `None` with an external registry,
+    /// which has a certificate of its own.
+    pub registry: Option<RegistryNames>,
 }
 
 /// A node as its certificates name it.

@@ -125,8 +125,10 @@ pub(super) fn leaves(spec: &PkiSpec) -> Result<Vec<LeafSpec>, PkiError> {
             "kube-etcd-healthcheck-client",
             None,
         ),
-        registry(&spec.registry)?,
     ];
+    if let Some(names) = &spec.registry {
+        leaves.push(registry(names)?);
+    }
     for member in &spec.etcd_members {
         leaves.push(etcd_member(member, "server"));
         leaves.push(etcd_member(member, "peer"));
@@ -307,10 +309,10 @@ mod tests {
             endpoint_host: "lb.example.com".to_owned(),
             service_ips: vec!["10.233.0.1".parse().expect("ip")],
             extra_apiserver_sans: vec!["10.0.0.100".to_owned(), "CP1".to_owned()],
-            registry: RegistryNames {
+            registry: Some(RegistryNames {
                 dns: vec!["registry.local".to_owned()],
                 ips: vec!["10.0.0.1".parse().expect("ip")],
-            },
+            }),
         }
     }
 
@@ -370,8 +372,17 @@ mod tests {
         let err = leaves(&bad).expect_err("bad SAN");
         assert!(err.to_string().contains("`not a name`"), "{err}");
         let mut none = spec();
-        none.registry = RegistryNames::default();
+        none.registry = Some(RegistryNames::default());
         assert!(matches!(leaves(&none), Err(PkiError::NoRegistryName)));
+        // An external registry has its own certificate: kk makes none for it.
+        let mut external = spec();
+        external.registry = None;
+        let names: Vec<PathBuf> = leaves(&external)
+            .expect("leaves")
+            .into_iter()
+            .map(|leaf| leaf.base)
+            .collect();
+        assert!(!names.contains(&PathBuf::from("registry")), "{names:?}");
         let mut no_cp = spec();
         no_cp.control_planes.clear();
         assert!(matches!(leaves(&no_cp), Err(PkiError::NoControlPlane)));

@@ -33,10 +33,10 @@ pub(super) fn spec3() -> PkiSpec {
         endpoint_host: "lb.kk.internal".to_owned(),
         service_ips: vec!["10.233.0.1".parse().expect("ip")],
         extra_apiserver_sans: vec!["10.0.0.100".to_owned()],
-        registry: RegistryNames {
+        registry: Some(RegistryNames {
             dns: vec!["registry.kk.internal".to_owned()],
             ips: vec!["10.0.0.1".parse().expect("ip")],
-        },
+        }),
     }
 }
 
@@ -574,7 +574,7 @@ fn registry_cert_reuses_the_ca_and_replaces_the_serving_pair() {
     );
     // ensure accepts what `registry cert` made, when the names agree.
     let mut spec = spec3();
-    spec.registry = other;
+    spec.registry = Some(other);
     let issued = ensure(&dir, &spec).expect("ensure");
     assert!(!issued.created().contains(&dir.join("registry.crt")));
 

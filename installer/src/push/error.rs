@@ -128,6 +128,59 @@ pub enum PushError {
         /// The digest the registry answered.
         actual: String,
     },
+    /// A call to the registry's API (login, Harbor's projects) got no answer.
+    #[error(
+        "cannot {what} at registry `{registry}`; hint: check the address, the CA and that the registry runs"
+    )]
+    Api {
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// What was being done.
+        what: String,
+        /// Why.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The registry answered an API call with an unexpected status.
+    #[error(
+        "registry `{registry}` answered {status} to `{what}`; hint: check that `{registry}` is a registry (it should answer `/v2/`)"
+    )]
+    ApiStatus {
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// The call.
+        what: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// Harbor refused to look up or create a project.
+    #[error(
+        "Harbor `{registry}` refused to {verb} project `{project}` ({status}: {message}); hint: create the project `{project}` in Harbor by hand, or give a user who may create projects"
+    )]
+    HarborProject {
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// The project.
+        project: String,
+        /// `look up` or `create`.
+        verb: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// Harbor's message.
+        message: String,
+    },
+    /// The environment variable that should hold the password is not set.
+    #[error(
+        "the password of user `{username}` for registry `{registry}` is read from `{variable}`, which is not set; hint: export `{variable}` in the installer's environment"
+    )]
+    PasswordUnset {
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// The user.
+        username: String,
+        /// The variable.
+        variable: String,
+    },
     /// Credentials would cross the network in clear text, and no one said that was fine.
     #[error(
         "refusing to send the password of user `{username}` to `{registry}` over plain HTTP, where anyone on the path can read it; hint: give the registry TLS (`--ca` to trust its CA), or, on a network you trust, pass `--allow-plain-http-password`"

@@ -25,8 +25,12 @@
 //!
 //! An index whose omitted platforms (bundle format §5) are absent is pushed as it is: its
 //! digest must stay upstream's. A registry accepting it is noted in
-//! [`PushReport::incomplete_indexes`]; one refusing it fails the push with
-//! [`PushError::IncompleteIndex`], naming the image and the missing platforms.
+//! [`PushReport::incomplete_indexes`]. A registry refusing it (distribution, Harbor) gets the
+//! index's tags pointed at the manifest of the preferred platform instead
+//! ([`PushReport::retargeted`]), and the index digest is listed as unresolvable there
+//! ([`PushReport::unresolvable`]); see [`partial`], and [`preview`] for saying so before the
+//! push. Only an index with no platform of its own in the store fails the push
+//! ([`PushError::IncompleteIndex`]).
 //!
 //! # Errors worth a hint
 //!
@@ -36,9 +40,13 @@
 //! [`PushTarget::allow_plain_http_password`] says so: basic auth in clear text gives the
 //! password to anyone on the path, and a typo'd `--plain-http` must not do that silently. Harbor answers a blob upload into a project that
 //! does not exist with `404`: that is [`PushError::ProjectMissing`], naming the project (the
-//! first component of the repository, `docker.io` for `docker.io/library/busybox`) to create.
+//! first component of the repository, `docker.io` for `docker.io/library/busybox`) to create;
+//! [`Registry::ensure_projects`] creates them first, and [`Registry::login`] checks the
+//! credentials before anything is sent.
 
+mod api;
 mod error;
+mod partial;
 mod plan;
 
 use std::collections::BTreeMap;
@@ -55,7 +63,9 @@ use oci_client::{Client, Reference};
 use tokio_util::io::ReaderStream;
 
 use crate::registry::Store;
+pub use api::{HarborProjects, Registry};
 pub use error::PushError;
+pub use partial::{PartialIndex, outcome, preview, summary};
 use plan::{Blob, Manifest, RepositoryPlan};
 
 /// The buffer size a blob is streamed with.
@@ -74,6 +84,9 @@ pub struct PushTarget {
     pub ca_file: Option<PathBuf>,
     /// Basic credentials (also used to get a token from registries that want one).
     pub credentials: Option<Credentials>,
+    /// Platforms (`linux/amd64`) in order of preference for a tag whose incomplete index the
+    /// registry refuses; empty: the first platform the store has of that index.
+    pub platforms: Vec<String>,
 }
 
 /// A user name and password. Their `Debug` form hides the password.
@@ -112,6 +125,22 @@ pub struct PushReport {
     pub blobs_present: usize,
     /// Indexes pushed although the store lacks some of their platforms.
     pub incomplete_indexes: Vec<IncompleteIndex>,
+    /// Tags of refused incomplete indexes, pointed at one platform's manifest instead.
+    pub retargeted: Vec<Retargeted>,
+    /// `HOST/repository@digest` of the refused incomplete indexes: a digest pin on them does
+    /// not resolve in this registry.
+    pub unresolvable: Vec<String>,
+}
+
+/// A tag the registry got for one platform's manifest, its index refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retargeted {
+    /// The target reference (`HOST/registry.k8s.io/pause:3.10`).
+    pub reference: String,
+    /// The platform of the manifest it names (`linux/amd64`).
+    pub platform: String,
+    /// That manifest's digest.
+    pub manifest: Sha256Digest,
 }
 
 /// An index the registry accepted without all its platforms.
@@ -380,23 +409,13 @@ impl<'a> Pusher<'a> {
                 .push_manifest_raw(&reference, manifest.bytes.clone(), content_type)
                 .await
             {
-                return Err(
-                    if !manifest.missing.is_empty() && refuses_missing_children(&source) {
-                        PushError::IncompleteIndex {
-                            registry: self.target.host.clone(),
-                            reference: shown.clone(),
-                            missing: manifest
-                                .missing
-                                .iter()
-                                .map(|m| format!("`{m}`"))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            source: Box::new(source),
-                        }
-                    } else {
-                        fail(source)
-                    },
-                );
+                if manifest.missing.is_empty() || !refuses_missing_children(&source) {
+                    return Err(fail(source));
+                }
+                // The registry wants every platform of an index: the tags go to the manifest
+                // of the preferred platform instead (see `partial`), the index's digest stays
+                // unresolvable there.
+                return self.retarget(plan, manifest, source, report).await;
             }
             let actual = self
                 .client
@@ -419,6 +438,57 @@ impl<'a> Pusher<'a> {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Points every tag of the refused incomplete index `manifest` at the manifest of the
+    /// preferred platform the store has (already pushed by digest), and notes the index's
+    /// digest as unresolvable in this registry. Without a platform to fall back to, the
+    /// refusal is the error.
+    async fn retarget(
+        &self,
+        plan: &RepositoryPlan,
+        manifest: &Manifest,
+        source: OciDistributionError,
+        report: &mut PushReport,
+    ) -> Result<(), PushError> {
+        let index = format!("{}/{}@{}", self.target.host, plan.name, manifest.digest);
+        let choice = partial::choose(&manifest.present, &self.target.platforms);
+        let Some((platform, digest)) = choice else {
+            return Err(PushError::IncompleteIndex {
+                registry: self.target.host.clone(),
+                reference: index,
+                missing: partial::quoted(&manifest.missing),
+                source: Box::new(source),
+            });
+        };
+        let Some(child) = plan.manifests.iter().find(|m| m.digest == digest) else {
+            return Err(PushError::MissingBlob {
+                repository: plan.name.clone(),
+                manifest: manifest.digest.to_string(),
+                digest: digest.to_string(),
+            });
+        };
+        let retagged = Manifest {
+            digest,
+            media_type: child.media_type.clone(),
+            bytes: child.bytes.clone(),
+            tags: manifest.tags.clone(),
+            missing: Vec::new(),
+            present: Vec::new(),
+        };
+        if !retagged.tags.is_empty() {
+            Box::pin(self.push_manifest(plan, &retagged, report)).await?;
+        }
+        for tag in &manifest.tags {
+            report.retargeted.push(Retargeted {
+                reference: self.tagged(&plan.name, tag).whole(),
+                platform: platform.clone(),
+                manifest: digest,
+            });
+        }
+        tracing::debug!(%index, %platform, "index refused, tags point at one platform");
+        report.unresolvable.push(index);
         Ok(())
     }
 
@@ -533,6 +603,7 @@ mod tests {
                 allow_plain_http_password: allowed,
                 ca_file: None,
                 credentials,
+                platforms: Vec::new(),
             };
             match target.check() {
                 Err(error @ PushError::PasswordOverPlainHttp { .. }) => {

@@ -43,6 +43,8 @@ pub(super) struct Manifest {
     /// For an index: the entries the store does not have (omitted platforms), as
     /// `os/architecture[/variant]` or, without a platform, the digest.
     pub(super) missing: Vec<String>,
+    /// For an index: the entries the store has, as `(os/architecture[/variant], digest)`.
+    pub(super) present: Vec<(String, Sha256Digest)>,
 }
 
 /// A manifest read from the store, before ordering.
@@ -102,12 +104,14 @@ fn plan_repository(store: &Store, name: &str) -> Result<RepositoryPlan, PushErro
             continue;
         };
         let missing = missing_entries(&current.document, &repository.manifests);
+        let present = present_entries(&current.document, &repository.manifests);
         plan.manifests.push(Manifest {
             digest,
             media_type: current.media_type,
             bytes: current.bytes,
             tags: tags.remove(&digest).unwrap_or_default(),
             missing,
+            present,
         });
     }
     Ok(plan)
@@ -212,12 +216,33 @@ fn missing_entries<V>(document: &Document, present: &BTreeMap<Sha256Digest, V>) 
                 .parse::<Sha256Digest>()
                 .map_or(true, |d| !present.contains_key(&d))
         })
-        .map(|child| match &child.platform {
-            Some(p) => match p.variant() {
-                Some(variant) => format!("{}/{}/{variant}", p.os(), p.architecture()),
-                None => format!("{}/{}", p.os(), p.architecture()),
-            },
-            None => child.digest.clone(),
+        .map(|child| platform_name(child.platform.as_ref()).unwrap_or(child.digest.clone()))
+        .collect()
+}
+
+/// The entries of an index that `present` has, with their platforms (entries without one,
+/// such as attestations, are left out: no node pulls them by platform).
+fn present_entries<V>(
+    document: &Document,
+    present: &BTreeMap<Sha256Digest, V>,
+) -> Vec<(String, Sha256Digest)> {
+    document
+        .manifests
+        .iter()
+        .flatten()
+        .filter_map(|child| {
+            let digest = child.digest.parse::<Sha256Digest>().ok()?;
+            let platform = platform_name(child.platform.as_ref())?;
+            present.contains_key(&digest).then_some((platform, digest))
         })
         .collect()
+}
+
+/// `os/architecture[/variant]`.
+fn platform_name(platform: Option<&oci_spec::image::Platform>) -> Option<String> {
+    let p = platform?;
+    Some(match p.variant() {
+        Some(variant) => format!("{}/{}/{variant}", p.os(), p.architecture()),
+        None => format!("{}/{}", p.os(), p.architecture()),
+    })
 }

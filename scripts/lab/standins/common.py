@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+import tomllib
 
 # ---- the environment (for the self-test; the defaults are the node's) ----
 
@@ -30,6 +31,7 @@ KUBELET_ONCE = os.environ.get("KK_STANDIN_KUBELET_ONCE") == "1"
 
 READY = "/var/lib/kubelet/kk-standin-ready"  # the kubelet writes it, kubeadm waits for it, kubectl reads it
 HOSTS_DIR = "/etc/containerd/certs.d"
+CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 DEFAULT_CRI = "unix:///run/containerd/containerd.sock"
 
 
@@ -204,11 +206,45 @@ def present_images():
     return set(ctr_images())
 
 
+def image_host(image):
+    """The registry host an image reference names (`docker.io` when it names none)."""
+    first = image.split("/", 1)[0]
+    if "/" in image and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+def cri_credentials(image):
+    """`user:password` the CRI plugin would send for image, or None: the
+    `registry.configs."<host>".auth` entry (config version 2's or 3's plugin) of a registry host
+    the image host's hosts.toml mirrors to, as the CRI looks credentials up by the host it
+    pulls from."""
+    try:
+        with open(P(CONTAINERD_CONFIG), "rb") as f:
+            plugins = tomllib.load(f).get("plugins", {})
+        with open(P(f"{HOSTS_DIR}/{image_host(image)}/hosts.toml")) as f:
+            hosts = f.read()
+    except (OSError, ValueError):
+        return None
+    for plugin in ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images"):
+        configs = plugins.get(plugin, {}).get("registry", {}).get("configs", {})
+        for registry, entry in configs.items():
+            auth = entry.get("auth", {})
+            mirrored = f'"https://{registry}"' in hosts or f'"https://{registry}/' in hosts
+            if mirrored and auth.get("username"):
+                return f"{auth['username']}:{auth.get('password', '')}"
+    return None
+
+
 def pull(image):
     """(ok, last line of ctr's output): pulls image the way the CRI plugin would, through
-    containerd's hosts directory."""
+    containerd's hosts directory, with the credentials its config holds for the mirror."""
+    command = [CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR)]
+    credentials = cri_credentials(image)
+    if credentials:
+        command += ["--user", credentials]
     try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR), image],
+        out = subprocess.run(command + [image],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as e:
         return False, f"{CTR}: {e.strerror}"

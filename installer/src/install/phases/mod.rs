@@ -13,7 +13,8 @@ pub(crate) mod os;
 mod packages;
 pub(crate) mod pki;
 pub(crate) mod precheck;
-mod registry;
+mod push;
+pub(crate) mod registry;
 mod runtime;
 
 use std::io::Write as _;
@@ -101,6 +102,9 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::Chart { chart } => network::chart(cx, node, chart).await,
         Action::LabelNodes { label } => network::label(node, label).await,
         Action::Hooks
+        | Action::RegistryLogin
+        | Action::PushStore
+        | Action::PushBundle
         | Action::Precheck
         | Action::IssueCertificates
         | Action::VerifyOs
@@ -227,6 +231,9 @@ pub(crate) async fn run_cluster(
 ) -> Result<Option<String>, StepError> {
     match action {
         Action::Hooks => hooks::scripts(cx, phase, nodes).await.map(Some),
+        Action::RegistryLogin => push::login(cx).await,
+        Action::PushStore => push::store(cx).await,
+        Action::PushBundle => push::bundle(cx).await,
         Action::IssueCertificates => {
             tokio::task::block_in_place(|| pki::issue(cx))?;
             Ok(None)

@@ -17,7 +17,6 @@ use bundle_spec::packages::resolve::{Installed, Replaced, Resolution, resolve};
 use super::{Cx, Outcome, StepResult, sh};
 use crate::install::error::StepError;
 use crate::install::plan::{PackagesPlan, PlannedSet};
-use crate::install::render::paths;
 use crate::precheck;
 use crate::ssh::{Node, quote};
 
@@ -73,7 +72,7 @@ pub(super) async fn install(cx: &Cx<'_>, node: &Node) -> StepResult {
     if wanted.records.is_empty() {
         return Ok(Outcome::default());
     }
-    let fetch = fetch_command(&cx.plan.registry.address, set, &wanted)?;
+    let fetch = fetch_command(&super::registry::fetch_command(cx), set, &wanted)?;
     let fetched = sh(node, &fetch).await?;
     let files = fetched_files(&fetched)?;
     sh(node, &dpkg_command(set, &wanted)).await?;
@@ -154,11 +153,7 @@ impl<'s> Wanted<'s> {
 /// One shell command fetching every wanted `.deb` from the registry into the set's directory,
 /// each verified by the manifest digest the bundle lists (one `kk-install fetch` per package,
 /// each printing one JSON line).
-fn fetch_command(
-    registry: &str,
-    set: &PlannedSet,
-    wanted: &Wanted<'_>,
-) -> Result<String, StepError> {
+fn fetch_command(fetch: &str, set: &PlannedSet, wanted: &Wanted<'_>) -> Result<String, StepError> {
     let mut command = "set -e".to_owned();
     for record in &wanted.records {
         let digest = set.digests.get(&record.reference).ok_or_else(|| {
@@ -166,10 +161,7 @@ fn fetch_command(
         })?;
         let _ = write!(
             command,
-            "; {kk} fetch --registry {registry} --ca {ca} --into {into} --output json",
-            kk = paths::KK_INSTALL,
-            registry = quote(registry),
-            ca = paths::TRUST_CA,
+            "; {fetch} --into {into} --output json",
             into = quote(&set.dir()),
         );
         let _ = write!(

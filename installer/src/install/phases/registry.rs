@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, put_file, sh};
 use crate::install::error::StepError;
+use crate::install::plan::{RegistryAuth, RegistryServer};
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -98,7 +99,12 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
         &format!("sha256sum < {} | cut -d' ' -f1", paths::REGISTRY_CERT),
     )
     .await?;
-    let listen = render::registry_listen(cx.plan.registry.ip, cx.plan.registry.port);
+    let RegistryServer::Kk { ip, .. } = &cx.plan.registry.server else {
+        return Err(StepError::not_in_plan(
+            "kk's registry service with an external registry",
+        ));
+    };
+    let listen = render::registry_listen(*ip, cx.plan.registry.port);
     // The certificate's digest is part of the unit, so a new certificate restarts the service.
     let unit = format!(
         "{}# serving certificate sha256 {}\n",
@@ -119,17 +125,71 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
 }
 
 /// `registry.ready`: the node reaches the registry by its name over TLS verified with the
-/// cluster CA (the same path every later pull takes).
+/// registry's CA (the same path every later pull takes). An external registry's CA and
+/// credentials are put on the node first, and the registry must accept the credentials from
+/// there too.
 pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let mut outcome = Outcome::default();
+    if let Some(external) = cx.plan.registry.external() {
+        if let Some(ca_file) = &external.ca_file {
+            outcome.merge(put_file(node, ca_file, &cx.plan.registry.ca, 0o644).await?);
+        }
+        for (auth, password) in credentials(cx)? {
+            let line = format!("{}:{password}\n", auth.username);
+            outcome.merge(put(cx, node, line.as_bytes(), paths::REGISTRY_AUTH, 0o600).await?);
+        }
+    }
     sh(
         node,
         &format!(
-            "{kk} registry ping --registry {registry} --ca {ca} --wait 60",
+            "{kk} registry ping --registry {registry} --ca {ca} --wait 60{auth}",
             kk = paths::KK_INSTALL,
             registry = quote(&cx.plan.registry.address),
-            ca = paths::TRUST_CA,
+            ca = quote(&cx.plan.registry.ca),
+            auth = auth_flag(cx),
         ),
     )
     .await?;
-    Ok(Outcome::default())
+    Ok(outcome)
+}
+
+/// `kk-install fetch` from the plan's registry, trusting its CA, with its credentials file
+/// when it wants credentials; the caller adds what to fetch and where.
+pub(super) fn fetch_command(cx: &Cx<'_>) -> String {
+    format!(
+        "{kk} fetch --registry {registry} --ca {ca}{auth}",
+        kk = paths::KK_INSTALL,
+        registry = quote(&cx.plan.registry.address),
+        ca = quote(&cx.plan.registry.ca),
+        auth = auth_flag(cx),
+    )
+}
+
+/// ` --auth-file <file>` for `kk-install fetch` and `ping` when the registry wants
+/// credentials; empty otherwise.
+fn auth_flag(cx: &Cx<'_>) -> String {
+    if cx.plan.registry_auth.is_empty() {
+        String::new()
+    } else {
+        format!(" --auth-file {}", paths::REGISTRY_AUTH)
+    }
+}
+
+/// Each credentials entry of the plan with its password, read from the installer machine's
+/// environment (never printed or logged).
+pub(super) fn credentials<'a>(cx: &Cx<'a>) -> Result<Vec<(&'a RegistryAuth, String)>, StepError> {
+    cx.plan
+        .registry_auth
+        .iter()
+        .map(|auth| {
+            let password = std::env::var(&auth.password_env).map_err(|_| {
+                crate::push::PushError::PasswordUnset {
+                    registry: auth.host.clone(),
+                    username: auth.username.clone(),
+                    variable: auth.password_env.clone(),
+                }
+            })?;
+            Ok((auth, password))
+        })
+        .collect()
 }

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use std::fmt::Write as _;
 
-use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, registry, sh};
 use crate::install::error::StepError;
 use crate::install::plan::BinaryFetch;
 use crate::install::render::{self, paths};
@@ -24,10 +24,8 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
     let mut outcome = Outcome::default();
     for binary in binaries {
         let mut command = format!(
-            "{kk} fetch --registry {registry} --ca {ca} --into {into} --output json",
-            kk = paths::KK_INSTALL,
-            registry = quote(&cx.plan.registry.address),
-            ca = paths::TRUST_CA,
+            "{fetch} --into {into} --output json",
+            fetch = registry::fetch_command(cx),
             into = quote(&binary.into),
         );
         for digest in &binary.digests {
@@ -58,29 +56,46 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
             cx.plan.containerd_version
         ))
     })?;
-    let mut files: Vec<(String, String)> = vec![
+    let auth = registry::credentials(cx)?;
+    let entries: Vec<(&str, &str, &str)> = auth
+        .iter()
+        .map(|(entry, password)| {
+            (
+                entry.host.as_str(),
+                entry.username.as_str(),
+                password.as_str(),
+            )
+        })
+        .collect();
+    let config = format!(
+        "{}{}",
+        render::containerd_config(major, &cx.plan.pause_image),
+        render::containerd_registry_auth(major, &entries)
+    );
+    // A config holding a password is for root's eyes only.
+    let config_mode = if entries.is_empty() { 0o644 } else { 0o600 };
+    let mut files: Vec<(String, String, u32)> = vec![
         (
             "/etc/containerd/config.toml".to_owned(),
-            render::containerd_config(major, &cx.plan.pause_image),
+            config,
+            config_mode,
         ),
         (
             "/etc/crictl.yaml".to_owned(),
             render::crictl_yaml().to_owned(),
+            0o644,
         ),
     ];
     for host in &cx.plan.image_hosts {
         files.push((
             format!("{}/{host}/hosts.toml", paths::CERTS_D),
-            render::hosts_toml(
-                host,
-                &cx.plan.registry.address,
-                cx.plan.registry.upstream_fallback,
-            ),
+            render::hosts_toml(host, &cx.plan.registry),
+            0o644,
         ));
     }
     let mut outcome = Outcome::default();
-    for (path, content) in &files {
-        outcome.merge(put(cx, node, content.as_bytes(), path, 0o644).await?);
+    for (path, content, mode) in &files {
+        outcome.merge(put(cx, node, content.as_bytes(), path, *mode).await?);
     }
     let unit = put(
         cx,
@@ -97,12 +112,19 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
 }
 
 /// `runtime.pull`: the pause image pulled by its original name through `certs.d`: a node whose
-/// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm.
+/// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm. With an
+/// external registry's credentials, `ctr --user` reads them from the node's root-only file,
+/// so the command kk sends and logs holds no password.
 pub(super) async fn pull_probe(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let user = if cx.plan.registry_auth.is_empty() {
+        String::new()
+    } else {
+        format!(" --user \"$(cat {})\"", paths::REGISTRY_AUTH)
+    };
     sh(
         node,
         &format!(
-            "/usr/local/bin/ctr -n k8s.io images pull --hosts-dir {} {} >/dev/null",
+            "/usr/local/bin/ctr -n k8s.io images pull --hosts-dir {}{user} {} >/dev/null",
             paths::CERTS_D,
             quote(&cx.plan.pause_image)
         ),

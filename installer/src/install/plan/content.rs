@@ -3,7 +3,7 @@
 //! registry exactly what is found here, and a missing piece is a plan error, not a failure on
 //! a node.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bundle_spec::{ArtifactKind, Description, Sha256Digest};
 
@@ -33,6 +33,10 @@ pub(super) struct Content {
     charts: BTreeMap<String, (String, String, Sha256Digest)>,
     /// By reference: the manifest digest of each operating-system package.
     pub(super) packages: BTreeMap<String, Sha256Digest>,
+    /// The first path component of every repository (a Harbor project each).
+    projects: BTreeSet<String>,
+    /// The platforms of the images, in the order the bundle lists them first.
+    pub(super) platforms: Vec<String>,
 }
 
 impl Content {
@@ -40,6 +44,14 @@ impl Content {
     pub(super) fn of(description: &Description) -> Self {
         let mut content = Self::default();
         for artifact in &description.artifacts {
+            // Images are stored under their rule-1 name, everything else under its reference.
+            let stored = match artifact.kind {
+                ArtifactKind::Image => artifact.name.as_str(),
+                _ => repository(&artifact.reference),
+            };
+            if let Some((project, _)) = stored.split_once('/') {
+                content.projects.insert(project.to_owned());
+            }
             match artifact.kind {
                 ArtifactKind::Binary => {
                     let entry = content
@@ -54,6 +66,11 @@ impl Content {
                     }
                 }
                 ArtifactKind::Image => {
+                    if let Some(platform) = &artifact.platform
+                        && !content.platforms.contains(platform)
+                    {
+                        content.platforms.push(platform.clone());
+                    }
                     if !content.images.contains(&artifact.reference) {
                         content.images.push(artifact.reference.clone());
                     }
@@ -83,6 +100,11 @@ impl Content {
         }
         content.image_hosts.sort();
         content
+    }
+
+    /// The Harbor projects the bundle's repositories need, sorted.
+    pub(super) fn projects(&self) -> Vec<String> {
+        self.projects.iter().cloned().collect()
     }
 
     /// The binary called `name`, fetched into `into` on the node (only `files` of it, or all

@@ -1,5 +1,5 @@
 //! Each node's `/etc/hosts` entries, decided with the plan: every node by its inventory name, the
-//! registry's name when it is reached by name, and the control-plane endpoint's name where that
+//! name of kk's registry when it is reached by name, and the control-plane endpoint's name where that
 //! node reaches it.
 
 use std::collections::BTreeMap;
@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::{KubernetesPlan, RegistryPlan, address_of};
+use super::{KubernetesPlan, RegistryPlan, RegistryServer, address_of};
 use crate::install::error::PlanError;
 use crate::inventory::{Config, EndpointKind, Inventory};
 
@@ -34,8 +34,11 @@ pub(super) fn entries(
             names: vec![host.name.clone()],
         });
     }
-    if registry.host.parse::<IpAddr>().is_err() {
-        add_name(&mut common, registry.ip, &registry.host);
+    // An external registry's name is the operator's DNS to resolve, not kk's to map.
+    if let RegistryServer::Kk { ip, .. } = &registry.server
+        && registry.host.parse::<IpAddr>().is_err()
+    {
+        add_name(&mut common, *ip, &registry.host);
     }
     let mut all = BTreeMap::new();
     for host in inventory.hosts() {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::{RegistryPlan, address_of};
+use super::{RegistryPlan, RegistryServer, address_of};
 use crate::install::error::PlanError;
 use crate::inventory::{Config, EndpointKind, EtcdDeploymentType, Host, Inventory, Role};
 use crate::pki::{Member, PkiSpec, RegistryNames};
@@ -53,7 +53,7 @@ impl PkiPlan {
             .iter()
             .map(|host| {
                 let mut sets = vec![CertificateSet::Trust];
-                if host.name == registry.node {
+                if registry.node() == Some(host.name.as_str()) {
                     sets.push(CertificateSet::Registry);
                 }
                 if host.roles.is_control_plane() {
@@ -105,15 +105,21 @@ fn spec(
     if let EndpointKind::KubeVip(vip) = &endpoint.kind {
         extra_apiserver_sans.push(vip.address.to_string());
     }
-    let mut names = RegistryNames {
-        dns: Vec::new(),
-        ips: vec![registry.ip],
+    let names = match &registry.server {
+        RegistryServer::Kk { ip: node_ip, .. } => {
+            let mut names = RegistryNames {
+                dns: Vec::new(),
+                ips: vec![*node_ip],
+            };
+            match registry.host.parse::<IpAddr>() {
+                Ok(ip) if ip != *node_ip => names.ips.push(ip),
+                Ok(_) => {}
+                Err(_) => names.dns.push(registry.host.clone()),
+            }
+            Some(names)
+        }
+        RegistryServer::External(_) => None,
     };
-    match registry.host.parse::<IpAddr>() {
-        Ok(ip) if ip != registry.ip => names.ips.push(ip),
-        Ok(_) => {}
-        Err(_) => names.dns.push(registry.host.clone()),
-    }
     Ok(PkiSpec {
         cluster_domain: cluster_domain.to_owned(),
         control_planes,

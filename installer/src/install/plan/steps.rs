@@ -8,7 +8,10 @@ pub(super) struct Groups {
     pub(super) all: Vec<String>,
     pub(super) runtime: Vec<String>,
     pub(super) etcd: Vec<String>,
-    pub(super) registry: String,
+    /// The host of kk's registry; `None` with an external registry.
+    pub(super) registry: Option<String>,
+    /// Whether the nodes pull from an external registry the bundle is pushed into.
+    pub(super) external_registry: bool,
 }
 
 /// The nodes of the packages and nfs phases, by inventory name.
@@ -50,6 +53,11 @@ pub(super) fn steps(
     let mut add = |phase: Phase, what: &str, action: Action, nodes: &[String]| {
         add_step(&mut steps, phase, what, action, nodes);
     };
+    if groups.external_registry {
+        add(Phase::Push, "login", Action::RegistryLogin, &[]);
+        add(Phase::Push, "store", Action::PushStore, &[]);
+        add(Phase::Push, "bundle", Action::PushBundle, &[]);
+    }
     add(Phase::PreHook, "scripts", Action::Hooks, all);
     add(Phase::Precheck, "rules", Action::Precheck, all);
     add(Phase::Os, "installer", Action::Installer, all);
@@ -61,7 +69,7 @@ pub(super) fn steps(
     add(Phase::Os, "verify", Action::VerifyOs, runtime_nodes);
     add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
     add(Phase::Pki, "copy", Action::Certificates, all);
-    let registry_node = std::slice::from_ref(&groups.registry);
+    let registry_node = groups.registry.as_slice();
     add(
         Phase::Registry,
         "unpack",

@@ -157,7 +157,7 @@ fn each_step_runs_where_its_role_is() {
         assert_eq!(nodes_of(&plan, id), *nodes, "{id}");
     }
     assert_eq!(nodes_of(&plan, "pki.copy"), all);
-    assert_eq!(plan.registry.node, "cp1");
+    assert_eq!(plan.registry.node(), Some("cp1"));
     assert_eq!(plan.registry.address, "dockerhub.kubekey.local:5443");
     assert_eq!(plan.pause_image, "registry.k8s.io/pause:3.10");
     assert_eq!(
@@ -244,12 +244,6 @@ fn what_the_bundle_or_inventory_lacks_is_named() {
             "  cni: {type: kube-ovn}\n",
             &[],
             "the bundle has no chart `kube-ovn`",
-        ),
-        (
-            INVENTORY,
-            "  image_registry: {type: external, address: harbor.local}\n",
-            &[],
-            "`harbor.local`",
         ),
         (
             &INVENTORY.replace(

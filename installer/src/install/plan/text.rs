@@ -3,20 +3,26 @@
 
 use std::fmt::Write as _;
 
-use super::{Action, ChartValues, KubernetesPlan, Plan, Step};
+use super::{Action, ChartValues, KubernetesPlan, Plan, RegistryServer, Step};
 use crate::install::render::kubernetes::EtcdMode;
 use crate::inventory::Inventory;
 
 impl Plan {
     /// The plan as text: per node, its steps in order.
     pub fn render(&self, inventory: &Inventory) -> String {
+        let registry = match &self.registry.server {
+            RegistryServer::Kk { node, ip } => {
+                format!("registry {} on {node} ({ip})", self.registry.address)
+            }
+            RegistryServer::External(external) => format!(
+                "registry {} (external{}, the bundle pushed into it first)",
+                self.registry.address,
+                if external.harbor { ", Harbor" } else { "" }
+            ),
+        };
         let mut text = format!(
-            "bundle {}\nregistry {} on {} ({})\ncluster domain {}\n",
-            self.bundle,
-            self.registry.address,
-            self.registry.node,
-            self.registry.ip,
-            self.cluster_domain
+            "bundle {}\n{registry}\ncluster domain {}\n",
+            self.bundle, self.cluster_domain
         );
         if let Some(kubernetes) = &self.kubernetes {
             text.push_str(&kubernetes_summary(kubernetes));
@@ -147,6 +153,16 @@ fn describe(action: &Action) -> String {
             "forwarding{} and bridge netfilter; /etc/sysctl.d/99-kk.conf",
             if *ipv6 { " (IPv4 and IPv6)" } else { "" }
         ),
+        Action::RegistryLogin => {
+            "log in to the external registry (/v2/ with the credentials)".to_owned()
+        }
+        Action::PushStore => {
+            "unpack the bundle into <work dir>/store; say what happens to partial indexes"
+                .to_owned()
+        }
+        Action::PushBundle => {
+            "create Harbor's missing projects, push the store into the registry".to_owned()
+        }
         Action::Hosts => "map every node and the registry in /etc/hosts".to_owned(),
         Action::VerifyOs => "check swap, modules and sysctls for real".to_owned(),
         Action::InstallPackages => {

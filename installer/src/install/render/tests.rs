@@ -74,9 +74,9 @@ fn hosts_toml_points_every_registry_host_at_kk_with_the_ca() {
         ("registry.k8s.io", "https://registry.k8s.io"),
         ("quay.io", "https://quay.io"),
     ] {
-        let hosts = toml(&hosts_toml(host, "dockerhub.kubekey.local:5443", true));
+        let hosts = toml(&hosts_toml(host, &kk_registry(true)));
         assert_eq!(at(&hosts, &["server"]).as_str(), Some(server));
-        let closed = toml(&hosts_toml(host, "dockerhub.kubekey.local:5443", false));
+        let closed = toml(&hosts_toml(host, &kk_registry(false)));
         assert_eq!(
             at(&closed, &["server"]).as_str(),
             Some("https://dockerhub.kubekey.local:5443"),
@@ -215,4 +215,99 @@ fn the_exports_block_is_added_replaced_and_removed_keeping_the_operators_lines()
         original,
         "reset takes the block out"
     );
+}
+
+/// kk's registry as the plan makes it by default.
+fn kk_registry(upstream_fallback: bool) -> RegistryPlan {
+    RegistryPlan {
+        address: "dockerhub.kubekey.local:5443".into(),
+        host: "dockerhub.kubekey.local".into(),
+        port: 5443,
+        upstream_fallback,
+        ca: paths::TRUST_CA.into(),
+        server: RegistryServer::Kk {
+            node: "cp1".into(),
+            ip: "10.0.0.1".parse().expect("ip"),
+        },
+    }
+}
+
+#[test]
+fn hosts_toml_points_at_an_external_registry_under_the_hosts_path_with_its_ca() {
+    let external = RegistryPlan {
+        address: "harbor.lab:8443".into(),
+        host: "harbor.lab".into(),
+        port: 8443,
+        upstream_fallback: false,
+        ca: crate::install::plan::EXTERNAL_REGISTRY_CA.into(),
+        server: RegistryServer::External(crate::install::plan::ExternalPlan {
+            harbor: true,
+            ca_file: Some("/etc/kk-test/ca.crt".into()),
+            projects: vec!["docker.io".into()],
+            platforms: vec!["linux/amd64".into()],
+        }),
+    };
+    for host in ["docker.io", "registry.k8s.io"] {
+        let hosts = toml(&hosts_toml(host, &external));
+        assert_eq!(
+            at(&hosts, &["server"]).as_str(),
+            Some("https://harbor.lab:8443"),
+            "nothing points outside"
+        );
+        // The push put `docker.io/library/busybox` at `harbor.lab:8443/docker.io/library/busybox`.
+        let mirror = at(
+            &hosts,
+            &["host", &format!("https://harbor.lab:8443/v2/{host}")],
+        );
+        assert_eq!(
+            mirror.get("ca").and_then(|v| v.as_str()),
+            Some("/etc/kk/pki/external-registry-ca.crt")
+        );
+        assert_eq!(
+            mirror.get("override_path").and_then(toml::Value::as_bool),
+            Some(true)
+        );
+        assert!(mirror.get("skip_verify").is_none());
+    }
+    // kk's registry keeps the plain mirror URL (it reads `?ns=`).
+    let own = toml(&hosts_toml("docker.io", &kk_registry(false)));
+    let mirror = at(&own, &["host", "https://dockerhub.kubekey.local:5443"]);
+    assert!(mirror.get("override_path").is_none());
+}
+
+#[test]
+fn registry_credentials_go_where_each_containerd_reads_them() {
+    // (major, plugin table)
+    for (major, plugin) in [
+        (1, "io.containerd.grpc.v1.cri"),
+        (2, "io.containerd.cri.v1.images"),
+    ] {
+        let tricky = r#"pa"ss\word"#;
+        let text = format!(
+            "{}{}",
+            containerd_config(major, "registry.k8s.io/pause:3.10"),
+            containerd_registry_auth(major, &[("harbor.lab:8443", "pusher", tricky)])
+        );
+        let config = toml(&text);
+        let auth = at(
+            &config,
+            &[
+                "plugins",
+                plugin,
+                "registry",
+                "configs",
+                "harbor.lab:8443",
+                "auth",
+            ],
+        );
+        assert_eq!(
+            auth.get("username").and_then(|v| v.as_str()),
+            Some("pusher")
+        );
+        assert_eq!(auth.get("password").and_then(|v| v.as_str()), Some(tricky));
+        // Still the one registry config: kk's `config_path`, beside the credentials.
+        let registry = at(&config, &["plugins", plugin, "registry"]);
+        assert!(registry.get("mirrors").is_none(), "{major}");
+    }
+    assert_eq!(containerd_registry_auth(2, &[]), "");
 }

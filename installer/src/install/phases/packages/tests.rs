@@ -75,7 +75,12 @@ fn the_fetch_and_dpkg_commands_take_what_the_node_lacks_in_install_order() {
             "replaced libtirpc3 1.3.3+ds-0 by 1.3.3+ds-1, demanded by nfs-common → libtirpc3 (>= 1.3.3+ds-1)"
         ]
     );
-    let fetch = fetch_command("dockerhub.kubekey.local:5443", set, &wanted).expect("fetch");
+    let fetch = fetch_command(
+        "/usr/local/bin/kk-install fetch --registry dockerhub.kubekey.local:5443 --ca /etc/kk/pki/ca.crt",
+        set,
+        &wanted,
+    )
+    .expect("fetch");
     assert_eq!(
         fetch.matches("/usr/local/bin/kk-install fetch").count(),
         3,

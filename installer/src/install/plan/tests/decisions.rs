@@ -167,11 +167,9 @@ fn the_pki_plan_names_the_cluster_and_gives_each_node_its_certificates() {
     );
     assert_eq!(spec.extra_apiserver_sans, ["10.0.0.100"]);
     assert_eq!(spec.endpoint_host, "lb.kubesphere.local");
-    assert_eq!(spec.registry.dns, ["dockerhub.kubekey.local"]);
-    assert_eq!(
-        spec.registry.ips,
-        ["10.0.0.1".parse::<IpAddr>().expect("ip")]
-    );
+    let registry = spec.registry.as_ref().expect("kk's registry certificate");
+    assert_eq!(registry.dns, ["dockerhub.kubekey.local"]);
+    assert_eq!(registry.ips, ["10.0.0.1".parse::<IpAddr>().expect("ip")]);
 
     let stacked = plan(INVENTORY, "  etcd: {deployment_type: internal}\n", &[]).expect("plan");
     assert_eq!(
@@ -325,4 +323,105 @@ fn each_nodes_etc_hosts_and_the_mirrors_fallback_are_decided_by_the_plan() {
         json["etc_hosts"]["w2"][0]["names"],
         serde_json::json!(["cp1", "dockerhub.kubekey.local"])
     );
+}
+
+#[test]
+fn an_external_registry_is_pushed_to_first_and_nothing_of_kks_registry_is_installed() {
+    let external = "  image_registry:\n    type: external\n    address: harbor.lab:8443\n    username: pusher\n    password_env: KK_TEST_REGISTRY_PASSWORD\n    ca_file: /etc/kk-test/harbor-ca.crt\n    harbor: true\n";
+    let plan = plan(INVENTORY, external, &[]).expect("plan");
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    // The push runs first, on the installer machine: no node is touched before it.
+    assert_eq!(
+        ids[..4],
+        [
+            "push.login",
+            "push.store",
+            "push.bundle",
+            "pre_hook.scripts"
+        ]
+    );
+    for id in ["push.login", "push.store", "push.bundle"] {
+        assert!(nodes_of(&plan, id).is_empty(), "{id}");
+    }
+    for gone in ["registry.unpack", "registry.service"] {
+        assert!(!ids.contains(&gone), "{gone} in {ids:?}");
+    }
+    // Every node still proves it reaches and trusts the registry.
+    assert_eq!(nodes_of(&plan, "registry.ready"), ["cp1", "w1", "w2"]);
+    assert_eq!(plan.registry.address, "harbor.lab:8443");
+    assert_eq!(plan.registry.node(), None);
+    assert_eq!(plan.registry.ca, EXTERNAL_REGISTRY_CA);
+    let external = plan.registry.external().expect("external");
+    assert!(external.harbor);
+    assert_eq!(
+        external.projects,
+        [
+            "docker.io",
+            "ghcr.io",
+            "kk.internal",
+            "quay.io",
+            "registry.k8s.io"
+        ]
+    );
+    assert_eq!(external.platforms, ["linux/amd64"]);
+    assert_eq!(
+        plan.registry_auth,
+        [RegistryAuth {
+            host: "harbor.lab:8443".into(),
+            username: "pusher".into(),
+            password_env: "KK_TEST_REGISTRY_PASSWORD".into(),
+        }]
+    );
+    // No /etc/hosts name and no certificate for a registry kk does not run.
+    for (node, entries) in &plan.etc_hosts {
+        assert!(
+            entries.iter().all(|e| !e
+                .names
+                .iter()
+                .any(|n| n.contains("harbor") || n.contains("kubekey"))),
+            "{node}: {entries:?}"
+        );
+    }
+    for sets in plan.pki.nodes.values() {
+        assert!(!sets.contains(&CertificateSet::Registry), "{sets:?}");
+    }
+    assert!(plan.pki.spec.registry.is_none());
+    // The plan names the password's variable, never a password.
+    let json = serde_json::to_string(&plan).expect("json");
+    assert!(json.contains("KK_TEST_REGISTRY_PASSWORD"));
+
+    // Without credentials or a CA: nothing to log in with, the system's CAs, port 443.
+    let open = plan_of_registry("  image_registry: {type: external, address: registry.lab}\n");
+    assert!(open.registry_auth.is_empty());
+    assert_eq!(open.registry.ca, SYSTEM_CA_BUNDLE);
+    assert_eq!(open.registry.port, 443);
+    assert!(!open.registry.external().expect("external").harbor);
+    // kk's own registry: no push phase, its CA the cluster's.
+    let own = plan_of_registry("");
+    assert!(own.steps.iter().all(|s| s.phase != Phase::Push));
+    assert!(own.registry_auth.is_empty());
+    assert_eq!(own.registry.ca, crate::install::render::paths::TRUST_CA);
+}
+
+#[test]
+fn external_addresses_split_into_host_and_port() {
+    // (address, host, port)
+    let cases = [
+        ("harbor.lab", "harbor.lab", 443),
+        ("harbor.lab:8443", "harbor.lab", 8443),
+        ("10.0.0.9:5000", "10.0.0.9", 5000),
+        ("[fd00::9]:5000", "fd00::9", 5000),
+        ("[fd00::9]", "fd00::9", 443),
+    ];
+    for (address, host, port) in cases {
+        assert_eq!(
+            registry::split_host_port(address),
+            (host.to_owned(), port),
+            "{address}"
+        );
+    }
+}
+
+fn plan_of_registry(spec: &str) -> Plan {
+    plan(INVENTORY, spec, &[]).expect("plan")
 }
