@@ -20,6 +20,7 @@ mod kubernetes;
 mod nfs;
 mod packages;
 mod pki;
+pub mod runtime;
 mod steps;
 mod text;
 
@@ -31,6 +32,7 @@ pub use kubernetes::KubernetesPlan;
 pub use nfs::{NfsPlan, PROVISIONER_CHART};
 pub use packages::{PACKAGES_DIR, PackagesPlan, PlannedSet, set_key};
 pub use pki::{CertificateSet, PkiPlan};
+pub use runtime::ContainerdPlan;
 use steps::{ExtraPhases, Groups, add_step, steps};
 
 /// The phases of an install, in the order they run.
@@ -326,6 +328,8 @@ pub struct Plan {
     pub containerd_version: String,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
     pub pause_image: String,
+    /// What containerd's effective (merged) configuration must hold on every node.
+    pub containerd: ContainerdPlan,
     /// The registry hosts the bundle's images are named by (`docker.io`, `registry.k8s.io`):
     /// each gets a containerd mirror entry.
     pub image_hosts: Vec<String>,
@@ -422,6 +426,7 @@ impl Plan {
             steps.extend(post);
         }
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        let containerd = ContainerdPlan::new(&containerd_version, &pause_image)?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
         Ok(Self {
@@ -431,6 +436,7 @@ impl Plan {
             registry,
             containerd_version,
             pause_image,
+            containerd,
             image_hosts: content.image_hosts.clone(),
             etcd_members,
             pki,

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::error::StepError;
-use crate::install::plan::BinaryFetch;
+use crate::install::plan::{BinaryFetch, runtime};
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -52,12 +52,7 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
 /// `runtime.containerd`: config, mirrors, crictl config and unit; containerd enabled, and
 /// restarted when any of them changed.
 pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let major = render::containerd_major(&cx.plan.containerd_version).ok_or_else(|| {
-        StepError::not_in_plan(format!(
-            "the bundle's containerd version `{}` is not a version",
-            cx.plan.containerd_version
-        ))
-    })?;
+    let major = cx.plan.containerd.major;
     let mut files: Vec<(String, String)> = vec![
         (
             "/etc/containerd/config.toml".to_owned(),
@@ -93,7 +88,37 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     outcome.merge(unit);
     let started = ensure_unit(node, "containerd.service", outcome.changed, Start::Wait).await?;
     outcome.merge(started);
+    effective_config(cx, node).await?;
     Ok(outcome)
+}
+
+/// The config containerd runs with, merged from kk's file, its defaults and every drop-in, as
+/// `containerd config dump` prints it, judged against the plan: a drop-in that overrides kk's
+/// registry hosts, sandbox image or cgroup driver stops the install, named.
+async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
+    let expected = &cx.plan.containerd;
+    let dump = sh(node, "/usr/local/bin/containerd config dump").await?;
+    let mut findings = expected
+        .judge(&dump)
+        .map_err(|source| StepError::ContainerdDump {
+            node: node.name().to_owned(),
+            source: Box::new(source),
+        })?;
+    if findings.is_empty() {
+        return Ok(());
+    }
+    let files = match runtime::imports_command(&runtime::imports(&dump)) {
+        Some(command) => runtime::split_imports(&sh(node, &command).await?),
+        None => Vec::new(),
+    };
+    for finding in &mut findings {
+        finding.attribute(expected.major, &files);
+    }
+    Err(StepError::ContainerdConfig {
+        node: node.name().to_owned(),
+        findings: findings.iter().map(ToString::to_string).collect(),
+        drop_ins: paths::CONTAINERD_DROP_INS,
+    })
 }
 
 /// `runtime.pull`: the pause image pulled by its original name through `certs.d`: a node whose
