@@ -324,6 +324,30 @@ pub(crate) mod lab {
             );
         }
         assert!(cluster.on(2, "sha256sum /usr/local/bin/etcd").len() > 64);
+        assert_a_drop_in_overriding_the_mirrors_is_named(&cluster);
+    }
+
+    /// containerd's effective config: another tool's drop-in that brings its own registry
+    /// mirrors (containerd 1.7 then also drops kk's whole CRI table) stops the runtime step,
+    /// which names the node, the file, the key and what kk expects; without it the step passes.
+    fn assert_a_drop_in_overriding_the_mirrors_is_named(cluster: &Cluster) {
+        cluster.on(
+            1,
+            "mkdir -p /etc/containerd/conf.d && printf '%s\\n' 'version = 2' \
+             '[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]' \
+             '  endpoint = [\"https://mirror.example\"]' > /etc/containerd/conf.d/50-other.toml",
+        );
+        let said = run_failing(&mut cluster.kk_install(&["--phase", "runtime"]));
+        for expected in [
+            "containerd's effective configuration on `node2` is not kk's",
+            "`plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors` is `docker.io`, kk expects `none` (`/etc/containerd/conf.d/50-other.toml` sets",
+            "registry.config_path` is ``, kk expects `/etc/containerd/certs.d`",
+            "hint: remove or change the drop-ins named",
+        ] {
+            assert!(said.contains(expected), "{expected}:\n{said}");
+        }
+        cluster.on(1, "rm /etc/containerd/conf.d/50-other.toml");
+        run_ok(&mut cluster.kk_install(&["--phase", "runtime"]));
     }
 
     /// The places tests and users rely on: binaries, modes, sysctls, units.

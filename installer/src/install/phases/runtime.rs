@@ -122,16 +122,81 @@ async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
 }
 
 /// `runtime.pull`: the pause image pulled by its original name through `certs.d`: a node whose
-/// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm.
+/// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm. The step's
+/// note names the endpoint that served the image, from ctr's own debug log of the pull
+/// (`--local`: ctr resolves and fetches itself, so the log is ctr's on containerd 1.7 and 2.x
+/// alike; 2.x's default would hand the pull to the daemon).
 pub(super) async fn pull_probe(cx: &Cx<'_>, node: &Node) -> StepResult {
-    sh(
+    let image = &cx.plan.pause_image;
+    let log = sh(
         node,
         &format!(
-            "/usr/local/bin/ctr -n k8s.io images pull --hosts-dir {} {} >/dev/null",
+            "/usr/local/bin/ctr --debug -n k8s.io images pull --local --hosts-dir {} {} 2>&1 >/dev/null",
             paths::CERTS_D,
-            quote(&cx.plan.pause_image)
+            quote(image)
         ),
     )
     .await?;
-    Ok(Outcome::default())
+    let served = served_by(&log);
+    let note = if served.is_empty() {
+        format!("{image}: pulled (ctr's log names no endpoint)")
+    } else {
+        format!("{image}: served by {}", served.join(", "))
+    };
+    Ok(Outcome {
+        notes: vec![note],
+        ..Outcome::default()
+    })
+}
+
+/// The endpoints that answered a manifest request with success in ctr's debug log of a pull
+/// (`msg="fetch response received" host=… response.status="200 OK" url=…`), each as its URL's
+/// scheme and host, in order, once.
+fn served_by(log: &str) -> Vec<String> {
+    let mut served: Vec<String> = Vec::new();
+    for line in log.lines() {
+        if !line.contains("msg=\"fetch response received\"") {
+            continue;
+        }
+        let ok = field(line, "response.status").is_some_and(|status| status.starts_with('2'));
+        let Some(url) = field(line, "url") else {
+            continue;
+        };
+        if !ok || !url.contains("/manifests/") {
+            continue;
+        }
+        let endpoint = url.split("/v2/").next().unwrap_or(url).to_owned();
+        if !served.contains(&endpoint) {
+            served.push(endpoint);
+        }
+    }
+    served
+}
+
+/// The value of `key` in a logfmt line (`key="quoted value"` or `key=bare`).
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    let rest = &line[start..];
+    match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next(),
+        None => rest.split(' ').next(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of real ctr debug logs (containerd 1.7.24 and 2.1.9, `images pull --local`): a
+    /// mirror that does not have the image, then the one that serves it.
+    #[test]
+    fn the_endpoint_that_served_the_manifest_is_named() {
+        let log = "time=\"2026-11-27T00:58:26Z\" level=debug msg=\"fetch response received\" host=\"127.0.0.1:5998\" response.header.content-type=\"text/html;charset=utf-8\" response.status=\"404 File not found\" url=\"http://127.0.0.1:5998/v2/pause/manifests/3.10?ns=registry.k8s.io\"\n\
+                   time=\"2026-11-27T00:58:26Z\" level=info msg=\"trying next host - response was http.StatusNotFound\" host=\"127.0.0.1:5998\"\n\
+                   time=\"2026-11-27T00:58:27Z\" level=debug msg=\"fetch response received\" host=\"10.250.0.11:5443\" response.header.docker-content-digest=\"sha256:ab\" response.status=\"200 OK\" url=\"https://10.250.0.11:5443/v2/pause/manifests/3.10?ns=registry.k8s.io\"\n\
+                   time=\"2026-11-27T00:58:27Z\" level=debug msg=\"fetch response received\" host=\"10.250.0.11:5443\" response.status=\"200 OK\" url=\"https://10.250.0.11:5443/v2/pause/manifests/sha256:ab?ns=registry.k8s.io\"\n\
+                   time=\"2026-11-27T00:58:27Z\" level=debug msg=\"fetch response received\" host=\"10.250.0.11:5443\" response.status=\"200 OK\" url=\"https://10.250.0.11:5443/v2/pause/blobs/sha256:cd?ns=registry.k8s.io\"\n";
+        assert_eq!(served_by(log), ["https://10.250.0.11:5443"]);
+        assert_eq!(served_by("ctr: not found\n"), Vec::<String>::new());
+    }
 }
