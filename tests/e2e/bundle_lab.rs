@@ -550,7 +550,7 @@ pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf
 }
 
 /// [`catalog_manifest`] with more options of `scripts/lab/catalog-manifest.py` (`--packages URL
-/// SUITE KEYRING`, `--kube-proxy-mode ipvs`, `--storage nfs`).
+/// SUITE KEYRING`, `--kube-proxy-mode ipvs`, `--storage nfs`, `--component containerd=2.1.9`).
 pub(crate) fn catalog_manifest_with(
     lab: &Lab,
     dir: &Path,
@@ -562,7 +562,7 @@ pub(crate) fn catalog_manifest_with(
     cmd.args(["catalog", version, "--output", "json"]);
     // The features the catalog expands with (their charts and images are seeded too).
     for pair in options.windows(2) {
-        if matches!(pair[0], "--kube-proxy-mode" | "--storage") {
+        if matches!(pair[0], "--kube-proxy-mode" | "--storage" | "--component") {
             cmd.args(pair);
         }
     }

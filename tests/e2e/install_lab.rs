@@ -216,7 +216,7 @@ pub(crate) mod lab {
     }
 
     /// The bundle's image references, from `kk-install inspect`.
-    fn images(bundle: &Path) -> Vec<(String, String)> {
+    pub(crate) fn images(bundle: &Path) -> Vec<(String, String)> {
         let mut cmd = Command::new(binary("kk-install"));
         cmd.args(["inspect", "--output", "json", "--bundle"])
             .arg(bundle);
@@ -432,7 +432,7 @@ pub(crate) mod lab {
 
     /// Every image of the bundle pulls on every node by its original name and by digest, through
     /// `certs.d`; a container runs.
-    fn assert_images_pull_by_name_and_digest_and_run(cluster: &Cluster) {
+    pub(crate) fn assert_images_pull_by_name_and_digest_and_run(cluster: &Cluster) {
         let images = images(&cluster.bundle);
         assert!(images.len() > 5, "{images:?}");
         for node in 0..3 {

@@ -39,7 +39,7 @@ pub struct Kubernetes {
 /// The components whose version a manifest may choose (`spec.kubernetes.components`); the
 /// others follow the Kubernetes version (kubeadm, kubelet, kubectl) or kubeadm's etcd tag unless
 /// named here.
-pub const COMPONENTS: [&str; 8] = [
+pub(super) const COMPONENTS: [&str; 8] = [
     "containerd",
     "runc",
     "docker",
