@@ -21,6 +21,10 @@ pub(crate) mod lab {
     use crate::nodekit::Nodes;
     use crate::support::{binary, kk_install_command, run, run_failing, run_ok};
 
+    /// A pull by original name through `certs.d`, of the node's platform only as the CRI plugin
+    /// pulls (ctr 2.x would fetch every platform's manifest of an index unless told to skip them).
+    pub(crate) const CTR_PULL: &str = "ctr -n k8s.io images pull $(ctr images pull --help | grep -q -e --skip-metadata && echo --skip-metadata) --hosts-dir /etc/containerd/certs.d";
+
     /// The Kubernetes version the bundle is built for (kubeadm's preflight of v1.33 no longer
     /// requires conntrack, which a minimal server lacks).
     pub(crate) const VERSION: &str = "v1.33.0";
@@ -440,8 +444,7 @@ pub(crate) mod lab {
             for (reference, by_digest) in &images {
                 let _ = write!(
                     pulls,
-                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {reference} >/dev/null; \
-                 ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {by_digest} >/dev/null; "
+                    "{CTR_PULL} {reference} >/dev/null; {CTR_PULL} {by_digest} >/dev/null; "
                 );
             }
             cluster.on(node, &pulls);

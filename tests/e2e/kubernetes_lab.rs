@@ -12,7 +12,7 @@ mod lab {
 
     use serde_json::Value;
 
-    use crate::install_lab::lab::Cluster;
+    use crate::install_lab::lab::{CTR_PULL, Cluster};
     use crate::support::{run_failing, run_ok};
 
     /// Groups of the HA cluster: two control planes, two workers, external etcd on three nodes.
@@ -52,10 +52,7 @@ mod lab {
         for node in 0..nodes {
             let mut pulls = String::from("set -e; ");
             for image in &images {
-                let _ = write!(
-                    pulls,
-                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {image} >/dev/null; "
-                );
+                let _ = write!(pulls, "{CTR_PULL} {image} >/dev/null; ");
             }
             cluster.on(node, &pulls);
         }

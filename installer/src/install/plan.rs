@@ -324,11 +324,10 @@ pub struct Plan {
     pub kubernetes_version: Option<String>,
     /// The registry.
     pub registry: RegistryPlan,
-    /// The bundle's containerd version (its config version follows from it).
-    pub containerd_version: String,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
     pub pause_image: String,
-    /// What containerd's effective (merged) configuration must hold on every node.
+    /// The bundle's containerd version (its config version follows from it) and what its
+    /// effective (merged) configuration must hold on every node.
     pub containerd: ContainerdPlan,
     /// The registry hosts the bundle's images are named by (`docker.io`, `registry.k8s.io`):
     /// each gets a containerd mirror entry.
@@ -434,7 +433,6 @@ impl Plan {
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
-            containerd_version,
             pause_image,
             containerd,
             image_hosts: content.image_hosts.clone(),

@@ -204,12 +204,22 @@ def present_images():
     return set(ctr_images())
 
 
+def skip_metadata():
+    """["--skip-metadata"] for a ctr that has it (2.x): like the CRI plugin, fetch the node's
+    platform only, not every platform's manifest of an index (a bundle carries only its own)."""
+    try:
+        said = subprocess.run([CTR, "images", "pull", "--help"], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return ["--skip-metadata"] if "--skip-metadata" in said else []
+
+
 def pull(image):
     """(ok, last line of ctr's output): pulls image the way the CRI plugin would, through
     containerd's hosts directory."""
     try:
-        out = subprocess.run([CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR), image],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out = subprocess.run([CTR, "-n", "k8s.io", "images", "pull", *skip_metadata(), "--hosts-dir", P(HOSTS_DIR),
+                              image], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as e:
         return False, f"{CTR}: {e.strerror}"
     return out.returncode == 0, (out.stdout.strip().splitlines() or [f"exit status {out.returncode}"])[-1]

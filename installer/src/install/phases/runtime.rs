@@ -125,26 +125,33 @@ async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
 /// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm. The step's
 /// note names the endpoint that served the image, from ctr's own debug log of the pull
 /// (`--local`: ctr resolves and fetches itself, so the log is ctr's on containerd 1.7 and 2.x
-/// alike; 2.x's default would hand the pull to the daemon).
+/// alike; 2.x's default would hand the pull to the daemon). Like the CRI plugin, it fetches the
+/// node's platform only: ctr 2.x fetches every platform's manifest of an index unless told to
+/// skip them, and a bundle carries only its platforms'.
 pub(super) async fn pull_probe(cx: &Cx<'_>, node: &Node) -> StepResult {
     let image = &cx.plan.pause_image;
+    let skip_metadata = if cx.plan.containerd.major >= 2 {
+        " --skip-metadata"
+    } else {
+        ""
+    };
     let log = sh(
         node,
         &format!(
-            "/usr/local/bin/ctr --debug -n k8s.io images pull --local --hosts-dir {} {} 2>&1 >/dev/null",
+            "/usr/local/bin/ctr --debug -n k8s.io images pull --local{skip_metadata} --hosts-dir {} {} 2>&1 >/dev/null",
             paths::CERTS_D,
             quote(image)
         ),
     )
     .await?;
     let served = served_by(&log);
-    let note = if served.is_empty() {
+    let endpoint = if served.is_empty() {
         format!("{image}: pulled (ctr's log names no endpoint)")
     } else {
         format!("{image}: served by {}", served.join(", "))
     };
     Ok(Outcome {
-        notes: vec![note],
+        notes: vec![endpoint],
         ..Outcome::default()
     })
 }
