@@ -94,7 +94,9 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
 
 /// The config containerd runs with, merged from kk's file, its defaults and every drop-in, as
 /// `containerd config dump` prints it, judged against the plan: a drop-in that overrides kk's
-/// registry hosts, sandbox image or cgroup driver stops the install, named.
+/// registry hosts, sandbox image or cgroup driver stops the install, named. The dump reads the
+/// files as they are now, so a drop-in put there after containerd started is caught too, before
+/// a restart would bring it into force.
 async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
     let expected = &cx.plan.containerd;
     let dump = sh(node, "/usr/local/bin/containerd config dump").await?;
