@@ -275,6 +275,13 @@ pub(crate) mod lab {
             progress.contains("set by the install"),
             "the precheck reports what the os phase sets as set by the install:\n{progress}"
         );
+        // The probe pull names the endpoint that served it: kk's registry.
+        for node in ["node1", "node2", "node3"] {
+            let note = format!(
+                "{node}: runtime.pull: registry.k8s.io/pause:3.10: served by https://dockerhub.kubekey.local:5443"
+            );
+            assert!(progress.contains(&note), "{note}:\n{progress}");
+        }
 
         assert_the_node_contract(&cluster);
         assert_etcd_healthy_over_tls(&cluster);
