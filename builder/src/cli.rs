@@ -119,6 +119,10 @@ pub(crate) struct CatalogArgs {
     /// A storage kind (`nfs`: its packages, chart and image); repeat for several.
     #[arg(long, value_name = "KIND")]
     pub(crate) storage: Vec<String>,
+    /// A component's version in place of the catalog's (`containerd=2.1.9`), as a manifest's
+    /// `spec.kubernetes.components`; repeat for several.
+    #[arg(long, value_name = "NAME=VERSION")]
+    pub(crate) component: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,

@@ -97,15 +97,26 @@ fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
         .iter()
         .map(|kind| format!("\"{kind}\""))
         .collect();
+    let components = args
+        .component
+        .iter()
+        .map(|pair| {
+            let (name, version) = pair.split_once('=').with_context(|| {
+                format!("--component `{pair}` is not NAME=VERSION, e.g. `containerd=2.1.9`")
+            })?;
+            Ok(format!("\"{name}\": \"{version}\""))
+        })
+        .collect::<anyhow::Result<Vec<String>>>()?;
     let text = format!(
-        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", kubeProxyMode: \"{}\", storage: [{}]}}\n",
+        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", kubeProxyMode: \"{}\", storage: [{}], components: {{{}}}}}\n",
         bundle_spec::manifest::API_VERSION,
         bundle_spec::manifest::KIND,
         args.version,
         args.runtime,
         args.cni,
         args.kube_proxy_mode,
-        storage.join(", ")
+        storage.join(", "),
+        components.join(", ")
     );
     let manifest = bundle_spec::manifest::Manifest::from_str_named(&text, "command line")?;
     let kubernetes = manifest

@@ -61,7 +61,7 @@ if [ ! -f "$bench/seeded-$mb" ] || ! curl -sfI "http://$registry/v2/bench/big-1/
 fi
 
 images=(bench/big-1:1 bench/big-2:1 bench/big-3:1 bench/big-4:1 lab/app-a:1.0 lab/app-b:1.0 lab/oci-media:1.0)
-binaries=(etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz runc/v1.1.5/runc.amd64)
+binaries=(etcd/v3.5.16/etcd-v3.5.16-linux-amd64.tar.gz containerd/v1.7.24/containerd-1.7.24-linux-amd64.tar.gz runc/v1.1.5/runc.amd64)
 manifest() {  # manifest FILE BIG1TAG
   {
     printf 'apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: bench}\nspec:\n  platforms: [linux/amd64]\n  images:\n'
@@ -71,8 +71,8 @@ manifest() {  # manifest FILE BIG1TAG
     done
     cat <<YAML
   binaries:
-    - {name: etcd, version: v3.4.23, url: "$http/etcd/{version}/etcd-{version}-{os}-{arch}.tar.gz", checksumUrl: "$http/etcd/{version}/SHA256SUMS"}
-    - {name: containerd, version: 1.6.20, url: "$http/containerd/v{version}/containerd-{version}-{os}-{arch}.tar.gz", checksumUrl: "$http/containerd/v{version}/containerd-{version}-{os}-{arch}.tar.gz.sha256sum"}
+    - {name: etcd, version: v3.5.16, url: "$http/etcd/{version}/etcd-{version}-{os}-{arch}.tar.gz", checksumUrl: "$http/etcd/{version}/SHA256SUMS"}
+    - {name: containerd, version: 1.7.24, url: "$http/containerd/v{version}/containerd-{version}-{os}-{arch}.tar.gz", checksumUrl: "$http/containerd/v{version}/containerd-{version}-{os}-{arch}.tar.gz.sha256sum"}
     - {name: runc, version: v1.1.5, url: "$http/runc/{version}/runc.{arch}", checksumUrl: "$http/runc/{version}/runc.sha256sum"}
   registries:
     "$registry": {plainHTTP: true}

@@ -3,6 +3,7 @@
 
     catalog-manifest.py CATALOG_JSON NAME LAB_HTTP LAB_REGISTRY
         [--packages URL SUITE KEYRING] [--kube-proxy-mode iptables|ipvs] [--storage nfs] [--cni CNI]
+        [--component NAME=VERSION ...]
 
 CATALOG_JSON is `kk-bundle catalog VERSION --output json` (seeded into the lab by seed-catalog.sh).
 The manifest asks for that Kubernetes version (containerd, calico unless --cni says otherwise) and
@@ -15,7 +16,8 @@ their Kubernetes bundles from it.
 SUITE, component main) checked against KEYRING (the lab's: KK_LAB_DEBIAN_URL, KK_LAB_DEBIAN_SUITE,
 KK_LAB_DEBIAN_KEYRING), asking for no package of its own: the catalog adds the cluster's.
 --kube-proxy-mode and --storage set `spec.kubernetes.kubeProxyMode` and `spec.kubernetes.storage`,
---cni `spec.kubernetes.cni` (calico by default; the catalog must have been made with the same).
+--cni `spec.kubernetes.cni` (calico by default; the catalog must have been made with the same);
+--component (repeatable) sets `spec.kubernetes.components` (give `kk-bundle catalog` the same).
 """
 
 import argparse
@@ -34,6 +36,7 @@ def arguments():
     parser.add_argument("--kube-proxy-mode", choices=("iptables", "ipvs"))
     parser.add_argument("--storage", action="append", choices=("nfs",), default=[])
     parser.add_argument("--cni", default="calico")
+    parser.add_argument("--component", action="append", default=[], metavar="NAME=VERSION")
     return parser.parse_args()
 
 
@@ -43,6 +46,9 @@ def kubernetes(catalog, args):
         fields.append(f"kubeProxyMode: {args.kube_proxy_mode}")
     if args.storage:
         fields.append(f"storage: [{', '.join(args.storage)}]")
+    if args.component:
+        pairs = [pair.split("=", 1) for pair in args.component]
+        fields.append(f"components: {{{', '.join(f'{name}: {version}' for name, version in pairs)}}}")
     return f"  kubernetes: {{{', '.join(fields)}}}"
 
 

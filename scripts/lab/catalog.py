@@ -12,7 +12,13 @@ template is expanded and mapped into DIR/http: a URL under --lab-http keeps its 
 `<lab-http>/HOST`). The file is made by binary name, shaped like the upstream artifact:
 
     etcd, containerd, runc, cni-plugins   Debian's real binaries (amd64; the arm64 files hold the
-                                          same amd64 bytes: they only need to exist)
+                                          same amd64 bytes: they only need to exist), chosen by
+                                          version: containerd 1.7.x is trixie's (1.7.24), 2.x sid's
+                                          (2.1.9), 1.6.x the host's bookworm one; etcd v3.5+ is
+                                          trixie's (3.5.16), v3.4 the host's; runc is always the
+                                          host's (trixie's and sid's need glibc 2.38). The file
+                                          holds the suite's version whatever version the catalog
+                                          names (suitedebs.sh)
     helm                                  the real helm (--helm)
     docker, cri-dockerd                   their static tarballs' layout: stand-ins for docker's own
                                           programs, Debian's containerd and runc beside them
@@ -29,7 +35,8 @@ template is expanded and mapped into DIR/http: a URL under --lab-http keeps its 
 
 wrapped the upstream way when the URL names a `.tar.gz`/`.tgz`. Archives are deterministic (sorted,
 mtime 0, owner 0, `gzip -n`), so seeding again gives the same sha256. Existing files are kept unless
---force, except the kubeadm/kubelet/kubectl/crictl stand-ins, which are always written again. Then each `checksumUrl` file is written in the format its name implies: `*.sha256` = the
+--force or what they are made from changed (recorded in DIR/work/sources/), and the
+kubeadm/kubelet/kubectl/crictl stand-ins are always written again. Then each `checksumUrl` file is written in the format its name implies: `*.sha256` = the
 64 hex digits (dl.k8s.io), `NAME.sha256sum` beside NAME = `hex  NAME`, anything else (SHA256SUMS,
 *checksums.txt, a shared *.sha256sum) = `hex  file` for every file of its directory.
 
@@ -136,6 +143,51 @@ def suite_file(suite, packages, path):
     return found
 
 
+# trixie's packages the lab takes containerd 1.7 and etcd 3.5 from: one suitedebs.sh fetch for both.
+TRIXIE_PACKAGES = ("containerd", "etcd-server", "etcd-client")
+# containerd's programs in its release tarball's bin/, beside containerd itself; those of them a
+# Debian package lacks are left out (2.x dropped the v1 shims).
+CONTAINERD_PROGRAMS = ("containerd", "ctr", "containerd-shim-runc-v2", "containerd-shim", "containerd-shim-runc-v1",
+                       "containerd-stress")
+
+
+def version_tuple(version):
+    """(major, minor) of `v1.7.30` or `3.5.12-0`; None when it does not start like a version."""
+    found = re.match(r"v?(\d+)\.(\d+)", version)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def containerd_files(version):
+    """{program: path} of the real containerd for a catalog version: 2.x from sid, 1.7 from trixie,
+    older from the host."""
+    number = version_tuple(version)
+    if number is None:
+        die(f"containerd version `{version}` is not a version")
+    if number >= (2, 0):
+        packages, suite = ("containerd",), "sid"
+    elif number >= (1, 7):
+        packages, suite = TRIXIE_PACKAGES, "trixie"
+    else:
+        files = {"containerd": real("/usr/bin/containerd", "containerd")}
+        for program in CONTAINERD_PROGRAMS[1:]:
+            if os.path.isfile(f"/usr/bin/{program}"):
+                files[program] = f"/usr/bin/{program}"
+        return files
+    bin_dir = os.path.dirname(suite_file(suite, packages, "/usr/bin/containerd"))
+    return {p: os.path.join(bin_dir, p) for p in CONTAINERD_PROGRAMS if os.path.isfile(os.path.join(bin_dir, p))}
+
+
+def etcd_files(version):
+    """(etcd, etcdctl) of the real etcd for a catalog version: v3.5+ from trixie, v3.4 from the host."""
+    number = version_tuple(version)
+    if number is None:
+        die(f"etcd version `{version}` is not a version")
+    if number >= (3, 5):
+        return (suite_file("trixie", TRIXIE_PACKAGES, "/usr/bin/etcd"),
+                suite_file("trixie", TRIXIE_PACKAGES, "/usr/bin/etcdctl"))
+    return real("/usr/bin/etcd", "etcd-server"), real("/usr/bin/etcdctl", "etcd-client")
+
+
 def archive_top(file_name):
     for ext in (".tar.gz", ".tgz"):
         if file_name.endswith(ext):
@@ -205,20 +257,15 @@ def content(name, version, os_name, arch, file_name, helm, images=()):
     else:
         standin = STANDIN.format(name=name, version=version, os=os_name, arch=arch)
     if key == "etcd":
+        etcd, etcdctl = etcd_files(version)
         if top is None:
-            return "file", real("/usr/bin/etcd", "etcd-server")
-        return "archive", {f"{top}/etcd": real("/usr/bin/etcd", "etcd-server"),
-                           f"{top}/etcdctl": real("/usr/bin/etcdctl", "etcd-client")}, [top]
+            return "file", etcd
+        return "archive", {f"{top}/etcd": etcd, f"{top}/etcdctl": etcdctl}, [top]
     if key == "containerd":
+        files = containerd_files(version)
         if top is None:
-            return "file", real("/usr/bin/containerd", "containerd")
-        members = {"bin/containerd": real("/usr/bin/containerd", "containerd"),
-                   "bin/ctr": real("/usr/bin/ctr", "containerd"),
-                   "bin/containerd-shim-runc-v2": real("/usr/bin/containerd-shim-runc-v2", "containerd")}
-        for extra in ("containerd-shim", "containerd-shim-runc-v1", "containerd-stress"):
-            if os.path.isfile(f"/usr/bin/{extra}"):
-                members[f"bin/{extra}"] = f"/usr/bin/{extra}"
-        return "archive", members, ["bin"]
+            return "file", files["containerd"]
+        return "archive", {f"bin/{n}": path for n, path in files.items()}, ["bin"]
     if key == "runc":
         runc = real("/usr/sbin/runc", "runc")
         return ("file", runc) if top is None else ("archive", {"runc": runc}, ["runc"])
@@ -261,6 +308,28 @@ def place(source, dest):
 # Archives already made in this run, by content: the arm64 archive of containerd has the same
 # members and bytes as the amd64 one, so it is copied instead of compressed again.
 BUILT = {}
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def source_stamp(kind):
+    """What a file is made from, as text: each member's source (path, size and mtime; a text's
+    sha256), so that a changed source makes the file again."""
+    members = {"": kind[1]} if kind[0] == "file" else kind[1]
+    described = {}
+    for member, source in sorted(members.items()):
+        if isinstance(source, tuple):
+            described[member] = hashlib.sha256(source[1].encode()).hexdigest()
+        else:
+            info = os.stat(source)
+            described[member] = [os.path.realpath(source), info.st_size, info.st_mtime_ns]
+    return json.dumps({"kind": kind[0], "members": described, "entries": list(kind[2:])}, sort_keys=True)
 
 
 def write_artifact(kind, dest, work):
@@ -387,11 +456,15 @@ def main():
             url = expand(binary["url"], version, os_name, url_arch)
             rel = map_url(url, args.lab_http)
             dest = os.path.join(http_root, rel)
-            # The stand-ins are rewritten every time (deterministic, so unchanged ones keep their
-            # sha256): a lab seeded before a stand-in changed must not serve the old one.
-            if args.force or not os.path.isfile(dest) or name in SMART_STANDINS:
-                write_artifact(content(name, version, os_name, arch, os.path.basename(rel), args.helm,
-                                       catalog.get("images", [])), dest, work)
+            # A file is made again when what it is made from changed (a stand-in's text, the
+            # suite's binaries a version maps to): a lab seeded before must not serve the old one.
+            kind = content(name, version, os_name, arch, os.path.basename(rel), args.helm, catalog.get("images", []))
+            stamp = os.path.join(work, "sources", rel + ".json")
+            if args.force or not os.path.isfile(dest) or read_text(stamp) != source_stamp(kind):
+                write_artifact(kind, dest, work)
+                os.makedirs(os.path.dirname(stamp), exist_ok=True)
+                with open(stamp, "w") as f:
+                    f.write(source_stamp(kind))
             entry = {"name": name, "version": version, "os": os_name, "arch": arch, "url": url,
                      "path": rel, "sha256": sha256_file(dest)}
             if binary.get("checksumUrl"):

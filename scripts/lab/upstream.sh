@@ -25,7 +25,10 @@
 #              charts/kk-demo:0.1.0      Helm chart as an OCI artifact (pushed by real helm)
 #   http       charts/                   Helm HTTP repository: index.yaml, kk-demo 0.1.0, kk-web 1.2.0
 #              etcd/, containerd/, runc/ release files shaped like upstream's, with checksum files
-#                                        (scripts/lab/lab-binaries.json)
+#                                        (scripts/lab/lab-binaries.json): Debian's real etcd 3.5.16
+#                                        and containerd 1.7.24 from trixie, bookworm's runc
+#                                        (scripts/lab/suitedebs.sh; catalog.py maps containerd 2.x
+#                                        to sid's 2.1.9)
 #              debian/                   a signed Debian repository (suite bookworm, main, amd64) of
 #                                        real .debs: socat conntrack ebtables ethtool ipset ipvsadm
 #                                        nfs-common nfs-kernel-server and their closure

@@ -218,7 +218,7 @@ fn check_artifacts(b: &Bench, dir: &Path, index: &Value) {
     // Binaries: ORAS-style artifacts per platform, holding exactly the upstream files.
     let etcd = json_blob(
         dir,
-        entry(index, "kk.internal/binaries/etcd:v3.4.23")["digest"]
+        entry(index, "kk.internal/binaries/etcd:v3.5.16")["digest"]
             .as_str()
             .expect("digest"),
     );
@@ -236,12 +236,12 @@ fn check_artifacts(b: &Bench, dir: &Path, index: &Value) {
     let layer = &amd64["layers"][0];
     assert_eq!(
         layer["annotations"]["org.opencontainers.image.title"],
-        "etcd-v3.4.23-linux-amd64.tar.gz"
+        "etcd-v3.5.16-linux-amd64.tar.gz"
     );
     let served = fs::read(
         b.lab
             .dir()
-            .join("http/etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz"),
+            .join("http/etcd/v3.5.16/etcd-v3.5.16-linux-amd64.tar.gz"),
     )
     .expect("lab file");
     assert_eq!(blob(dir, layer["digest"].as_str().expect("digest")), served);
@@ -385,8 +385,8 @@ fn a_locked_build_fails_when_a_tag_moved() {
 fn cut_downloads_resume_and_server_errors_are_retried() {
     let b = Bench::new();
     b.lab.set_faults(
-        r#"{"/etcd/v3.4.23/etcd-v3.4.23-linux-amd64.tar.gz": {"mode": "cut", "after": 1000000, "times": 1},
-            "/containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz": {"mode": "status", "status": 500, "times": 2},
+        r#"{"/etcd/v3.5.16/etcd-v3.5.16-linux-amd64.tar.gz": {"mode": "cut", "after": 1000000, "times": 1},
+            "/containerd/v1.7.24/containerd-1.7.24-linux-amd64.tar.gz": {"mode": "status", "status": 500, "times": 2},
             "/runc/v1.1.5/runc.amd64": {"mode": "status", "status": 429, "times": 1}}"#,
     );
     let before = b.lab.access_log().len();
@@ -408,7 +408,7 @@ fn cut_downloads_resume_and_server_errors_are_retried() {
     let log = b.lab.access_log().split_off(before);
     let etcd: Vec<_> = log
         .iter()
-        .filter(|e| e.path.ends_with("etcd-v3.4.23-linux-amd64.tar.gz") && e.method == "GET")
+        .filter(|e| e.path.ends_with("etcd-v3.5.16-linux-amd64.tar.gz") && e.method == "GET")
         .collect();
     assert!(
         etcd.iter().any(|e| e.fault.as_deref() == Some("cut")),
@@ -424,7 +424,7 @@ fn cut_downloads_resume_and_server_errors_are_retried() {
             .filter(|e| e.path.ends_with(suffix) && e.status == status)
             .count()
     };
-    assert_eq!(retried("containerd-1.6.20-linux-amd64.tar.gz", 500), 2);
+    assert_eq!(retried("containerd-1.7.24-linux-amd64.tar.gz", 500), 2);
     assert_eq!(retried("runc.amd64", 429), 1);
     assert!(retried("runc.amd64", 200) >= 1);
 }
@@ -509,7 +509,7 @@ fn a_build_killed_mid_download_reruns_to_the_same_bundle() {
     let mut reference = b.build(&b.manifest, "ref.tar.zst", "cache-ref", &args);
     run_ok(reference.env("SOURCE_DATE_EPOCH", "1795000000"));
     // Hold one download for long enough that the build is surely still fetching when killed.
-    b.lab.set_faults(r#"{"/containerd/v1.6.20/containerd-1.6.20-linux-amd64.tar.gz": {"mode": "delay", "seconds": 20}}"#);
+    b.lab.set_faults(r#"{"/containerd/v1.7.24/containerd-1.7.24-linux-amd64.tar.gz": {"mode": "delay", "seconds": 20}}"#);
     let served_before = b.lab.access_log().len();
     let mut cmd = b.build(&b.manifest, "k.tar.zst", "cache-k", &args);
     let mut child = cmd
@@ -550,7 +550,8 @@ pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf
 }
 
 /// [`catalog_manifest`] with more options of `scripts/lab/catalog-manifest.py` (`--packages URL
-/// SUITE KEYRING`, `--kube-proxy-mode ipvs`, `--storage nfs`, `--cni hybridnet`).
+/// SUITE KEYRING`, `--kube-proxy-mode ipvs`, `--storage nfs`, `--cni hybridnet`,
+/// `--component containerd=2.1.9`).
 pub(crate) fn catalog_manifest_with(
     lab: &Lab,
     dir: &Path,
@@ -562,7 +563,7 @@ pub(crate) fn catalog_manifest_with(
     cmd.args(["catalog", version, "--output", "json"]);
     // The features the catalog expands with (their charts and images are seeded too).
     for pair in options.windows(2) {
-        if matches!(pair[0], "--kube-proxy-mode" | "--storage" | "--cni") {
+        if matches!(pair[0], "--kube-proxy-mode" | "--storage" | "--cni" | "--component") {
             cmd.args(pair);
         }
     }

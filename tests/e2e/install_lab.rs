@@ -21,6 +21,10 @@ pub(crate) mod lab {
     use crate::nodekit::Nodes;
     use crate::support::{binary, kk_install_command, run, run_failing, run_ok};
 
+    /// A pull by original name through `certs.d`, of the node's platform only as the CRI plugin
+    /// pulls (ctr 2.x would fetch every platform's manifest of an index unless told to skip them).
+    pub(crate) const CTR_PULL: &str = "ctr -n k8s.io images pull $(ctr images pull --help | grep -q -e --skip-metadata && echo --skip-metadata) --hosts-dir /etc/containerd/certs.d";
+
     /// The Kubernetes version the bundle is built for (kubeadm's preflight of v1.33 no longer
     /// requires conntrack, which a minimal server lacks).
     pub(crate) const VERSION: &str = "v1.33.0";
@@ -229,7 +233,7 @@ pub(crate) mod lab {
     }
 
     /// The bundle's image references, from `kk-install inspect`.
-    fn images(bundle: &Path) -> Vec<(String, String)> {
+    pub(crate) fn images(bundle: &Path) -> Vec<(String, String)> {
         let mut cmd = Command::new(binary("kk-install"));
         cmd.args(["inspect", "--output", "json", "--bundle"])
             .arg(bundle);
@@ -284,6 +288,13 @@ pub(crate) mod lab {
             progress.contains("set by the install"),
             "the precheck reports what the os phase sets as set by the install:\n{progress}"
         );
+        // The probe pull names the endpoint that served it: kk's registry.
+        for node in ["node1", "node2", "node3"] {
+            let note = format!(
+                "{node}: runtime.pull: registry.k8s.io/pause:3.10: served by https://dockerhub.kubekey.local:5443"
+            );
+            assert!(progress.contains(&note), "{note}:\n{progress}");
+        }
 
         assert_the_node_contract(&cluster);
         assert_etcd_healthy_over_tls(&cluster);
@@ -337,6 +348,30 @@ pub(crate) mod lab {
             );
         }
         assert!(cluster.on(2, "sha256sum /usr/local/bin/etcd").len() > 64);
+        assert_a_drop_in_overriding_the_mirrors_is_named(&cluster);
+    }
+
+    /// containerd's effective config: another tool's drop-in that brings its own registry
+    /// mirrors (containerd 1.7 then also drops kk's whole CRI table) stops the runtime step,
+    /// which names the node, the file, the key and what kk expects; without it the step passes.
+    fn assert_a_drop_in_overriding_the_mirrors_is_named(cluster: &Cluster) {
+        cluster.on(
+            1,
+            "mkdir -p /etc/containerd/conf.d && printf '%s\\n' 'version = 2' \
+             '[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]' \
+             '  endpoint = [\"https://mirror.example\"]' > /etc/containerd/conf.d/50-other.toml",
+        );
+        let said = run_failing(&mut cluster.kk_install(&["--phase", "runtime"]));
+        for expected in [
+            "containerd's effective configuration on `node2` is not kk's",
+            "`plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors` is `docker.io`, kk expects `none` (`/etc/containerd/conf.d/50-other.toml` sets",
+            "registry.config_path` is ``, kk expects `/etc/containerd/certs.d`",
+            "hint: remove or change the drop-ins named",
+        ] {
+            assert!(said.contains(expected), "{expected}:\n{said}");
+        }
+        cluster.on(1, "rm /etc/containerd/conf.d/50-other.toml");
+        run_ok(&mut cluster.kk_install(&["--phase", "runtime"]));
     }
 
     /// The places tests and users rely on: binaries, modes, sysctls, units.
@@ -421,7 +456,7 @@ pub(crate) mod lab {
 
     /// Every image of the bundle pulls on every node by its original name and by digest, through
     /// `certs.d`; a container runs.
-    fn assert_images_pull_by_name_and_digest_and_run(cluster: &Cluster) {
+    pub(crate) fn assert_images_pull_by_name_and_digest_and_run(cluster: &Cluster) {
         let images = images(&cluster.bundle);
         assert!(images.len() > 5, "{images:?}");
         for node in 0..3 {
@@ -429,8 +464,7 @@ pub(crate) mod lab {
             for (reference, by_digest) in &images {
                 let _ = write!(
                     pulls,
-                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {reference} >/dev/null; \
-                 ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {by_digest} >/dev/null; "
+                    "{CTR_PULL} {reference} >/dev/null; {CTR_PULL} {by_digest} >/dev/null; "
                 );
             }
             cluster.on(node, &pulls);

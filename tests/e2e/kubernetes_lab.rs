@@ -12,7 +12,7 @@ pub(crate) mod lab {
 
     use serde_json::Value;
 
-    use crate::install_lab::lab::Cluster;
+    use crate::install_lab::lab::{CTR_PULL, Cluster};
     use crate::support::{run_failing, run_ok};
 
     /// Groups of the HA cluster: two control planes, two workers, external etcd on three nodes.
@@ -52,10 +52,7 @@ pub(crate) mod lab {
         for node in 0..nodes {
             let mut pulls = String::from("set -e; ");
             for image in &images {
-                let _ = write!(
-                    pulls,
-                    "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d {image} >/dev/null; "
-                );
+                let _ = write!(pulls, "{CTR_PULL} {image} >/dev/null; ");
             }
             cluster.on(node, &pulls);
         }
@@ -275,10 +272,34 @@ pub(crate) mod lab {
         assert_eq!(count(&standin_log(cluster, 0), "kubeadm init"), 2);
     }
 
+    /// containerd 2.1.9 runs on every node with kk's version-3 config in effect (the runtime
+    /// step checked its dump), its probe pull names kk's registry as the endpoint, and every
+    /// image pulls by its original name and by digest, and runs.
+    fn assert_containerd_2(cluster: &Cluster, progress: &str) {
+        for node in 0..3 {
+            let said = cluster.on(
+                node,
+                "containerd --version; grep -c '^version = 3' /etc/containerd/config.toml; containerd config dump | grep -c \"sandbox = 'registry.k8s.io/pause:3.10'\"",
+            );
+            assert!(said.contains(" 2.1.9"), "node{}: {said}", node + 1);
+            assert!(said.ends_with("1\n1\n"), "node{}: {said}", node + 1);
+            let note = format!(
+                "node{}: runtime.pull: registry.k8s.io/pause:3.10: served by https://",
+                node + 1
+            );
+            assert!(progress.contains(&note), "{note}:\n{progress}");
+        }
+        crate::install_lab::lab::assert_images_pull_by_name_and_digest_and_run(cluster);
+    }
+
+    /// Also the cluster on containerd 2.x: the bundle chooses Debian sid's real containerd 2.1.9
+    /// (`spec.kubernetes.components`), which reads kk's config version 3.
     #[test]
     fn stacked_etcd_and_haproxy_and_a_config_kubeadm_rejects() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let cluster = Cluster::start_nodes(tmp.path(), 3);
+        let cluster = Cluster::start_nodes_with(tmp.path(), 3, |_| {
+            vec!["--component".to_owned(), "containerd=2.1.9".to_owned()]
+        });
         cluster.write_inventory(
             3,
             "    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2, node3]}\n    image_registry: {hosts: [node1]}\n",
@@ -294,7 +315,8 @@ pub(crate) mod lab {
         cluster.write_config(
             "  kubernetes:\n    control_plane_endpoint: {type: haproxy}\n  etcd: {deployment_type: internal}\n",
         );
-        run_ok(&mut cluster.kk_install(&[]));
+        let (_, out) = run_ok(&mut cluster.kk_install(&[]));
+        assert_containerd_2(&cluster, &String::from_utf8_lossy(&out.stderr));
         let init = cluster.on(0, "cat /etc/kubernetes/kk/kubeadm-init.yaml");
         assert!(!init.contains("external:"), "{init}");
         let first = cluster.on(

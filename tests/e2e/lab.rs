@@ -40,7 +40,7 @@ fn manifest_template_renders_to_a_valid_manifest() {
     assert_eq!(binaries, ["etcd", "containerd", "runc"]);
     assert_eq!(
         spec.binaries[0].url_for(&spec.platforms[1]),
-        "http://127.0.0.1:8080/etcd/v3.4.23/etcd-v3.4.23-linux-arm64.tar.gz"
+        "http://127.0.0.1:8080/etcd/v3.5.16/etcd-v3.5.16-linux-arm64.tar.gz"
     );
     let charts: Vec<(&str, &str, &ChartSource)> = spec
         .charts

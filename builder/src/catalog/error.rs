@@ -26,6 +26,29 @@ pub enum ExpandError {
         /// The newest patch release of that minor the catalog knows, e.g. `v1.31.14`.
         latest: String,
     },
+    /// `spec.kubernetes.components` chooses a component the cluster does not have.
+    #[error(
+        "component `{name}` is not part of a cluster with container runtime `{runtime}`; hint: remove it from `spec.kubernetes.components`"
+    )]
+    ComponentNotInCluster {
+        /// The component.
+        name: String,
+        /// The cluster's container runtime.
+        runtime: String,
+    },
+    /// A chosen version of a component whose downloads the catalog pins by sha256 (upstream
+    /// publishes no checksum file) is not one it has pinned.
+    #[error(
+        "component `{name}` {version} has no sha256 in the version catalog (upstream publishes no checksum file for it); hint: choose one of {pinned}, or list the binary in `spec.binaries` with its sha256"
+    )]
+    ComponentNotPinned {
+        /// The component.
+        name: String,
+        /// The version chosen.
+        version: String,
+        /// The versions the catalog pins, comma-separated.
+        pinned: String,
+    },
     /// A bug: the catalog shipped with kk-bundle breaks an invariant the expansion relies on.
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
     Internal(String),

@@ -153,7 +153,18 @@ impl Catalog {
             if binary.runtime.is_some_and(|only| only.runtime() != runtime) {
                 continue;
             }
-            binaries.push(Self::binary(binary, minor, version, tags)?);
+            let chosen = kubernetes.components.get(&binary.name);
+            binaries.push(Self::binary(binary, minor, version, tags, chosen)?);
+        }
+        if let Some(name) = kubernetes
+            .components
+            .keys()
+            .find(|name| !binaries.iter().any(|binary| &binary.name == *name))
+        {
+            return Err(ExpandError::ComponentNotInCluster {
+                name: name.clone(),
+                runtime: runtime.to_string(),
+            });
         }
 
         let plane = &self.data.control_plane;
@@ -259,13 +270,16 @@ impl Catalog {
         Ok(minor)
     }
 
+    /// The binary's entry for `kubernetes`, at the version the manifest `chosen` for it
+    /// (`spec.kubernetes.components`) or else the catalog's for the minor.
     fn binary(
         binary: &BinaryData,
         minor: &MinorData,
         kubernetes: KubernetesVersion,
         images: &KubeadmImages,
+        chosen: Option<&String>,
     ) -> Result<CatalogBinary, ExpandError> {
-        let version = match binary.version_from {
+        let catalogs = match binary.version_from {
             VersionFrom::Kubernetes => kubernetes.to_string(),
             VersionFrom::Etcd => etcd_release(&images.etcd),
             VersionFrom::Component => {
@@ -277,10 +291,24 @@ impl Catalog {
                 })?
             }
         };
+        let version = chosen.map_or(catalogs.clone(), |chosen| spelled_like(chosen, &catalogs));
         let sha256 = match &binary.sha256 {
-            Some(pinned) => pinned.get(&version).cloned().ok_or_else(|| {
-                internal(&format!("`{}` {version} has no pinned sha256", binary.name))
-            })?,
+            Some(pinned) => match pinned.get(&version) {
+                Some(digests) => digests.clone(),
+                None if chosen.is_some() => {
+                    return Err(ExpandError::ComponentNotPinned {
+                        name: binary.name.clone(),
+                        version,
+                        pinned: pinned.keys().cloned().collect::<Vec<_>>().join(", "),
+                    });
+                }
+                None => {
+                    return Err(internal(&format!(
+                        "`{}` {version} has no pinned sha256",
+                        binary.name
+                    )));
+                }
+            },
             None => BTreeMap::new(),
         };
         Ok(CatalogBinary {
@@ -306,6 +334,17 @@ impl Catalog {
         let data: Data = serde_saphyr::from_str(text)?;
         data.check()?;
         Ok(Catalog { data })
+    }
+}
+
+/// `chosen` with or without a leading `v` as the catalog spells the component's versions
+/// (`{version}` in its URLs): containerd's are `1.7.30` (its URLs add the `v`), runc's `v1.3.3`.
+fn spelled_like(chosen: &str, catalogs: &str) -> String {
+    let bare = chosen.strip_prefix('v').unwrap_or(chosen);
+    if catalogs.starts_with('v') {
+        format!("v{bare}")
+    } else {
+        bare.to_owned()
     }
 }
 

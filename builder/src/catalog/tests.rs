@@ -754,3 +754,48 @@ fn text_and_json_show_the_packages() {
         "{none}"
     );
 }
+
+#[test]
+fn components_override_the_catalogs_versions_spelled_as_the_catalog_spells_them() {
+    let version_of = |choices: &str, name: &str| -> String {
+        let expansion = Catalog::builtin()
+            .expand(&kubernetes_with("v1.33.0", choices))
+            .expect("expands");
+        let binary = expansion.binaries.iter().find(|b| b.name == name);
+        binary.expect("the binary").version.clone()
+    };
+    // containerd's URLs carry the `v` literally, runc's and etcd's versions start with it.
+    let table = [
+        ("components: {containerd: 2.1.9}", "containerd", "2.1.9"),
+        ("components: {containerd: v2.1.9}", "containerd", "2.1.9"),
+        ("components: {runc: 1.2.6}", "runc", "v1.2.6"),
+        ("components: {etcd: v3.5.16}", "etcd", "v3.5.16"),
+    ];
+    for (choices, name, expected) in table {
+        assert_eq!(version_of(choices, name), expected, "{choices}");
+    }
+    // Without a choice, the catalog's.
+    assert_eq!(version_of("cni: calico", "containerd"), "1.7.30");
+}
+
+#[test]
+fn a_component_outside_the_cluster_or_without_a_pinned_sha256_is_refused() {
+    let refused = |choices: &str| -> String {
+        Catalog::builtin()
+            .expand(&kubernetes_with("v1.33.0", choices))
+            .expect_err("refused")
+            .to_string()
+    };
+    let outside = refused("components: {docker: 28.5.2}");
+    assert!(
+        outside.contains(
+            "component `docker` is not part of a cluster with container runtime `containerd`"
+        ),
+        "{outside}"
+    );
+    let unpinned = refused("containerRuntime: docker, components: {cri-dockerd: 0.3.99}");
+    assert!(
+        unpinned.contains("component `cri-dockerd` 0.3.99 has no sha256 in the version catalog"),
+        "{unpinned}"
+    );
+}

@@ -155,6 +155,28 @@ pub enum ManifestError {
         /// The version as written.
         version: String,
     },
+    /// `spec.kubernetes.components` names a component whose version a manifest cannot choose.
+    #[error(
+        "{at}: unknown component `{name}`; hint: choose the version of one of {known}", name = cut(.name))]
+    UnknownComponent {
+        /// Where the name is.
+        at: SourceLocation,
+        /// The name as written.
+        name: String,
+        /// The components a manifest may choose, comma-separated.
+        known: String,
+    },
+    /// A `spec.kubernetes.components` version is not a release version.
+    #[error(
+        "{at}: invalid version `{version}` of component `{name}`; hint: write `MAJOR.MINOR.PATCH` (a leading `v` is kept as the catalog spells it), e.g. `2.1.9`", version = cut(.version))]
+    InvalidComponentVersion {
+        /// Where the version is.
+        at: SourceLocation,
+        /// The component.
+        name: String,
+        /// The version as written.
+        version: String,
+    },
     /// An image reference does not parse.
     #[error("{at}: invalid image reference `{reference}`", reference = cut(.reference))]
     InvalidImageReference {

@@ -54,6 +54,8 @@ variants![
     EmptyPlatforms,
     DuplicatePlatform,
     InvalidKubernetesVersion,
+    UnknownComponent,
+    InvalidComponentVersion,
     InvalidImageReference,
     ImageNotPinned,
     UppercaseImageDigest,
@@ -170,6 +172,8 @@ fn cases() -> Vec<Case> {
         case!(DuplicatePlatform, doc("  platforms: [linux/arm64, linux/aarch64]\n  images: [busybox:1]\n"), "platform `linux/aarch64` repeats `linux/arm64`, listed at demo.yaml:6:15", "6:28"),
         // Kubernetes.
         case!(InvalidKubernetesVersion, doc("  kubernetes: {version: \"1.31\"}\n"), "invalid kubernetes version `1.31`; hint: write `vMAJOR.MINOR.PATCH`", "6:25"),
+        case!(UnknownComponent, doc("  kubernetes:\n    version: v1.31.4\n    components: {kubeadm: v1.31.5}\n"), "unknown component `kubeadm`; hint: choose the version of one of containerd, runc", "8:18"),
+        case!(InvalidComponentVersion, doc("  kubernetes:\n    version: v1.31.4\n    components:\n      containerd: \"2.1\"\n"), "invalid version `2.1` of component `containerd`; hint: write `MAJOR.MINOR.PATCH`", "9:19"),
         // Images.
         case!(InvalidImageReference, image("Busybox:1"), "invalid reference format", "7:7"),
         case!(InvalidImageReference, image(&format!("busybox@sha256:{}", &SHA_A[..40])), "invalid checksum digest length", "7:7"),

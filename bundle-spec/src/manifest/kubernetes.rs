@@ -1,5 +1,6 @@
 //! `spec.kubernetes`: the cluster a bundle installs, expanded later by the builder's catalog.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use super::SourceLocation;
 use super::choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
 use super::raw::RawKubernetes;
 use super::rules::required;
+use super::spanned_map::SpannedMap;
 
 /// The Kubernetes cluster to bundle: the builder's version catalog expands it into the
 /// images, binaries and charts that version needs.
@@ -29,6 +31,33 @@ pub struct Kubernetes {
     /// `nodePackages` (default true): whether the catalog adds, to every set of
     /// `spec.osPackages`, the packages the cluster's features need.
     pub node_packages: bool,
+    /// `components`: versions chosen in place of the catalog's for that minor, by component
+    /// name (`containerd: 2.1.9`), as KubeKey's `containerRuntimes[].version` does.
+    pub components: BTreeMap<String, String>,
+}
+
+/// The components whose version a manifest may choose (`spec.kubernetes.components`); the
+/// others follow the Kubernetes version (kubeadm, kubelet, kubectl) or kubeadm's etcd tag unless
+/// named here.
+pub(super) const COMPONENTS: [&str; 8] = [
+    "containerd",
+    "runc",
+    "docker",
+    "cri-dockerd",
+    "crictl",
+    "cni-plugins",
+    "etcd",
+    "helm",
+];
+
+/// Whether `version` is a release version: `MAJOR.MINOR.PATCH`, with or without a leading `v`.
+fn component_version(version: &str) -> bool {
+    let numbers: Vec<&str> = version
+        .strip_prefix('v')
+        .unwrap_or(version)
+        .split('.')
+        .collect();
+    numbers.len() == 3 && numbers.iter().all(|number| parse_number(number).is_some())
 }
 
 /// A Kubernetes release, `vMAJOR.MINOR.PATCH`. Displays with the leading `v`.
@@ -97,7 +126,34 @@ pub(super) fn validate(
         kube_proxy_mode: raw.value.kube_proxy_mode,
         storage: storage(&raw.value.storage),
         node_packages: raw.value.node_packages,
+        components: components(file, &raw.value.components)?,
     })
+}
+
+/// `components`, each name known and each version a release version.
+fn components(
+    file: &Arc<str>,
+    raw: &SpannedMap<Spanned<String>>,
+) -> Result<BTreeMap<String, String>, ManifestError> {
+    let mut components = BTreeMap::new();
+    for (name, version) in &raw.0 {
+        if !COMPONENTS.contains(&name.value.as_str()) {
+            return Err(ManifestError::UnknownComponent {
+                at: SourceLocation::of(file, name),
+                name: name.value.clone(),
+                known: COMPONENTS.join(", "),
+            });
+        }
+        if !component_version(&version.value) {
+            return Err(ManifestError::InvalidComponentVersion {
+                at: SourceLocation::of(file, version),
+                name: name.value.clone(),
+                version: version.value.clone(),
+            });
+        }
+        components.insert(name.value.clone(), version.value.clone());
+    }
+    Ok(components)
 }
 
 /// The storage kinds, each once, sorted: listing one twice asks for nothing more.
@@ -127,6 +183,16 @@ mod tests {
             "v1.31.4-rc.0",
         ] {
             assert_eq!(KubernetesVersion::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn component_versions_are_release_versions_with_or_without_v() {
+        for good in ["2.1.9", "v1.3.3", "0.3.10"] {
+            assert!(component_version(good), "{good}");
+        }
+        for bad in ["2.1", "v2.1.9-rc.1", "latest", "2.01.9", "", "v"] {
+            assert!(!component_version(bad), "{bad}");
         }
     }
 }

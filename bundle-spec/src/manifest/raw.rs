@@ -77,6 +77,8 @@ pub(super) struct RawKubernetes {
     pub(super) storage: Vec<Storage>,
     #[serde(default = "yes")]
     pub(super) node_packages: bool,
+    #[serde(default)]
+    pub(super) components: SpannedMap<Spanned<String>>,
 }
 
 fn yes() -> bool {

@@ -16,6 +16,14 @@ use crate::ssh::SshError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanError {
+    /// The bundle's containerd version is not a version (its config version follows from it).
+    #[error(
+        "the bundle's containerd version `{version}` is not a version; hint: build the bundle with a containerd version such as `1.7.24` or `2.1.9`"
+    )]
+    ContainerdVersion {
+        /// The version the bundle names.
+        version: String,
+    },
     /// Neither `image_registry` nor `kube_control_plane` has a host.
     #[error(
         "no host can serve kk's registry; hint: put a host in the `image_registry` or `kube_control_plane` group"
@@ -395,6 +403,28 @@ pub enum StepError {
         package: String,
         /// What `dpkg -s` said.
         said: String,
+    },
+    /// containerd's effective (merged) configuration on a node is not what kk wrote.
+    #[error(
+        "containerd's effective configuration on `{node}` is not kk's:\n{}\nhint: remove or change the drop-ins named (containerd merges every file its `imports` name, `{drop_ins}/*.toml` among them), then run the install again",
+        findings.join("\n")
+    )]
+    ContainerdConfig {
+        /// The inventory name.
+        node: String,
+        /// One line per setting: its key, its value, what kk expects, the drop-in that sets it.
+        findings: Vec<String>,
+        /// The drop-in directory kk's config imports.
+        drop_ins: &'static str,
+    },
+    /// `containerd config dump` printed something that is not TOML.
+    #[error("`containerd config dump` on `{node}` printed something that is not TOML")]
+    ContainerdDump {
+        /// The inventory name.
+        node: String,
+        /// Why it does not parse.
+        #[source]
+        source: Box<toml::de::Error>,
     },
     /// The plan lacks what the step needs: a step run with a plan not made for it.
     #[error("{what}")]

@@ -21,6 +21,7 @@ mod nfs;
 mod packages;
 mod pki;
 mod registry;
+pub mod runtime;
 mod steps;
 mod text;
 
@@ -37,6 +38,7 @@ pub use registry::{
     SYSTEM_CA_BUNDLE,
 };
 use registry::{registry_auth, registry_plan};
+pub use runtime::ContainerdPlan;
 use steps::{ExtraPhases, Groups, add_step, steps};
 
 /// The phases of an install, in the order they run.
@@ -347,10 +349,11 @@ pub struct Plan {
     /// The credentials containerd's CRI plugin gets in `registry.configs."<host>".auth` and the
     /// probe pull sends: one entry per registry host that needs them (an external registry's).
     pub registry_auth: Vec<RegistryAuth>,
-    /// The bundle's containerd version (its config version follows from it).
-    pub containerd_version: String,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
     pub pause_image: String,
+    /// The bundle's containerd version (its config version follows from it) and what its
+    /// effective (merged) configuration must hold on every node.
+    pub containerd: ContainerdPlan,
     /// The registry hosts the bundle's images are named by (`docker.io`, `registry.k8s.io`):
     /// each gets a containerd mirror entry.
     pub image_hosts: Vec<String>,
@@ -443,17 +446,21 @@ impl Plan {
             steps.extend(post);
         }
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        let registry_auth = registry_auth(config);
+        let mut containerd = ContainerdPlan::new(&containerd_version, &pause_image)?;
+        // The credentials the install writes are the only `registry.configs` the effective
+        // config may have.
+        containerd.auth_hosts = registry_auth.iter().map(|auth| auth.host.clone()).collect();
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
-        let registry_auth = registry_auth(config);
         Ok(Self {
             bundle: identity,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
             registry_auth,
-            containerd_version,
             pause_image,
+            containerd,
             image_hosts: content.image_hosts.clone(),
             etcd_members,
             pki,

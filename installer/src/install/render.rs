@@ -27,6 +27,8 @@ pub mod paths {
     /// `username:password` of an external registry (root only), for `kk-install fetch` and
     /// the probe pull.
     pub const REGISTRY_AUTH: &str = "/etc/kk/registry-auth";
+    /// The drop-ins kk's containerd config imports (other tools' settings, e.g. a GPU runtime).
+    pub const CONTAINERD_DROP_INS: &str = "/etc/containerd/conf.d";
     /// The record of what kk did on the node.
     pub const INSTALLED: &str = "/etc/kubekey/installed.json";
     /// etcd's certificates.
@@ -47,12 +49,18 @@ pub fn containerd_major(version: &str) -> Option<u32> {
 /// for containerd 1.x, version 3 (the CRI plugin split in two) for 2.x. The CRI plugin uses the
 /// systemd cgroup driver (as the kubelet is configured), the pause image by its original name,
 /// and `certs.d` for registry hosts, where kk's registry is every host's mirror.
+///
+/// It imports the drop-ins of [`paths::CONTAINERD_DROP_INS`] (where other tools put their
+/// settings, as on EKS and Gardener nodes): the install then checks the merged result, so a
+/// drop-in may add a runtime but not take kk's settings away unnoticed.
 pub fn containerd_config(major: u32, pause_image: &str) -> String {
     let certs_d = paths::CERTS_D;
+    let drop_ins = paths::CONTAINERD_DROP_INS;
     if major >= 2 {
         format!(
             "# Written by kk-install: containerd 2.x (config version 3).\n\
-             version = 3\n\n\
+             version = 3\n\
+             imports = ['{drop_ins}/*.toml']\n\n\
              [plugins.'io.containerd.cri.v1.images']\n\
              \x20 snapshotter = 'overlayfs'\n\n\
              [plugins.'io.containerd.cri.v1.images'.pinned_images]\n\
@@ -71,7 +79,8 @@ pub fn containerd_config(major: u32, pause_image: &str) -> String {
         let cri = "plugins.\"io.containerd.grpc.v1.cri\"";
         format!(
             "# Written by kk-install: containerd 1.x (config version 2).\n\
-             version = 2\n\n\
+             version = 2\n\
+             imports = [\"{drop_ins}/*.toml\"]\n\n\
              [{cri}]\n\
              \x20 sandbox_image = \"{pause_image}\"\n\n\
              [{cri}.containerd]\n\

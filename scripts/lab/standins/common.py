@@ -236,6 +236,16 @@ def cri_credentials(image):
     return None
 
 
+def skip_metadata():
+    """["--skip-metadata"] for a ctr that has it (2.x): like the CRI plugin, fetch the node's
+    platform only, not every platform's manifest of an index (a bundle carries only its own)."""
+    try:
+        said = subprocess.run([CTR, "images", "pull", "--help"], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return ["--skip-metadata"] if "--skip-metadata" in said else []
+
+
 def pull(image):
     """(ok, last line of ctr's output): pulls image the way the CRI plugin would, through
     containerd's hosts directory, with the credentials its config holds for the mirror."""
@@ -244,7 +254,7 @@ def pull(image):
     if credentials:
         command += ["--user", credentials]
     try:
-        out = subprocess.run(command + [image],
+        out = subprocess.run(command[:5] + skip_metadata() + command[5:] + [image],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as e:
         return False, f"{CTR}: {e.strerror}"

@@ -82,9 +82,10 @@ def sandbox_image():
         text = read(CONTAINERD_CONFIG)
     except OSError:
         text = ""
-    m = re.search(r'^\s*sandbox(?:_image)?\s*=\s*"([^"]+)"', text, re.M)
+    # Config version 2 writes "…", version 3 (containerd 2.x) '…'.
+    m = re.search(r'^\s*sandbox(?:_image)?\s*=\s*(["\'])([^"\']+)\1', text, re.M)
     if m:
-        return m.group(1)
+        return m.group(2)
     m = re.search(r"\s v?(\d+)\.(\d+)", containerd_version())
     version = (int(m.group(1)), int(m.group(2))) if m else (1, 7)
     tag = "3.6" if version < (1, 7) else "3.8" if version < (2, 0) else "3.10"

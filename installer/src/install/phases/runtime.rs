@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, registry, sh};
 use crate::install::error::StepError;
-use crate::install::plan::BinaryFetch;
+use crate::install::plan::{BinaryFetch, runtime};
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -50,12 +50,7 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
 /// `runtime.containerd`: config, mirrors, crictl config and unit; containerd enabled, and
 /// restarted when any of them changed.
 pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let major = render::containerd_major(&cx.plan.containerd_version).ok_or_else(|| {
-        StepError::not_in_plan(format!(
-            "the bundle's containerd version `{}` is not a version",
-            cx.plan.containerd_version
-        ))
-    })?;
+    let major = cx.plan.containerd.major;
     let auth = registry::credentials(cx)?;
     let entries: Vec<(&str, &str, &str)> = auth
         .iter()
@@ -108,27 +103,131 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     outcome.merge(unit);
     let started = ensure_unit(node, "containerd.service", outcome.changed, Start::Wait).await?;
     outcome.merge(started);
+    effective_config(cx, node).await?;
     Ok(outcome)
 }
 
+/// The config containerd runs with, merged from kk's file, its defaults and every drop-in, as
+/// `containerd config dump` prints it, judged against the plan: a drop-in that overrides kk's
+/// registry hosts, sandbox image or cgroup driver stops the install, named. The dump reads the
+/// files as they are now, so a drop-in put there after containerd started is caught too, before
+/// a restart would bring it into force.
+async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
+    let expected = &cx.plan.containerd;
+    let dump = sh(node, "/usr/local/bin/containerd config dump").await?;
+    let mut findings = expected
+        .judge(&dump)
+        .map_err(|source| StepError::ContainerdDump {
+            node: node.name().to_owned(),
+            source: Box::new(source),
+        })?;
+    if findings.is_empty() {
+        return Ok(());
+    }
+    let files = match runtime::imports_command(&runtime::imports(&dump)) {
+        Some(command) => runtime::split_imports(&sh(node, &command).await?),
+        None => Vec::new(),
+    };
+    for finding in &mut findings {
+        finding.attribute(expected.major, &files);
+    }
+    Err(StepError::ContainerdConfig {
+        node: node.name().to_owned(),
+        findings: findings.iter().map(ToString::to_string).collect(),
+        drop_ins: paths::CONTAINERD_DROP_INS,
+    })
+}
+
 /// `runtime.pull`: the pause image pulled by its original name through `certs.d`: a node whose
-/// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm. With an
-/// external registry's credentials, `ctr --user` reads them from the node's root-only file,
-/// so the command kk sends and logs holds no password.
+/// mirrors or trust are wrong fails here, naming itself, not later inside kubeadm. The step's
+/// note names the endpoint that served the image, from ctr's own debug log of the pull
+/// (`--local`: ctr resolves and fetches itself, so the log is ctr's on containerd 1.7 and 2.x
+/// alike; 2.x's default would hand the pull to the daemon). Like the CRI plugin, it fetches the
+/// node's platform only: ctr 2.x fetches every platform's manifest of an index unless told to
+/// skip them, and a bundle carries only its platforms'.
 pub(super) async fn pull_probe(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let image = &cx.plan.pause_image;
+    let skip_metadata = if cx.plan.containerd.major >= 2 {
+        " --skip-metadata"
+    } else {
+        ""
+    };
+    // With an external registry's credentials, `ctr --user` reads them from the node's
+    // root-only file, so the command kk sends and logs holds no password.
     let user = if cx.plan.registry_auth.is_empty() {
         String::new()
     } else {
         format!(" --user \"$(cat {})\"", paths::REGISTRY_AUTH)
     };
-    sh(
+    let log = sh(
         node,
         &format!(
-            "/usr/local/bin/ctr -n k8s.io images pull --hosts-dir {}{user} {} >/dev/null",
+            "/usr/local/bin/ctr --debug -n k8s.io images pull --local{skip_metadata}{user} --hosts-dir {} {} 2>&1 >/dev/null",
             paths::CERTS_D,
-            quote(&cx.plan.pause_image)
+            quote(image)
         ),
     )
     .await?;
-    Ok(Outcome::default())
+    let served = served_by(&log);
+    let endpoint = if served.is_empty() {
+        format!("{image}: pulled (ctr's log names no endpoint)")
+    } else {
+        format!("{image}: served by {}", served.join(", "))
+    };
+    Ok(Outcome {
+        notes: vec![endpoint],
+        ..Outcome::default()
+    })
+}
+
+/// The endpoints that answered a manifest request with success in ctr's debug log of a pull
+/// (`msg="fetch response received" host=… response.status="200 OK" url=…`), each as its URL's
+/// scheme and host, in order, once.
+fn served_by(log: &str) -> Vec<String> {
+    let mut served: Vec<String> = Vec::new();
+    for line in log.lines() {
+        if !line.contains("msg=\"fetch response received\"") {
+            continue;
+        }
+        let ok = field(line, "response.status").is_some_and(|status| status.starts_with('2'));
+        let Some(url) = field(line, "url") else {
+            continue;
+        };
+        if !ok || !url.contains("/manifests/") {
+            continue;
+        }
+        let endpoint = url.split("/v2/").next().unwrap_or(url).to_owned();
+        if !served.contains(&endpoint) {
+            served.push(endpoint);
+        }
+    }
+    served
+}
+
+/// The value of `key` in a logfmt line (`key="quoted value"` or `key=bare`).
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    let rest = &line[start..];
+    match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next(),
+        None => rest.split(' ').next(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of real ctr debug logs (containerd 1.7.24 and 2.1.9, `images pull --local`): a
+    /// mirror that does not have the image, then the one that serves it.
+    #[test]
+    fn the_endpoint_that_served_the_manifest_is_named() {
+        let log = "time=\"2026-11-27T00:58:26Z\" level=debug msg=\"fetch response received\" host=\"127.0.0.1:5998\" response.header.content-type=\"text/html;charset=utf-8\" response.status=\"404 File not found\" url=\"http://127.0.0.1:5998/v2/pause/manifests/3.10?ns=registry.k8s.io\"\n\
+                   time=\"2026-11-27T00:58:26Z\" level=info msg=\"trying next host - response was http.StatusNotFound\" host=\"127.0.0.1:5998\"\n\
+                   time=\"2026-11-27T00:58:27Z\" level=debug msg=\"fetch response received\" host=\"10.250.0.11:5443\" response.header.docker-content-digest=\"sha256:ab\" response.status=\"200 OK\" url=\"https://10.250.0.11:5443/v2/pause/manifests/3.10?ns=registry.k8s.io\"\n\
+                   time=\"2026-11-27T00:58:27Z\" level=debug msg=\"fetch response received\" host=\"10.250.0.11:5443\" response.status=\"200 OK\" url=\"https://10.250.0.11:5443/v2/pause/manifests/sha256:ab?ns=registry.k8s.io\"\n\
+                   time=\"2026-11-27T00:58:27Z\" level=debug msg=\"fetch response received\" host=\"10.250.0.11:5443\" response.status=\"200 OK\" url=\"https://10.250.0.11:5443/v2/pause/blobs/sha256:cd?ns=registry.k8s.io\"\n";
+        assert_eq!(served_by(log), ["https://10.250.0.11:5443"]);
+        assert_eq!(served_by("ctr: not found\n"), Vec::<String>::new());
+    }
 }

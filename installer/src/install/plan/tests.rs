@@ -164,7 +164,8 @@ fn each_step_runs_where_its_role_is() {
         plan.image_hosts,
         vec!["docker.io", "ghcr.io", "quay.io", "registry.k8s.io"]
     );
-    assert_eq!(plan.containerd_version, "1.7.30");
+    assert_eq!(plan.containerd.version, "1.7.30");
+    assert_eq!(plan.containerd.major, 1);
     assert_eq!(plan.kubernetes_version.as_deref(), Some("v1.33.0"));
 }
 

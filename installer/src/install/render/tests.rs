@@ -27,6 +27,12 @@ fn containerd_config_follows_the_bundled_containerd_version() {
             Some(config_version),
             "{version}"
         );
+        // Other tools' drop-ins are merged, and the merged result is what the install checks.
+        assert_eq!(
+            at(&config, &["imports"]).as_array().map(Vec::as_slice),
+            Some(&["/etc/containerd/conf.d/*.toml".into()][..]),
+            "{version}"
+        );
         let (cri_images, cri_runtime) = if config_version == 2 {
             let cri = ["plugins", "io.containerd.grpc.v1.cri"];
             assert_eq!(

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::{V1BETA4, Yaml, documents, kubeadm_api, map, paths, strings};
+use crate::install::plan::runtime::CGROUP_DRIVER;
 
 /// A Kubernetes version kk writes no kubeadm configuration for.
 #[derive(Debug, thiserror::Error)]
@@ -233,7 +234,7 @@ pub fn init_config(
     let kubelet = map([
         ("apiVersion", "kubelet.config.k8s.io/v1beta1".into()),
         ("kind", "KubeletConfiguration".into()),
-        ("cgroupDriver", "systemd".into()),
+        ("cgroupDriver", CGROUP_DRIVER.into()),
         ("clusterDomain", input.dns_domain.as_str().into()),
         ("maxPods", input.max_pods.into()),
     ]);
