@@ -10,10 +10,13 @@ use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
 use crate::install::error::PlanError;
+use crate::install::render::kubernetes::paths::CRI_SOCKET;
 use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
+use bundle_spec::manifest::ContainerRuntime;
 
 mod charts;
 mod content;
+mod docker;
 mod hosts;
 mod kube_vip;
 mod kubernetes;
@@ -25,6 +28,7 @@ mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
+pub use docker::{DockerPlan, MIN_DOCKER_MAJOR};
 pub use hosts::HostsEntry;
 pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
@@ -167,6 +171,9 @@ pub enum Action {
     },
     /// Writes containerd's config, mirrors and unit; (re)starts it when they changed.
     Containerd,
+    /// The docker runtime of [`Plan::docker`]: containerd, dockerd with its mirrors and
+    /// cri-dockerd, each (re)started when what it reads changed.
+    Docker,
     /// Pulls the pause image through the mirrors: proves the node's trust and mirrors.
     PullProbe,
     /// Writes the etcd unit and starts the member.
@@ -322,8 +329,11 @@ pub struct Plan {
     pub kubernetes_version: Option<String>,
     /// The registry.
     pub registry: RegistryPlan,
-    /// The bundle's containerd version (its config version follows from it).
+    /// The bundle's containerd version (its config version follows from it); empty with
+    /// docker, whose tarball carries its own containerd.
     pub containerd_version: String,
+    /// docker and cri-dockerd, when `cri.container_manager` is docker.
+    pub docker: Option<DockerPlan>,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
     pub pause_image: String,
     /// The registry hosts the bundle's images are named by (`docker.io`, `registry.k8s.io`):
@@ -373,12 +383,30 @@ impl Plan {
             .iter()
             .map(|host| Ok((host.name.clone(), address_of(host)?)))
             .collect::<Result<Vec<_>, PlanError>>()?;
-        let runtime_binaries = content.runtime_binaries()?;
-        let containerd_version =
+        let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        let docker_runtime = config.cri.container_manager == ContainerRuntime::Docker;
+        let runtime_binaries = if docker_runtime {
+            content.docker_binaries()?
+        } else {
+            content.runtime_binaries()?
+        };
+        // The first runtime binary is containerd's or docker's release, tagged with its version.
+        let runtime_version =
             bundle_spec::oci::ReferenceParts::split(&runtime_binaries[0].reference)
                 .tag
                 .unwrap_or_default()
                 .to_owned();
+        let (containerd_version, docker) = if docker_runtime {
+            (
+                String::new(),
+                Some(DockerPlan::new(&runtime_version, &pause_image)?),
+            )
+        } else {
+            (runtime_version, None)
+        };
+        let cri_socket = docker
+            .as_ref()
+            .map_or(CRI_SOCKET, |d| d.cri_socket.as_str());
         let etcd_binary = if etcd_hosts.is_empty() {
             None
         } else {
@@ -403,6 +431,7 @@ impl Plan {
                     cluster_domain: CLUSTER_DOMAIN,
                     etcd_members: &etcd_members,
                     storage_class,
+                    cri_socket,
                 };
                 Some(KubernetesPlan::new(inventory, config, &shared)?)
             }
@@ -415,13 +444,23 @@ impl Plan {
                 .unwrap_or_default(),
             nfs_node: nfs.as_ref().map(|n| n.node.clone()),
         };
-        let mut steps = steps(&groups, &extra, ipv6, runtime_binaries, etcd_binary);
+        let runtime_action = if docker.is_some() {
+            Action::Docker
+        } else {
+            Action::Containerd
+        };
+        let mut steps = steps(
+            &groups,
+            &extra,
+            ipv6,
+            (runtime_binaries, runtime_action),
+            etcd_binary,
+        );
         if let Some(kubernetes) = &kubernetes {
             let post = steps.pop();
             steps.extend(kubernetes.steps());
             steps.extend(post);
         }
-        let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
         Ok(Self {
@@ -430,6 +469,7 @@ impl Plan {
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
             containerd_version,
+            docker,
             pause_image,
             image_hosts: content.image_hosts.clone(),
             etcd_members,

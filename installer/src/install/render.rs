@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
+pub mod docker;
 pub mod kubernetes;
 
 /// Where node-side files live: the contract tests and operators rely on.

@@ -49,6 +49,26 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
     Ok(outcome)
 }
 
+/// `<dir>/<host>/hosts.toml` for every registry host the bundle's images are named by, each
+/// making kk's registry that host's mirror: containerd's `certs.d` and dockerd's read the same
+/// content.
+pub(super) fn mirror_files(cx: &Cx<'_>, dir: &str) -> Vec<(String, String)> {
+    cx.plan
+        .image_hosts
+        .iter()
+        .map(|host| {
+            (
+                format!("{dir}/{host}/hosts.toml"),
+                render::hosts_toml(
+                    host,
+                    &cx.plan.registry.address,
+                    cx.plan.registry.upstream_fallback,
+                ),
+            )
+        })
+        .collect()
+}
+
 /// `runtime.containerd`: config, mirrors, crictl config and unit; containerd enabled, and
 /// restarted when any of them changed.
 pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
@@ -68,16 +88,7 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
             render::crictl_yaml().to_owned(),
         ),
     ];
-    for host in &cx.plan.image_hosts {
-        files.push((
-            format!("{}/{host}/hosts.toml", paths::CERTS_D),
-            render::hosts_toml(
-                host,
-                &cx.plan.registry.address,
-                cx.plan.registry.upstream_fallback,
-            ),
-        ));
-    }
+    files.extend(mirror_files(cx, paths::CERTS_D));
     let mut outcome = Outcome::default();
     for (path, content) in &files {
         outcome.merge(put(cx, node, content.as_bytes(), path, 0o644).await?);

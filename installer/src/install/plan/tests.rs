@@ -4,6 +4,7 @@ use bundle_spec::description::Artifact;
 use super::*;
 
 mod decisions;
+mod docker;
 pub(crate) mod packages_nfs;
 
 fn artifact(kind: ArtifactKind, name: &str, version: &str, reference: &str) -> Artifact {
