@@ -62,10 +62,22 @@ pub(crate) mod lab {
             count: usize,
             manifest_options: impl FnOnce(&Lab) -> Vec<String>,
         ) -> Self {
+            Self::start_with_manifest(tmp, count, |lab, dir| {
+                let options = manifest_options(lab);
+                let options: Vec<&str> = options.iter().map(String::as_str).collect();
+                catalog_manifest_with(lab, dir, VERSION, &options).0
+            })
+        }
+
+        /// `count` nodes and the bundle built from the manifest `manifest` writes into the
+        /// directory it is given, against the lab.
+        pub(crate) fn start_with_manifest(
+            tmp: &Path,
+            count: usize,
+            manifest: impl FnOnce(&Lab, &Path) -> PathBuf,
+        ) -> Self {
             let lab = Lab::up(&Lab::default_dir());
-            let options = manifest_options(&lab);
-            let options: Vec<&str> = options.iter().map(String::as_str).collect();
-            let (manifest, _) = catalog_manifest_with(&lab, tmp, VERSION, &options);
+            let manifest = manifest(&lab, tmp);
             let bundle = tmp.join("cluster.tar.zst");
             let mut build = Command::new(binary("kk-bundle"));
             build
@@ -216,7 +228,7 @@ pub(crate) mod lab {
     }
 
     /// The bundle's image references, from `kk-install inspect`.
-    fn images(bundle: &Path) -> Vec<(String, String)> {
+    pub(crate) fn images(bundle: &Path) -> Vec<(String, String)> {
         let mut cmd = Command::new(binary("kk-install"));
         cmd.args(["inspect", "--output", "json", "--bundle"])
             .arg(bundle);

@@ -8,6 +8,7 @@ mod bundle_lab;
 mod chart_images_lab;
 mod cli;
 mod dist;
+mod docker_lab;
 mod install_bundle;
 mod install_lab;
 mod install_lock;

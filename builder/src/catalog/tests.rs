@@ -418,7 +418,7 @@ fn docker_urls_spell_architectures_as_upstream_does() {
     let cri_dockerd = binary(&expansion, "cri-dockerd");
     assert_eq!(
         cri_dockerd.url_for(&arm64),
-        "https://github.com/Mirantis/cri-dockerd/releases/download/v0.3.10/cri-dockerd-0.3.10.arm64.tgz"
+        "https://github.com/Mirantis/cri-dockerd/releases/download/v0.3.26/cri-dockerd-0.3.26.arm64.tgz"
     );
     let containerd = binary(&expand("v1.30.14", "containerd", "none"), "containerd").clone();
     assert_eq!(
@@ -551,8 +551,8 @@ fn inconsistent_data_is_rejected() {
         ),
         // A component with no pinned sha256.
         (
-            "      cri-dockerd: 0.3.10\n      crictl: v1.29.0",
-            "      cri-dockerd: 0.3.11\n      crictl: v1.29.0",
+            "      cri-dockerd: 0.3.26\n      crictl: v1.29.0",
+            "      cri-dockerd: 0.3.25\n      crictl: v1.29.0",
         ),
         // A network plugin that is not defined.
         ("cilium: cilium-v1.17,", "cilium: cilium-v1.16,"),
