@@ -131,6 +131,7 @@ fn a_docker_older_than_28_is_refused_before_any_node_is_contacted() {
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
 mod lab {
+    use std::fmt::Write as _;
     use std::fs;
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -259,9 +260,10 @@ mod lab {
         assert!(images.len() > 5, "{images:?}");
         let mut pulls = String::from("set -e; ");
         for (reference, by_digest) in &images {
-            pulls.push_str(&format!(
+            let _ = write!(
+                pulls,
                 "docker pull --quiet {reference} >/dev/null; docker pull --quiet {by_digest} >/dev/null; "
-            ));
+            );
         }
         cluster.on(1, &pulls);
         let listed = cluster.on(1, "docker image ls --format '{{.Repository}}:{{.Tag}}'");

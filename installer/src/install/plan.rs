@@ -12,7 +12,6 @@ use serde::Serialize;
 use crate::install::error::PlanError;
 use crate::install::render::kubernetes::paths::CRI_SOCKET;
 use crate::inventory::{Config, EtcdDeploymentType, Host, ImageRegistry, Inventory, Role};
-use bundle_spec::manifest::ContainerRuntime;
 
 mod charts;
 mod content;
@@ -28,6 +27,7 @@ mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
+use docker::RuntimeChoice;
 pub use docker::{DockerPlan, MIN_DOCKER_MAJOR};
 pub use hosts::HostsEntry;
 pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
@@ -384,26 +384,12 @@ impl Plan {
             .map(|host| Ok((host.name.clone(), address_of(host)?)))
             .collect::<Result<Vec<_>, PlanError>>()?;
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
-        let docker_runtime = config.cri.container_manager == ContainerRuntime::Docker;
-        let runtime_binaries = if docker_runtime {
-            content.docker_binaries()?
-        } else {
-            content.runtime_binaries()?
-        };
-        // The first runtime binary is containerd's or docker's release, tagged with its version.
-        let runtime_version =
-            bundle_spec::oci::ReferenceParts::split(&runtime_binaries[0].reference)
-                .tag
-                .unwrap_or_default()
-                .to_owned();
-        let (containerd_version, docker) = if docker_runtime {
-            (
-                String::new(),
-                Some(DockerPlan::new(&runtime_version, &pause_image)?),
-            )
-        } else {
-            (runtime_version, None)
-        };
+        let RuntimeChoice {
+            binaries: runtime_binaries,
+            containerd_version,
+            docker,
+            action: runtime_action,
+        } = RuntimeChoice::new(config.cri.container_manager, &content, &pause_image)?;
         let cri_socket = docker
             .as_ref()
             .map_or(CRI_SOCKET, |d| d.cri_socket.as_str());
@@ -443,11 +429,6 @@ impl Plan {
                 .map(|p| p.nodes(inventory))
                 .unwrap_or_default(),
             nfs_node: nfs.as_ref().map(|n| n.node.clone()),
-        };
-        let runtime_action = if docker.is_some() {
-            Action::Docker
-        } else {
-            Action::Containerd
         };
         let mut steps = steps(
             &groups,

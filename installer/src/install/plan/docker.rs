@@ -1,8 +1,10 @@
 //! The docker runtime's plan (`cri.container_manager: docker`): which docker the bundle
 //! carries, refused when older than 28, and cri-dockerd's flags.
 
+use bundle_spec::manifest::ContainerRuntime;
 use serde::Serialize;
 
+use super::{Action, BinaryFetch, Content};
 use crate::install::error::PlanError;
 use crate::install::render::docker::CRI_SOCKET;
 
@@ -51,6 +53,55 @@ impl DockerPlan {
                 // The sandbox image by its original name: dockerd pulls it through certs.d.
                 format!("--pod-infra-container-image={pause_image}"),
             ],
+        })
+    }
+}
+
+/// The container runtime the plan chose: what the runtime nodes fetch and the step that sets it
+/// up.
+pub(super) struct RuntimeChoice {
+    /// The runtime's binaries, its own release first.
+    pub(super) binaries: Vec<BinaryFetch>,
+    /// The bundle's containerd version; empty with docker, whose tarball carries its own.
+    pub(super) containerd_version: String,
+    /// docker's plan, with docker.
+    pub(super) docker: Option<DockerPlan>,
+    /// `runtime.containerd` or `runtime.docker`.
+    pub(super) action: Action,
+}
+
+impl RuntimeChoice {
+    /// `runtime` from the bundle's `content`, `pause_image` being the sandbox image.
+    pub(super) fn new(
+        runtime: ContainerRuntime,
+        content: &Content,
+        pause_image: &str,
+    ) -> Result<Self, PlanError> {
+        let docker = runtime == ContainerRuntime::Docker;
+        let binaries = if docker {
+            content.docker_binaries()?
+        } else {
+            content.runtime_binaries()?
+        };
+        // The first binary is containerd's or docker's release, tagged with its version.
+        let version = bundle_spec::oci::ReferenceParts::split(&binaries[0].reference)
+            .tag
+            .unwrap_or_default()
+            .to_owned();
+        Ok(if docker {
+            Self {
+                binaries,
+                containerd_version: String::new(),
+                docker: Some(DockerPlan::new(&version, pause_image)?),
+                action: Action::Docker,
+            }
+        } else {
+            Self {
+                binaries,
+                containerd_version: version,
+                docker: None,
+                action: Action::Containerd,
+            }
         })
     }
 }
