@@ -1,10 +1,10 @@
 //! `cri.container_manager: docker` on real systemd nodes (systemd-nspawn, no route out): the
 //! real docker 28 (Debian sid's dockerd and CLI, in download.docker.com's static tarball layout,
 //! with trixie's containerd 1.7 and bookworm's runc) and the lab's cri-dockerd stand-in
-//! (`scripts/lab/standins/cri-dockerd.py`). The install runs up to its runtime phase: the
-//! Kubernetes stand-ins pull through containerd's `certs.d`, not through dockerd, so the
-//! Kubernetes phases are not run with docker here. Images keep their original names; dockerd
-//! resolves them through `/etc/docker/certs.d` to kk's registry.
+//! (`scripts/lab/standins/cri-dockerd.py`), under the whole install: kubeadm, the kubelet and
+//! kubectl are the lab's stand-ins, which behind cri-dockerd pull through the real dockerd.
+//! Images keep their original names; dockerd resolves them through `/etc/docker/certs.d` to
+//! kk's registry.
 
 use std::fs;
 use std::net::TcpListener;
@@ -206,9 +206,25 @@ mod lab {
 
         let (plan, _) = run_ok(&mut cluster.kk_install(&["plan"]));
         assert!(plan.contains("runtime.docker"), "{plan}");
-        for phase in ["precheck", "os", "pki", "registry", "runtime"] {
-            run_ok(&mut cluster.kk_install(&["--phase", phase]));
+        let (table, _) = run_ok(&mut cluster.kk_install(&[]));
+        for phase in ["runtime", "kubernetes", "network"] {
+            assert!(table.contains(phase), "the table lacks {phase}:\n{table}");
         }
+        // kubeadm gave the kubelets cri-dockerd as their runtime; the kubelets (stand-ins) pulled
+        // their static pods' images through it, from dockerd.
+        for node in 0..2 {
+            let flags = cluster.on(node, "cat /var/lib/kubelet/kubeadm-flags.env");
+            assert!(
+                flags.contains("--container-runtime-endpoint=unix:///run/cri-dockerd.sock"),
+                "node{}: {flags}",
+                node + 1
+            );
+        }
+        let apiserver = cluster.on(
+            0,
+            "docker image ls --format '{{.Repository}}' registry.k8s.io/kube-apiserver",
+        );
+        assert_eq!(apiserver, "registry.k8s.io/kube-apiserver\n");
         assert_docker_runs_on_kks_containerd(&cluster);
         assert_images_pull_by_original_name_and_digest(&cluster);
         assert_pulls_need_kks_registry(&cluster);
