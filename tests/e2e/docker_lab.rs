@@ -240,6 +240,22 @@ mod lab {
             "systemctl show -p ActiveEnterTimestampMonotonic containerd docker cri-docker",
         );
         assert_eq!(before, after, "a rerun restarted a runtime service");
+
+        // Reset takes docker's services and units away with the rest, cri-dockerd's socket first.
+        run_ok(&mut cluster.kk_install(&["reset", "--yes"]));
+        for node in 0..2 {
+            let left = cluster.on(
+                node,
+                "systemctl is-active cri-docker.socket cri-docker docker containerd; \
+                 ls /etc/systemd/system/docker.service /etc/systemd/system/cri-docker.socket /etc/docker/daemon.json 2>&1; true",
+            );
+            assert!(
+                !left.lines().any(|l| l == "active")
+                    && left.matches("No such file or directory").count() == 3,
+                "node{}: {left}",
+                node + 1
+            );
+        }
     }
 
     /// dockerd 28 on the containerd unit with the containerd image store, cri-dockerd up behind
