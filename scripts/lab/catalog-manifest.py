@@ -16,10 +16,11 @@ SUITE, component main) checked against KEYRING (the lab's: KK_LAB_DEBIAN_URL, KK
 KK_LAB_DEBIAN_KEYRING), asking for no package of its own: the catalog adds the cluster's.
 --kube-proxy-mode and --storage set `spec.kubernetes.kubeProxyMode` and `spec.kubernetes.storage`;
 --runtime sets `spec.kubernetes.containerRuntime` (default containerd).
---pin-seeded adds a `spec.binaries` entry for every catalog binary that pins a `sha256` (docker,
-cri-dockerd: their upstreams publish no checksum file), pinning the lab's file from RECORD (the
+--pin-seeded adds a `spec.binaries` entry for every catalog binary that pins a `sha256`
+(cri-dockerd: its upstream publishes no checksum file), pinning the lab's file from RECORD (the
 record seed-catalog.sh wrote for CATALOG_JSON) instead: the lab's bytes are never upstream's, and
-a manifest's entry overrides the catalog's of the same name.
+a manifest's entry overrides the catalog's of the same name. A `trustOnFirstUse` binary (docker)
+needs no entry: the build pins whatever the lab serves in its lock.
 """
 
 import argparse

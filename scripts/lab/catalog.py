@@ -5,7 +5,7 @@
                [--platform linux/amd64 ...] [--helm PATH] [--force]
 
 FILE has the shape of `kk-bundle catalog VERSION --output json` (see scripts/lab/seed-catalog.sh):
-{"binaries": [{"name", "version", "url", "checksumUrl" | "sha256", "archNames"?}], "images": [ref], "charts":
+{"binaries": [{"name", "version", "url", "checksumUrl" | "sha256" | "trustOnFirstUse", "archNames"?}], "images": [ref], "charts":
 [{"name", "version", "repo" | "oci"}]}; every key is optional. For each binary and platform the URL
 template is expanded and mapped into DIR/http: a URL under --lab-http keeps its path below it;
 `https://HOST/PATH` becomes `HOST/PATH` (the builder's manifest maps each download host to

@@ -145,9 +145,9 @@ mod lab {
     /// The docker the lab's tarball carries (Debian sid's docker.io).
     const DOCKER: &str = "28.5.2";
 
-    /// The catalog's bundle for docker, with the operator's own docker 28 entry: the catalog's
-    /// docker is older than 28, so its entry is overridden, as an operator would, by a
-    /// `spec.binaries` entry of the same name (pinned to the lab's files, as is cri-dockerd's).
+    /// The catalog's bundle for docker: the catalog's docker 28 (no published checksum, so the
+    /// build pins the lab's tarball in its lock), and cri-dockerd pinned to the lab's file by a
+    /// `spec.binaries` entry of the same name (the catalog pins upstream's bytes).
     fn docker_manifest(lab: &Lab, dir: &Path) -> PathBuf {
         let mut catalog = Command::new(binary("kk-bundle"));
         catalog.args([
@@ -159,12 +159,17 @@ mod lab {
             "json",
         ]);
         let (json, _) = run_ok(&mut catalog);
-        let mut catalog: Value = serde_json::from_str(&json).expect("catalog json");
-        for entry in catalog["binaries"].as_array_mut().expect("binaries") {
-            if entry["name"] == "docker" {
-                entry["version"] = DOCKER.into();
-            }
-        }
+        let catalog: Value = serde_json::from_str(&json).expect("catalog json");
+        let docker = catalog["binaries"]
+            .as_array()
+            .expect("binaries")
+            .iter()
+            .find(|entry| entry["name"] == "docker")
+            .expect("the catalog has docker");
+        assert_eq!(
+            docker["version"], DOCKER,
+            "the lab's tarball is the catalog's docker"
+        );
         // Its own name: the seeding record is kept per catalog file name in the shared lab.
         let path = dir.join("catalog-docker.json");
         fs::write(&path, catalog.to_string()).expect("catalog");
