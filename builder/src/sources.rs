@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use bundle_spec::manifest::{Binary, Chart, ChartSource, Manifest};
+use bundle_spec::manifest::{Binary, BinaryChecksum, Chart, ChartSource, Manifest};
 use serde_json::json;
 
 use crate::catalog::Expansion;
@@ -37,7 +37,11 @@ impl Sources {
         let mut sources = Self::default();
         sources.add(manifest)?;
         if let Some(expansion) = expansion {
+            // The catalog's binaries are appended after the manifest's, and only those the
+            // manifest does not override: an operator's own `docker` keeps its checksum.
+            let own = sources.binaries.len();
             sources.add(&catalog_manifest(manifest, expansion)?)?;
+            pin_by_lock(&mut sources.binaries[own..], expansion);
         }
         Ok(sources)
     }
@@ -107,6 +111,10 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
             }
             match &b.checksum_url {
                 Some(url) => entry["checksumUrl"] = url.clone().into(),
+                // A manifest cannot spell "pinned by the lock", so the parser validates the
+                // entry with its own URL as the checksum source, and `pin_by_lock` replaces
+                // that before anything is fetched.
+                None if b.trust_on_first_use => entry["checksumUrl"] = b.url.clone().into(),
                 None => entry["sha256"] = json!(b.sha256),
             }
             entry
@@ -130,6 +138,19 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
         &text,
         &format!("catalog {}", expansion.kubernetes),
     )?)
+}
+
+/// Marks the catalog's `binaries` without a published checksum as pinned by the lock.
+fn pin_by_lock(binaries: &mut [Binary], expansion: &Expansion) {
+    for binary in binaries {
+        let unpublished = expansion
+            .binaries
+            .iter()
+            .any(|b| b.name == binary.name && b.trust_on_first_use);
+        if unpublished {
+            binary.checksum = BinaryChecksum::PinnedByLock;
+        }
+    }
 }
 
 /// The manifest's and the catalog's entries cannot be collected.
@@ -214,5 +235,41 @@ mod tests {
             "{}",
             docker.url_for(&arm64)
         );
+    }
+
+    #[test]
+    fn only_the_catalogs_docker_is_pinned_by_the_lock() {
+        let collect = |spec: &str| {
+            let user = manifest(spec);
+            let expansion = Catalog::builtin()
+                .expand(user.spec().kubernetes.as_ref().unwrap())
+                .unwrap();
+            Sources::collect(&user, Some(&expansion)).unwrap()
+        };
+        let checksum = |sources: &Sources, name: &str| {
+            sources
+                .binaries
+                .iter()
+                .find(|b| b.name == name)
+                .unwrap()
+                .checksum
+                .clone()
+        };
+        let catalog = collect("  kubernetes: {version: v1.31.4, containerRuntime: docker}\n");
+        assert_eq!(checksum(&catalog, "docker"), BinaryChecksum::PinnedByLock);
+        assert!(matches!(
+            checksum(&catalog, "cri-dockerd"),
+            BinaryChecksum::Sha256PerArchitecture(_)
+        ));
+        assert!(matches!(
+            checksum(&catalog, "kubeadm"),
+            BinaryChecksum::ChecksumUrl(_)
+        ));
+        // An operator's own docker keeps the checksum its entry gives.
+        let hex = "a".repeat(64);
+        let own = collect(&format!(
+            "  kubernetes: {{version: v1.31.4, containerRuntime: docker}}\n  binaries:\n    - {{name: docker, version: 28.5.2, url: \"https://example.org/docker-{{version}}.tgz\", sha256: {hex}}}\n"
+        ));
+        assert_eq!(checksum(&own, "docker"), BinaryChecksum::Sha256(hex));
     }
 }

@@ -3,7 +3,7 @@
 
     catalog-manifest.py CATALOG_JSON NAME LAB_HTTP LAB_REGISTRY
         [--packages URL SUITE KEYRING] [--kube-proxy-mode iptables|ipvs] [--storage nfs] [--cni CNI]
-        [--component NAME=VERSION ...]
+        [--component NAME=VERSION ...] [--runtime containerd|docker] [--pin-seeded RECORD]
 
 CATALOG_JSON is `kk-bundle catalog VERSION --output json` (seeded into the lab by seed-catalog.sh).
 The manifest asks for that Kubernetes version (containerd, calico unless --cni says otherwise) and
@@ -18,6 +18,12 @@ KK_LAB_DEBIAN_KEYRING), asking for no package of its own: the catalog adds the c
 --kube-proxy-mode and --storage set `spec.kubernetes.kubeProxyMode` and `spec.kubernetes.storage`,
 --cni `spec.kubernetes.cni` (calico by default; the catalog must have been made with the same);
 --component (repeatable) sets `spec.kubernetes.components` (give `kk-bundle catalog` the same).
+--runtime sets `spec.kubernetes.containerRuntime` (default containerd).
+--pin-seeded adds a `spec.binaries` entry for every catalog binary that pins a `sha256`
+(cri-dockerd: its upstream publishes no checksum file), pinning the lab's file from RECORD (the
+record seed-catalog.sh wrote for CATALOG_JSON) instead: the lab's bytes are never upstream's, and
+a manifest's entry overrides the catalog's of the same name. A `trustOnFirstUse` binary (docker)
+needs no entry: the build pins whatever the lab serves in its lock.
 """
 
 import argparse
@@ -37,11 +43,13 @@ def arguments():
     parser.add_argument("--storage", action="append", choices=("nfs",), default=[])
     parser.add_argument("--cni", default="calico")
     parser.add_argument("--component", action="append", default=[], metavar="NAME=VERSION")
+    parser.add_argument("--runtime", choices=("containerd", "docker"), default="containerd")
+    parser.add_argument("--pin-seeded", metavar="RECORD")
     return parser.parse_args()
 
 
 def kubernetes(catalog, args):
-    fields = [f"version: {catalog['kubernetes']}", "containerRuntime: containerd", f"cni: {args.cni}"]
+    fields = [f"version: {catalog['kubernetes']}", f"containerRuntime: {args.runtime}", f"cni: {args.cni}"]
     if args.kube_proxy_mode:
         fields.append(f"kubeProxyMode: {args.kube_proxy_mode}")
     if args.storage:
@@ -65,6 +73,26 @@ def os_packages(args):
     ]
 
 
+def seeded_pins(catalog, record_path):
+    """`spec.binaries` lines: each pinned catalog binary with the sha256 of the lab's files."""
+    with open(record_path) as f:
+        record = json.load(f)
+    lines = []
+    for binary in catalog.get("binaries", []):
+        if "sha256" not in binary:
+            continue
+        seeded = {entry["arch"]: entry["sha256"] for entry in record["binaries"]
+                  if entry["name"] == binary["name"] and entry["version"] == binary["version"]}
+        if not seeded:
+            raise SystemExit(f"{record_path} has no {binary['name']} {binary['version']}: seed the catalog first")
+        pins = ", ".join(f"{arch}: {digest}" for arch, digest in sorted(seeded.items()))
+        arch_names = binary.get("archNames")
+        names = f", archNames: {json.dumps(arch_names)}" if arch_names else ""
+        lines.append(f'    - {{name: {binary["name"]}, version: "{binary["version"]}", url: "{binary["url"]}"'
+                     f"{names}, sha256: {{{pins}}}}}")
+    return ["  binaries:", *lines] if lines else []
+
+
 def main():
     args = arguments()
     with open(args.catalog) as f:
@@ -85,6 +113,8 @@ def main():
     lines += [f'    {source}: {{mirror: "{args.registry}"}}' for source in REGISTRIES]
     lines.append(f'    "{args.registry}": {{plainHTTP: true}}')
     lines += os_packages(args)
+    if args.pin_seeded:
+        lines += seeded_pins(catalog, args.pin_seeded)
     print("\n".join(lines))
 
 

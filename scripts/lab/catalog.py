@@ -5,7 +5,7 @@
                [--platform linux/amd64 ...] [--helm PATH] [--force]
 
 FILE has the shape of `kk-bundle catalog VERSION --output json` (see scripts/lab/seed-catalog.sh):
-{"binaries": [{"name", "version", "url", "checksumUrl" | "sha256", "archNames"?}], "images": [ref], "charts":
+{"binaries": [{"name", "version", "url", "checksumUrl" | "sha256" | "trustOnFirstUse", "archNames"?}], "images": [ref], "charts":
 [{"name", "version", "repo" | "oci"}]}; every key is optional. For each binary and platform the URL
 template is expanded and mapped into DIR/http: a URL under --lab-http keeps its path below it;
 `https://HOST/PATH` becomes `HOST/PATH` (the builder's manifest maps each download host to
@@ -20,9 +20,10 @@ template is expanded and mapped into DIR/http: a URL under --lab-http keeps its 
                                           holds the suite's version whatever version the catalog
                                           names (suitedebs.sh)
     helm                                  the real helm (--helm)
-    docker, cri-dockerd                   their static tarballs' layout: stand-ins for docker's own
-                                          programs, Debian's containerd and runc beside them
-    kubeadm, kubelet, kubectl, crictl     scripts/lab/standins/NAME.py (Python 3 + PyYAML stand-ins
+    docker                                its static tarball's layout: Debian sid's real docker 28,
+                                          trixie's containerd 1.7 and tini, bookworm's runc
+    kubeadm, kubelet, kubectl, crictl,    scripts/lab/standins/NAME.py (Python 3 + PyYAML stand-ins
+    cri-dockerd (in its release tarball)
                                           that fail where the real tool would; their README) with
                                           `VERSION = ...` set to the binary's version and, for
                                           kubeadm, `IMAGES = [...]` to the catalog's registry.k8s.io
@@ -80,7 +81,7 @@ STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 # The images `kubeadm config images list` prints, in its order (registry.k8s.io paths).
 KUBEADM_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns/coredns",
                   "pause", "etcd")
-SMART_STANDINS = ("kubeadm", "kubelet", "kubectl", "crictl")
+SMART_STANDINS = ("kubeadm", "kubelet", "kubectl", "crictl", "cri-dockerd")
 # The line of each stand-in that imports standins/common.py; written out, common.py stands in its place.
 COMMON_IMPORT = "from common import *  # kk-standin: common"
 
@@ -277,13 +278,19 @@ def content(name, version, os_name, arch, file_name, helm, images=()):
                    if os.path.isfile(os.path.join(cni, p))}
         return "archive", plugins, ["."]
     if key == "docker" and top is not None:
-        # download.docker.com's static tarball: docker/ with the CLI, the daemon and their runtime.
-        members = {f"docker/{n}": ("text", STANDIN.format(name=n, version=version, os=os_name, arch=arch))
-                   for n in ("docker", "dockerd", "docker-init", "docker-proxy")}
-        members.update({"docker/containerd": real("/usr/bin/containerd", "containerd"),
-                        "docker/ctr": real("/usr/bin/ctr", "containerd"),
-                        "docker/containerd-shim-runc-v2": real("/usr/bin/containerd-shim-runc-v2", "containerd"),
-                        "docker/runc": real("/usr/sbin/runc", "runc")})
+        # download.docker.com's static tarball, docker/ with the CLI, the daemon and their runtime:
+        # Debian sid's real docker 28 (dockerd, docker-proxy, the CLI), trixie's static tini as
+        # docker-init (Debian's docker-init is a link to it; sid's dynamic tini needs glibc 2.38),
+        # trixie's real containerd 1.7 and this machine's bookworm runc (trixie's and sid's need
+        # glibc 2.38). The tarball is named by the catalog's version; its programs say 28.
+        sid = ("docker.io", "docker-cli")
+        members = {"docker/dockerd": suite_file("sid", sid, "/usr/sbin/dockerd"),
+                   "docker/docker-proxy": suite_file("sid", sid, "/usr/sbin/docker-proxy"),
+                   "docker/docker": suite_file("sid", sid, "/usr/bin/docker"),
+                   "docker/docker-init": suite_file("trixie", ("tini",), "/usr/bin/tini-static"),
+                   "docker/runc": real("/usr/sbin/runc", "runc")}
+        for program in ("containerd", "ctr", "containerd-shim-runc-v2"):
+            members[f"docker/{program}"] = suite_file("trixie", ("containerd",), f"/usr/bin/{program}")
         return "archive", members, ["docker"]
     if key == "cri-dockerd" and top is not None:
         return "archive", {"cri-dockerd/cri-dockerd": ("text", standin)}, ["cri-dockerd"]

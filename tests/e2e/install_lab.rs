@@ -66,10 +66,23 @@ pub(crate) mod lab {
             count: usize,
             manifest_options: impl FnOnce(&Lab) -> Vec<String>,
         ) -> Self {
+            Self::start_with_manifest(tmp, count, |lab, dir| {
+                let options = manifest_options(lab);
+                let options: Vec<&str> = options.iter().map(String::as_str).collect();
+                catalog_manifest_with(lab, dir, VERSION, &options).0
+            })
+        }
+
+        /// `count` nodes and the bundle built from the manifest `manifest` writes into the
+        /// directory it is given, against the lab.
+        pub(crate) fn start_with_manifest(
+            tmp: &Path,
+            count: usize,
+            manifest: impl FnOnce(&Lab, &Path) -> PathBuf,
+        ) -> Self {
             let lab = Lab::up(&Lab::default_dir());
-            let options = manifest_options(&lab);
-            let options: Vec<&str> = options.iter().map(String::as_str).collect();
-            let bundle = build_bundle(&lab, tmp, &options, "cluster.tar.zst");
+            let manifest = manifest(&lab, tmp);
+            let bundle = build_manifest(&manifest, tmp, "cluster.tar.zst");
             let nodes = Nodes::start_nspawn(&tmp.join("nodes"), count);
             Self {
                 lab,
@@ -218,11 +231,16 @@ pub(crate) mod lab {
     /// (`scripts/lab/catalog-manifest.py`'s) into `dir/name`, caching in `dir/cache`.
     fn build_bundle(lab: &Lab, dir: &Path, options: &[&str], name: &str) -> PathBuf {
         let (manifest, _) = catalog_manifest_with(lab, dir, VERSION, options);
+        build_manifest(&manifest, dir, name)
+    }
+
+    /// `kk-bundle build MANIFEST` into `name` in `dir`, with the build cache there.
+    fn build_manifest(manifest: &Path, dir: &Path, name: &str) -> PathBuf {
         let bundle = dir.join(name);
         let mut build = Command::new(binary("kk-bundle"));
         build
             .arg("build")
-            .arg(&manifest)
+            .arg(manifest)
             .arg("-o")
             .arg(&bundle)
             .arg("--cache")

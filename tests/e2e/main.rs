@@ -9,6 +9,7 @@ mod chart_images_lab;
 mod cli;
 mod cni_lab;
 mod dist;
+mod docker_lab;
 mod external_lab;
 mod install_bundle;
 mod install_lab;

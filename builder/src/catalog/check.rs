@@ -128,8 +128,10 @@ impl Data {
 impl BinaryData {
     fn check(&self) -> Result<(), CatalogError> {
         let name = &self.name;
-        match (&self.checksum_url, &self.sha256) {
-            (Some(_), None) | (None, Some(_)) => {}
+        // Exactly one way to verify the file: a checksum file, pins, or (when upstream
+        // publishes neither) the lock of the first build.
+        match (&self.checksum_url, &self.sha256, self.trust_on_first_use) {
+            (Some(_), None, false) | (None, Some(_), false) | (None, None, true) => {}
             _ => {
                 return Err(CatalogError::ChecksumSource {
                     binary: name.clone(),
@@ -278,8 +280,10 @@ pub enum CatalogError {
         /// The kind expected.
         kind: &'static str,
     },
-    /// A binary has both or neither of `checksumUrl` and `sha256`.
-    #[error("binary `{binary}` needs exactly one of `checksumUrl` and `sha256`")]
+    /// A binary has more or fewer than one of `checksumUrl`, `sha256` and `trustOnFirstUse`.
+    #[error(
+        "binary `{binary}` needs exactly one of `checksumUrl`, `sha256` and `trustOnFirstUse: true`"
+    )]
     ChecksumSource {
         /// The binary.
         binary: String,

@@ -87,8 +87,12 @@ pub struct CatalogBinary {
     /// A checksum file to download, a template like `url`; `None` when `sha256` is pinned.
     pub checksum_url: Option<String>,
     /// The pinned SHA-256 (lowercase hex) per Go architecture, when upstream publishes no
-    /// checksum file; empty when `checksum_url` is set.
+    /// checksum file; empty when `checksum_url` is set or the binary is `trust_on_first_use`.
     pub sha256: BTreeMap<String, String>,
+    /// Upstream publishes no checksum and no pin was found: the first build records the
+    /// file's sha256 in the lock (downloaded over TLS, with a warning), which pins it from then
+    /// on. Neither `checksum_url` nor `sha256` is set.
+    pub trust_on_first_use: bool,
     /// How upstream spells an architecture in this binary's URLs, where it is not Go's name
     /// (Docker: `amd64` → `x86_64`, `arm64` → `aarch64`); `{arch}` in `url` and `checksum_url`
     /// takes the mapped name. Empty for every other binary. [`CatalogBinary::url_for`] applies
@@ -317,6 +321,7 @@ impl Catalog {
             url: binary.url.clone(),
             checksum_url: binary.checksum_url.clone(),
             sha256,
+            trust_on_first_use: binary.trust_on_first_use,
             arch_names: binary.arch_names.clone(),
         })
     }
@@ -387,7 +392,8 @@ impl Expansion {
     ///              "images": ["quay.io/tigera/operator:v1.38.7", "…"]}]}
     /// ```
     ///
-    /// A chart's `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex);
+    /// A chart's `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex),
+    /// or `trustOnFirstUse: true` when upstream publishes no checksum (the lock pins it);
     /// one whose URLs spell architectures differently from Go also has `archNames`.
     pub fn to_json(&self) -> Value {
         let binaries: Vec<Value> = self.binaries.iter().map(CatalogBinary::to_json).collect();
@@ -427,6 +433,8 @@ impl Expansion {
             .map(|binary| {
                 let verified_by = if binary.checksum_url.is_some() {
                     "checksum file".to_owned()
+                } else if binary.trust_on_first_use {
+                    "pinned by the lock (no published checksum)".to_owned()
                 } else {
                     format!("pinned sha256 ({})", join_keys(&binary.sha256))
                 };
@@ -509,6 +517,9 @@ impl CatalogBinary {
         match &self.checksum_url {
             Some(checksum_url) => {
                 object.insert("checksumUrl".to_owned(), json!(checksum_url));
+            }
+            None if self.trust_on_first_use => {
+                object.insert("trustOnFirstUse".to_owned(), json!(true));
             }
             None => {
                 object.insert("sha256".to_owned(), json!(self.sha256));
@@ -670,6 +681,10 @@ struct BinaryData {
     /// Version → Go architecture → hex.
     #[serde(default)]
     sha256: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Upstream publishes no checksum: the first build's lock pins the file. FACTS.md must
+    /// say why for every binary marked so.
+    #[serde(default)]
+    trust_on_first_use: bool,
     #[serde(default)]
     arch_names: BTreeMap<String, String>,
 }

@@ -340,6 +340,9 @@ fn expansions_are_valid_manifest_binaries() {
                 );
                 if let Some(checksum_url) = &binary.checksum_url {
                     let _ = writeln!(text, "      checksumUrl: {checksum_url}");
+                } else if binary.trust_on_first_use {
+                    // What `sources` writes for it, so the parser still checks the URL.
+                    let _ = writeln!(text, "      checksumUrl: {}", binary.url);
                 } else {
                     text.push_str("      sha256:\n");
                     for (arch, hex) in &binary.sha256 {
@@ -448,19 +451,21 @@ fn docker_urls_spell_architectures_as_upstream_does() {
     let arm64: Platform = "linux/arm64".parse().expect("platform");
     assert_eq!(
         docker.url_for(&amd64),
-        "https://download.docker.com/linux/static/stable/x86_64/docker-24.0.9.tgz"
+        "https://download.docker.com/linux/static/stable/x86_64/docker-28.5.2.tgz"
     );
     assert_eq!(
         docker.url_for(&arm64),
-        "https://download.docker.com/linux/static/stable/aarch64/docker-24.0.9.tgz"
+        "https://download.docker.com/linux/static/stable/aarch64/docker-28.5.2.tgz"
     );
     assert_eq!(docker.checksum_url_for(&amd64), None);
-    assert_eq!(docker.sha256.keys().collect::<Vec<_>>(), ["amd64", "arm64"]);
+    // download.docker.com publishes no checksum: the lock pins it.
+    assert!(docker.sha256.is_empty());
+    assert!(docker.trust_on_first_use);
     // Everything else keeps Go's names.
     let cri_dockerd = binary(&expansion, "cri-dockerd");
     assert_eq!(
         cri_dockerd.url_for(&arm64),
-        "https://github.com/Mirantis/cri-dockerd/releases/download/v0.3.10/cri-dockerd-0.3.10.arm64.tgz"
+        "https://github.com/Mirantis/cri-dockerd/releases/download/v0.3.26/cri-dockerd-0.3.26.arm64.tgz"
     );
     let containerd = binary(&expand("v1.30.14", "containerd", "none"), "containerd").clone();
     assert_eq!(
@@ -526,20 +531,28 @@ fn json_has_the_shape_the_lab_seeder_reads() {
     }
 
     let docker = expand("v1.31.4", "docker", "none").to_json();
-    let pinned = docker["binaries"]
-        .as_array()
-        .expect("an array")
-        .iter()
-        .find(|binary| binary["name"] == "docker")
-        .expect("docker is listed");
-    assert!(pinned.get("checksumUrl").is_none(), "{pinned}");
+    let listed = |name: &str| {
+        docker["binaries"]
+            .as_array()
+            .expect("an array")
+            .iter()
+            .find(|binary| binary["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed"))
+            .clone()
+    };
+    let unpublished = listed("docker");
+    assert!(unpublished.get("checksumUrl").is_none(), "{unpublished}");
+    assert!(unpublished.get("sha256").is_none(), "{unpublished}");
+    assert_eq!(unpublished["trustOnFirstUse"], true);
+    assert_eq!(
+        unpublished["archNames"],
+        json!({"amd64": "x86_64", "arm64": "aarch64"})
+    );
+    let pinned = listed("cri-dockerd");
+    assert!(pinned.get("trustOnFirstUse").is_none(), "{pinned}");
     assert_eq!(
         pinned["sha256"]["amd64"],
-        "692ecfc28333485d184f628b74c25b2894cee9495a51a5418ba60ef95bf733ca"
-    );
-    assert_eq!(
-        pinned["archNames"],
-        json!({"amd64": "x86_64", "arm64": "aarch64"})
+        "87f31c964d974cdce9c883c79b69e355c3c323e51d3a7d36cda140e6df7b8d5a"
     );
     assert_eq!(docker["charts"], json!([]));
 }
@@ -559,6 +572,15 @@ fn text_rendering_lists_everything() {
         assert!(text.contains(image.as_str()), "{text}");
     }
     assert!(text.contains("pinned sha256 (amd64, arm64)"), "{text}");
+    let docker = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("docker "))
+        .unwrap_or_else(|| panic!("no docker row:\n{text}"));
+    assert!(docker.contains(" 28.5.2 "), "{docker}");
+    assert!(
+        docker.contains(" pinned by the lock (no published checksum) "),
+        "{docker}"
+    );
     assert!(
         text.contains("[{arch}: amd64=x86_64, arm64=aarch64]"),
         "{text}"
@@ -593,9 +615,20 @@ fn inconsistent_data_is_rejected() {
         ),
         // A component with no pinned sha256.
         (
-            "      cri-dockerd: 0.3.10\n      crictl: v1.29.0",
-            "      cri-dockerd: 0.3.11\n      crictl: v1.29.0",
+            "      cri-dockerd: 0.3.26\n      crictl: v1.29.0",
+            "      cri-dockerd: 0.3.25\n      crictl: v1.29.0",
         ),
+        // Pinned by the lock and by a checksum file or pins at once.
+        (
+            "    trustOnFirstUse: true\n",
+            "    trustOnFirstUse: true\n    checksumUrl: https://example.org/{version}.sha256\n",
+        ),
+        (
+            "    trustOnFirstUse: true\n",
+            "    trustOnFirstUse: true\n    sha256: {\"28.5.2\": {amd64: 692ecfc28333485d184f628b74c25b2894cee9495a51a5418ba60ef95bf733ca}}\n",
+        ),
+        // No way to verify at all.
+        ("    trustOnFirstUse: true\n", ""),
         // A network plugin that is not defined.
         ("cilium: cilium-v1.17,", "cilium: cilium-v1.16,"),
         // Minors out of order.

@@ -5,7 +5,10 @@
 //! `--locked`: the bytes must be exactly those locked, a different pin in the manifest is a
 //! conflict), from the manifest's `sha256`, or from its `checksumUrl`: a checksum file fetched
 //! once per distinct URL and searched for the downloaded file's name ([`find_checksum`]). Every
-//! download is therefore verified before it enters the cache; nothing is trusted on first use.
+//! download is therefore verified before it enters the cache. The one exception is a catalog
+//! binary whose upstream publishes no checksum ([`BinaryChecksum::PinnedByLock`]): its first
+//! build trusts the TLS download, warns, and records the sha256 in the lock, which `--locked`
+//! builds then hold it to.
 //!
 //! The result is one [`ResolvedFile`] per platform, which becomes one lock entry
 //! ([`ResolvedFile::locked`]) and one platform entry of the binary's artifact.
@@ -14,11 +17,11 @@ use std::collections::BTreeMap;
 
 use bundle_spec::Sha256Digest;
 use bundle_spec::lock::LockedFile;
-use bundle_spec::manifest::Binary;
+use bundle_spec::manifest::{Binary, BinaryChecksum};
 use bundle_spec::platform::Platform;
 
-use crate::cache::{Cache, CachedBlob};
-use crate::fetch::{FetchUrl, HttpFetcher};
+use crate::cache::{Cache, CacheError, CachedBlob};
+use crate::fetch::{FetchError, FetchUrl, HttpFetcher};
 use crate::resolve::ResolveError;
 
 /// A binary resolved and downloaded for one platform.
@@ -84,8 +87,12 @@ pub async fn resolve_binary(
                 .expected(locked, fetcher, &mut checksum_files)
                 .await?;
             let blob = fetcher
-                .download(&url, Some(expected), cache, &|_, _| {})
-                .await?;
+                .download(&url, expected, cache, &|_, _| {})
+                .await
+                .map_err(|error| wanted.locked_mismatch(locked.is_some(), error))?;
+            if expected.is_none() {
+                wanted.warn_first_use(&blob);
+            }
             downloaded.insert(url.clone(), blob.clone());
             blob
         };
@@ -118,19 +125,23 @@ impl Wanted<'_> {
         )
     }
 
-    /// The digest the file must have.
+    /// The digest the file must have; `None` for a binary pinned by the lock that no lock
+    /// pins yet (its first build trusts the TLS download).
     async fn expected(
         &self,
         locked: Option<&[LockedFile]>,
         fetcher: &HttpFetcher,
         checksum_files: &mut BTreeMap<String, String>,
-    ) -> Result<Sha256Digest, ResolveError> {
+    ) -> Result<Option<Sha256Digest>, ResolveError> {
         let pinned = self.pinned()?;
         if let Some(locked) = locked {
-            return self.locked_digest(locked, pinned);
+            return self.locked_digest(locked, pinned).map(Some);
         }
         if let Some(pinned) = pinned {
-            return Ok(pinned);
+            return Ok(Some(pinned));
+        }
+        if self.binary.checksum == BinaryChecksum::PinnedByLock {
+            return Ok(None);
         }
         let Some(checksum_url) = self.binary.checksum_url_for(self.platform) else {
             return Err(ResolveError::NoChecksum {
@@ -142,13 +153,42 @@ impl Wanted<'_> {
             checksum_files.insert(checksum_url.clone(), text);
         }
         let text = checksum_files.get(&checksum_url).map_or("", String::as_str);
-        find_checksum(text, self.file_name).ok_or_else(|| ResolveError::ChecksumNotListed {
-            checksum_url: FetchUrl {
-                fetched: fetcher.mirrored(&checksum_url),
-                original: checksum_url.clone(),
+        find_checksum(text, self.file_name)
+            .map(Some)
+            .ok_or_else(|| ResolveError::ChecksumNotListed {
+                checksum_url: FetchUrl {
+                    fetched: fetcher.mirrored(&checksum_url),
+                    original: checksum_url.clone(),
+                },
+                file: self.file_name.to_owned(),
+            })
+    }
+
+    /// A download's `error`, naming the binary when `--locked` (`locked`) pinned a digest that
+    /// the file no longer has: for a binary pinned by the lock alone, that is the only check.
+    fn locked_mismatch(&self, locked: bool, error: FetchError) -> ResolveError {
+        match error {
+            FetchError::Cache(CacheError::DigestMismatch {
+                expected, actual, ..
+            }) if locked => ResolveError::LockedDigestMismatch {
+                what: self.describe(),
+                url: self.url.to_owned(),
+                locked: expected,
+                actual,
             },
-            file: self.file_name.to_owned(),
-        })
+            error => error.into(),
+        }
+    }
+
+    /// Says that `blob`, downloaded without a checksum to check it against, is now pinned by
+    /// the lock only: nothing but TLS vouched for these bytes.
+    fn warn_first_use(&self, blob: &CachedBlob) {
+        tracing::warn!(
+            "{} from `{}` has no published checksum; its sha256 `{}` is pinned by the lock from now on; hint: commit the lock, and verify the file out of band",
+            self.describe(),
+            self.url,
+            blob.digest,
+        );
     }
 
     /// The manifest's `sha256` for this platform, if it pins one.
@@ -525,5 +565,122 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(error, ResolveError::NotLocked { .. }), "{error:?}");
+    }
+
+    /// A `tool` the catalog would mark as having no published checksum.
+    fn pinned_by_lock(server: &TestServer) -> Binary {
+        let mut binary = with_checksum_file(server);
+        binary.checksum = BinaryChecksum::PinnedByLock;
+        binary
+    }
+
+    /// Everything logged while `future` runs, as plain text.
+    async fn logged<T>(future: impl Future<Output = T>) -> (T, String) {
+        #[derive(Clone, Default)]
+        struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Captured {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(move || writer.clone())
+            .finish();
+        // The test runtime is single-threaded, so the default holds for the whole future.
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let value = future.await;
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        (value, text)
+    }
+
+    #[tokio::test]
+    async fn a_binary_without_a_published_checksum_is_pinned_by_the_first_lock() {
+        let server = server().await;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let binary = pinned_by_lock(&server);
+        let (files, warnings) = logged(resolve_binary(
+            &binary,
+            &platforms(),
+            &retrying(0),
+            &cache,
+            None,
+        ))
+        .await;
+        let files = files.unwrap();
+        let locked: Vec<LockedFile> = files.iter().map(ResolvedFile::locked).collect();
+        assert_eq!(locked[0].digest, Sha256Digest::of(b"amd64 build"));
+        assert_eq!(locked[1].digest, Sha256Digest::of(b"arm64 build"));
+        assert!(
+            server.requests().iter().all(|r| !r.path.ends_with("SUMS")),
+            "no checksum file is fetched"
+        );
+        for file in &locked {
+            assert!(warnings.contains(&file.url), "{warnings}");
+            assert!(warnings.contains(&file.digest.to_string()), "{warnings}");
+        }
+        assert!(
+            warnings.contains("binary `tool` `v1` for `linux/arm64`"),
+            "{warnings}"
+        );
+        assert!(warnings.contains("no published checksum"), "{warnings}");
+        assert!(warnings.contains("pinned by the lock"), "{warnings}");
+        assert!(warnings.contains("hint: commit the lock"), "{warnings}");
+
+        // `--locked` with the same lock: the cached files, and no warning.
+        let (again, quiet) = logged(resolve_binary(
+            &binary,
+            &platforms(),
+            &retrying(0),
+            &cache,
+            Some(&locked),
+        ))
+        .await;
+        assert_eq!(again.unwrap(), files);
+        assert_eq!(quiet, "");
+    }
+
+    #[tokio::test]
+    async fn locked_refuses_a_changed_file_pinned_by_the_lock_alone() {
+        let server = server().await;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let binary = pinned_by_lock(&server);
+        let mut lock: Vec<LockedFile> =
+            resolve_binary(&binary, &platforms(), &retrying(0), &cache, None)
+                .await
+                .unwrap()
+                .iter()
+                .map(ResolvedFile::locked)
+                .collect();
+        // What the first build saw is not what upstream serves now.
+        lock[1].digest = Sha256Digest::of(b"what the first build saw");
+        let error = resolve_binary(&binary, &platforms(), &retrying(0), &cache, Some(&lock))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, ResolveError::LockedDigestMismatch { locked, actual, .. }
+                if *locked == lock[1].digest && *actual == Sha256Digest::of(b"arm64 build")),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("binary `tool` `v1` for `linux/arm64`"),
+            "{message}"
+        );
+        assert!(message.contains(&lock[1].url), "{message}");
+        assert!(message.contains(&lock[1].digest.to_string()), "{message}");
+        assert!(
+            message.contains(&Sha256Digest::of(b"arm64 build").to_string()),
+            "{message}"
+        );
     }
 }

@@ -46,6 +46,20 @@ pub enum ResolveError {
         /// The digest in the manifest.
         pinned: bundle_spec::Sha256Digest,
     },
+    /// With `--locked`, a binary's download differs from the digest the lock pins.
+    #[error(
+        "{what} from `{url}` has digest `{actual}` but the lock pins `{locked}`; hint: upstream replaced the file since the lock was written: verify the new file out of band, then build without `--locked` to update the lock"
+    )]
+    LockedDigestMismatch {
+        /// The binary, its version and platform.
+        what: String,
+        /// The URL as the manifest expands it.
+        url: String,
+        /// The digest in the lock.
+        locked: bundle_spec::Sha256Digest,
+        /// The digest of the download.
+        actual: bundle_spec::Sha256Digest,
+    },
     /// A Helm repository index cannot be parsed.
     #[error("cannot parse helm repository index {url}")]
     ChartIndex {

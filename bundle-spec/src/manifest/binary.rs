@@ -68,6 +68,11 @@ pub enum BinaryChecksum {
     Sha256PerArchitecture(BTreeMap<String, String>),
     /// A checksum list in `sha256sum` format to download, a template like `url`.
     ChecksumUrl(UrlTemplate),
+    /// No published checksum: the first build records the file's sha256 in the lock, which
+    /// pins it from then on. A manifest cannot spell this (its binaries need `sha256` or
+    /// `checksumUrl`); only kk-bundle's version catalog gives it, for upstreams that publish
+    /// no checksum (Docker's static tarballs).
+    PinnedByLock,
 }
 
 impl BinaryChecksum {
@@ -76,7 +81,7 @@ impl BinaryChecksum {
         match self {
             Self::Sha256(digest) => Some(digest),
             Self::Sha256PerArchitecture(digests) => digests.get(architecture).map(String::as_str),
-            Self::ChecksumUrl(_) => None,
+            Self::ChecksumUrl(_) | Self::PinnedByLock => None,
         }
     }
 }

@@ -50,6 +50,14 @@ pub enum PlanError {
         "the bundle has no pause image (`registry.k8s.io/pause:…`), which containerd needs as its sandbox image; hint: build it with `spec.kubernetes`, or add the image"
     )]
     NoPauseImage,
+    /// The bundle's docker is older than the oldest kk installs.
+    #[error(
+        "the bundle's docker `{version}` is not 28 or newer: only docker 28 and newer resolve images through `/etc/docker/certs.d/<host>/hosts.toml` (the containerd image store), which is how nodes pull the original image names from kk's registry; hint: build the bundle with docker 28 or newer (a `docker` binary in `spec.binaries` overrides the catalog's), or use `cri.container_manager: containerd`"
+    )]
+    DockerTooOld {
+        /// The docker version the bundle carries.
+        version: String,
+    },
     /// The bundle lacks a chart the install needs.
     #[error(
         "the bundle has no chart `{name}`; hint: build it with `spec.kubernetes` (the catalog adds the CNI's chart) or list it under `spec.charts`"

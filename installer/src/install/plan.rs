@@ -10,10 +10,12 @@ use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
 use crate::install::error::PlanError;
+use crate::install::render::kubernetes::paths::CRI_SOCKET;
 use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, Role};
 
 mod charts;
 mod content;
+mod docker;
 mod hosts;
 mod kube_vip;
 mod kubernetes;
@@ -27,6 +29,8 @@ mod text;
 
 pub use content::CHARTS_DIR;
 use content::Content;
+use docker::RuntimeChoice;
+pub use docker::{DockerPlan, MIN_DOCKER_MAJOR};
 pub use hosts::HostsEntry;
 pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
@@ -190,6 +194,9 @@ pub enum Action {
     },
     /// Writes containerd's config, mirrors and unit; (re)starts it when they changed.
     Containerd,
+    /// The docker runtime of [`Plan::docker`]: containerd, dockerd with its mirrors and
+    /// cri-dockerd, each (re)started when what it reads changed.
+    Docker,
     /// Pulls the pause image through the mirrors: proves the node's trust and mirrors.
     PullProbe,
     /// Writes the etcd unit and starts the member.
@@ -349,11 +356,14 @@ pub struct Plan {
     /// The credentials containerd's CRI plugin gets in `registry.configs."<host>".auth` and the
     /// probe pull sends: one entry per registry host that needs them (an external registry's).
     pub registry_auth: Vec<RegistryAuth>,
+    /// docker and cri-dockerd, when `cri.container_manager` is docker.
+    pub docker: Option<DockerPlan>,
     /// The pause image by its original reference (containerd's sandbox image, the pull probe).
     pub pause_image: String,
     /// The bundle's containerd version (its config version follows from it) and what its
-    /// effective (merged) configuration must hold on every node.
-    pub containerd: ContainerdPlan,
+    /// effective (merged) configuration must hold on every node; `None` with docker, whose
+    /// tarball carries its own containerd.
+    pub containerd: Option<ContainerdPlan>,
     /// The registry hosts the bundle's images are named by (`docker.io`, `registry.k8s.io`):
     /// each gets a containerd mirror entry.
     pub image_hosts: Vec<String>,
@@ -396,12 +406,16 @@ impl Plan {
             .iter()
             .map(|host| Ok((host.name.clone(), address_of(host)?)))
             .collect::<Result<Vec<_>, PlanError>>()?;
-        let runtime_binaries = content.runtime_binaries()?;
-        let containerd_version =
-            bundle_spec::oci::ReferenceParts::split(&runtime_binaries[0].reference)
-                .tag
-                .unwrap_or_default()
-                .to_owned();
+        let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        let RuntimeChoice {
+            binaries: runtime_binaries,
+            containerd_version,
+            docker,
+            action: runtime_action,
+        } = RuntimeChoice::new(config.cri.container_manager, &content, &pause_image)?;
+        let cri_socket = docker
+            .as_ref()
+            .map_or(CRI_SOCKET, |d| d.cri_socket.as_str());
         let etcd_binary = if etcd_hosts.is_empty() {
             None
         } else {
@@ -427,6 +441,7 @@ impl Plan {
                     cluster_domain: CLUSTER_DOMAIN,
                     etcd_members: &etcd_members,
                     storage_class,
+                    cri_socket,
                 };
                 Some(KubernetesPlan::new(inventory, config, &shared)?)
             }
@@ -439,18 +454,32 @@ impl Plan {
                 .unwrap_or_default(),
             nfs_node: nfs.as_ref().map(|n| n.node.clone()),
         };
-        let mut steps = steps(&groups, &extra, ipv6, runtime_binaries, etcd_binary);
+        let mut steps = steps(
+            &groups,
+            &extra,
+            ipv6,
+            (runtime_binaries, runtime_action),
+            etcd_binary,
+        );
         if let Some(kubernetes) = &kubernetes {
             let post = steps.pop();
             steps.extend(kubernetes.steps());
             steps.extend(post);
         }
-        let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let registry_auth = registry_auth(config);
-        let mut containerd = ContainerdPlan::new(&containerd_version, &pause_image)?;
-        // The credentials the install writes are the only `registry.configs` the effective
-        // config may have.
-        containerd.auth_hosts = registry_auth.iter().map(|auth| auth.host.clone()).collect();
+        // docker's tarball carries its own containerd, set up by the docker step: the
+        // containerd plan is the containerd runtime's.
+        let containerd = match docker {
+            Some(_) => None,
+            None => {
+                let mut containerd = ContainerdPlan::new(&containerd_version, &pause_image)?;
+                // The credentials the install writes are the only `registry.configs` the
+                // effective config may have.
+                containerd.auth_hosts =
+                    registry_auth.iter().map(|auth| auth.host.clone()).collect();
+                Some(containerd)
+            }
+        };
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
         Ok(Self {
@@ -459,6 +488,7 @@ impl Plan {
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
             registry_auth,
+            docker,
             pause_image,
             containerd,
             image_hosts: content.image_hosts.clone(),

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use crate::install::plan::{RegistryPlan, RegistryServer};
 
+pub mod docker;
 pub mod kubernetes;
 
 /// Where node-side files live: the contract tests and operators rely on.

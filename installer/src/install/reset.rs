@@ -28,8 +28,16 @@ use super::phases::sh as run;
 use super::render::{self, paths};
 use crate::ssh::{Node, fan_out, quote};
 
-/// The units kk installs.
-const UNITS: [&str; 4] = ["kubelet", "etcd", "containerd", "kk-registry"];
+/// The units kk installs, each stopped before what it runs on (cri-dockerd and dockerd with
+/// `cri.container_manager: docker`, before their containerd).
+const UNITS: [&str; 6] = [
+    "kubelet",
+    "cri-docker",
+    "docker",
+    "etcd",
+    "containerd",
+    "kk-registry",
+];
 
 /// Directories kk keeps its own working files in (stamps, charts, kubeadm configs and chart
 /// values, fetched packages).
@@ -44,7 +52,12 @@ const KK_DIRS: [&str; 4] = [
 const BLOCK_FILES: [&str; 2] = ["/etc/hosts", super::phases::nfs::EXPORTS];
 
 /// Data removed only with `purge` (their contents: they may be mount points).
-const DATA_DIRS: [&str; 3] = ["/var/lib/etcd", paths::STORE, "/var/lib/containerd"];
+const DATA_DIRS: [&str; 4] = [
+    "/var/lib/etcd",
+    paths::STORE,
+    "/var/lib/containerd",
+    "/var/lib/docker",
+];
 
 /// Chain-name prefixes of kube-proxy and the CNIs kk installs.
 const CHAIN_PREFIXES: &str = "KUBE-|cali-|CILIUM|FLANNEL";
@@ -135,10 +148,15 @@ async fn reset_node(
     .await?;
     for unit in UNITS {
         let file = format!("/etc/systemd/system/{unit}.service");
+        // A socket unit beside the service (cri-docker.socket) goes first, or it would start the
+        // service again.
+        let socket = format!("/etc/systemd/system/{unit}.socket");
         let said = run(
             node,
             &format!(
-                "if [ -f {file} ]; then systemctl disable --now {unit}.service >/dev/null 2>&1; \
+                "if [ -f {socket} ]; then systemctl disable --now {unit}.socket >/dev/null 2>&1; \
+                   systemctl stop {unit}.socket 2>&1 || exit 1; rm -f {socket}; fi; \
+                 if [ -f {file} ]; then systemctl disable --now {unit}.service >/dev/null 2>&1; \
                    systemctl stop {unit}.service 2>&1 || exit 1; rm -rf {file} {file}.d; echo removed; fi"
             ),
         )
@@ -270,6 +288,14 @@ fn iptables_cleanup() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_unit_stops_before_what_it_runs_on() {
+        let at = |unit: &str| UNITS.iter().position(|u| *u == unit).expect(unit);
+        assert!(at("kubelet") < at("cri-docker"));
+        assert!(at("cri-docker") < at("docker"));
+        assert!(at("docker") < at("containerd"));
+    }
 
     #[test]
     fn data_is_only_what_purge_removes() {

@@ -34,16 +34,22 @@ fn container_manager(cx: &Context) -> CheckResult {
         .filter(|name| !cx.bundle.binaries.iter().any(|b| b == name))
         .collect();
     if missing.is_empty() {
-        CheckResult::pass(ID, format!("{runtime}, carried by the bundle"))
-    } else {
-        CheckResult::fail(
-            ID,
-            format!(
-                "`cri.container_manager` is {runtime}, but the bundle lacks {}; fix: build the bundle with {runtime}, or choose the runtime it carries",
-                list(&missing)
-            ),
-        )
+        return CheckResult::pass(ID, format!("{runtime}, carried by the bundle"));
     }
+    // The kubelet lost its built-in docker support (dockershim) in Kubernetes 1.24, and kk
+    // installs 1.29 and newer: with docker, cri-dockerd is the kubelet's CRI.
+    let why = if missing.contains(&"cri-dockerd") {
+        " (Kubernetes 1.24 and newer reach docker only through cri-dockerd)"
+    } else {
+        ""
+    };
+    CheckResult::fail(
+        ID,
+        format!(
+            "`cri.container_manager` is {runtime}, but the bundle lacks {}{why}; fix: build the bundle with {runtime}, or choose the runtime it carries",
+            list(&missing)
+        ),
+    )
 }
 
 /// `cri.containerd_version`: an installed containerd is recent enough to be configured.
@@ -97,10 +103,13 @@ mod tests {
             Fail,
             &["`docker`, `cri-dockerd`"],
         );
-        fixture
-            .bundle
-            .binaries
-            .extend(["docker".to_owned(), "cri-dockerd".to_owned()]);
+        fixture.bundle.binaries.push("docker".to_owned());
+        expect(
+            &fixture.cluster("cri.container_manager"),
+            Fail,
+            &["`cri-dockerd`", "1.24"],
+        );
+        fixture.bundle.binaries.push("cri-dockerd".to_owned());
         expect(&fixture.cluster("cri.container_manager"), Pass, &["docker"]);
     }
 

@@ -1,6 +1,7 @@
 # What the kk lab stand-ins for kubeadm, kubelet, kubectl and crictl share (README.md beside this
 # file): the call log, the node's paths below KK_STANDIN_ROOT, the KK_STANDIN_* overrides, the
-# command line, errors and log lines, and images through containerd's ctr.
+# command line, errors and log lines, and images through containerd's ctr (or, behind cri-dockerd,
+# through dockerd with the docker CLI).
 #
 # Each stand-in imports this with the line `from common import *  # kk-standin: common`: run from
 # this directory (the self-test), Python finds common.py beside the script. A node has no
@@ -21,6 +22,7 @@ import tomllib
 ROOT = os.environ.get("KK_STANDIN_ROOT", "")
 CTR = os.environ.get("KK_STANDIN_CTR", "/usr/local/bin/ctr")
 CONTAINERD = os.environ.get("KK_STANDIN_CONTAINERD", "/usr/local/bin/containerd")
+DOCKER = os.environ.get("KK_STANDIN_DOCKER", "/usr/local/bin/docker")
 SYSTEMCTL = os.environ.get("KK_STANDIN_SYSTEMCTL", "systemctl")
 JOURNALCTL = os.environ.get("KK_STANDIN_JOURNALCTL", "journalctl")
 KUBELET_TIMEOUT = float(os.environ.get("KK_STANDIN_KUBELET_TIMEOUT", "60"))
@@ -202,8 +204,10 @@ def ctr_images():
     return out.stdout.split() if out.returncode == 0 else []
 
 
-def present_images():
-    return set(ctr_images())
+def through_docker(endpoint):
+    """Whether the CRI endpoint is cri-dockerd's, whose images are dockerd's: it pulls and lists
+    them through dockerd (which resolves through /etc/docker/certs.d)."""
+    return "cri-dockerd" in (endpoint or "")
 
 
 def image_host(image):
@@ -246,15 +250,38 @@ def skip_metadata():
     return ["--skip-metadata"] if "--skip-metadata" in said else []
 
 
-def pull(image):
-    """(ok, last line of ctr's output): pulls image the way the CRI plugin would, through
-    containerd's hosts directory, with the credentials its config holds for the mirror."""
-    command = [CTR, "-n", "k8s.io", "images", "pull", "--hosts-dir", P(HOSTS_DIR)]
+def docker_images():
+    """containerd's names of dockerd's images (`docker image ls`); none when docker fails."""
+    try:
+        out = subprocess.run([DOCKER, "image", "ls", "--digests", "--format",
+                              "{{.Repository}}:{{.Tag}} {{.Repository}}@{{.Digest}}"], capture_output=True, text=True)
+    except OSError:
+        return []
+    names = [n for n in out.stdout.split() if "<none>" not in n] if out.returncode == 0 else []
+    return [normalize(n) for n in names]
+
+
+def present_images(endpoint=DEFAULT_CRI):
+    return set(docker_images() if through_docker(endpoint) else ctr_images())
+
+
+def pull(image, endpoint=DEFAULT_CRI):
+    """(ok, last line of the output): pulls image the way the runtime behind endpoint would:
+    containerd's CRI plugin through containerd's hosts directory (with the credentials its config
+    holds for the mirror), cri-dockerd through dockerd."""
+    if through_docker(endpoint):
+        try:
+            out = subprocess.run([DOCKER, "pull", "--quiet", image], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        except OSError as e:
+            return False, f"{DOCKER}: {e.strerror}"
+        return out.returncode == 0, (out.stdout.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+    command = [CTR, "-n", "k8s.io", "images", "pull", *skip_metadata(), "--hosts-dir", P(HOSTS_DIR)]
     credentials = cri_credentials(image)
     if credentials:
         command += ["--user", credentials]
     try:
-        out = subprocess.run(command[:5] + skip_metadata() + command[5:] + [image],
+        out = subprocess.run(command + [image],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as e:
         return False, f"{CTR}: {e.strerror}"

@@ -730,17 +730,17 @@ class Preflight:
         if not os.path.isfile(P(path)):
             self.error(label, f"{path} doesn't exist")
 
-    def pull(self, images, policy="IfNotPresent"):
+    def pull(self, images, policy="IfNotPresent", cri=DEFAULT_CRI):
         print("[preflight] Pulling images required for setting up a Kubernetes cluster")
         print("[preflight] This might take a minute or two, depending on the speed of your internet connection")
-        present = set() if policy == "Always" else present_images()
+        present = set() if policy == "Always" else present_images(cri)
         for image in images:
             if policy != "Always" and normalize(image) in present:
                 continue
             if policy == "Never":
                 self.error("ImagePull", f"image {image} does not exist and the image pull policy is Never")
                 continue
-            ok, output = pull(image)
+            ok, output = pull(image, cri)
             if not ok:
                 self.error("ImagePull", f"failed to pull image {image}: {output}")
 
@@ -1093,7 +1093,7 @@ def cmd_init(pos, flags, order):
         else:
             check_etcd_external(cluster.external, pf)
         pf.finish()
-        pf.pull(cluster.images(), registration.get("imagePullPolicy") or "IfNotPresent")
+        pf.pull(cluster.images(), registration.get("imagePullPolicy") or "IfNotPresent", cri)
         pf.finish()
     elif not stacked:
         check_etcd_external(cluster.external, Preflight(["all"]))
@@ -1291,7 +1291,7 @@ def cmd_join(pos, flags, order):
                        "instances are provided.")
         if "preflight" not in skip:
             images = cluster.images(etcd=stacked)
-            pf.pull(images, registration.get("imagePullPolicy") or "IfNotPresent")
+            pf.pull(images, registration.get("imagePullPolicy") or "IfNotPresent", cri)
             pf.finish()
         try:
             check_certs(cluster, advertise, name, control_plane_join=True, stacked=stacked)

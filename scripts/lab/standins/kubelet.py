@@ -187,7 +187,9 @@ def main(argv):
         pods = static_pods(manifests) if manifests else []
         for _, images in pods:
             wanted += images
-        if pods:
+        # Behind cri-dockerd the sandbox image is cri-dockerd's own (its
+        # --pod-infra-container-image, which its stand-in pulled when it started).
+        if pods and not through_docker(endpoint):
             wanted.append((sandbox_image(), None))
         if infra:
             wanted.append((infra, None))
@@ -198,11 +200,11 @@ def main(argv):
             if key in pulled:
                 continue
             if policy != "Always":
-                present = present_images() if present is None else present
+                present = present_images(endpoint) if present is None else present
                 if normalize(image) in present:
                     pulled.add(key)
                     continue
-            ok, output = pull(image)
+            ok, output = pull(image, endpoint)
             if ok:
                 klog("I", f'"Pulled image" image="{image}"')
                 pulled.add(key)

@@ -4,6 +4,7 @@
 //! only when its content or mode differs, a service is restarted only when something it reads
 //! changed, so running a step twice changes nothing the second time.
 
+mod docker;
 mod etcd;
 pub(crate) mod hooks;
 pub(crate) mod kubernetes;
@@ -89,6 +90,8 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::NfsServer => nfs::server(cx, node).await,
         Action::Fetch { binaries } => runtime::fetch(cx, node, binaries).await,
         Action::Containerd => runtime::containerd(cx, node).await,
+        Action::Docker => docker::docker(cx, node).await,
+        Action::PullProbe if cx.plan.docker.is_some() => docker::pull_probe(cx, node).await,
         Action::PullProbe => runtime::pull_probe(cx, node).await,
         Action::EtcdService => etcd::service(cx, node).await,
         Action::EtcdHealth => etcd::health(cx, node).await,

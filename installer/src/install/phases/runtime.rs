@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, registry, sh};
 use crate::install::error::StepError;
-use crate::install::plan::{BinaryFetch, runtime};
+use crate::install::plan::{BinaryFetch, ContainerdPlan, runtime};
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -47,10 +47,26 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
     Ok(outcome)
 }
 
+/// `<dir>/<host>/hosts.toml` for every registry host the bundle's images are named by, each
+/// making the cluster's registry (kk's or an external one) that host's mirror: containerd's `certs.d` and dockerd's read the same
+/// content.
+pub(super) fn mirror_files(cx: &Cx<'_>, dir: &str) -> Vec<(String, String)> {
+    cx.plan
+        .image_hosts
+        .iter()
+        .map(|host| {
+            (
+                format!("{dir}/{host}/hosts.toml"),
+                render::hosts_toml(host, &cx.plan.registry),
+            )
+        })
+        .collect()
+}
+
 /// `runtime.containerd`: config, mirrors, crictl config and unit; containerd enabled, and
 /// restarted when any of them changed.
 pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let major = cx.plan.containerd.major;
+    let major = containerd_plan(cx)?.major;
     let auth = registry::credentials(cx)?;
     let entries: Vec<(&str, &str, &str)> = auth
         .iter()
@@ -81,13 +97,11 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
             0o644,
         ),
     ];
-    for host in &cx.plan.image_hosts {
-        files.push((
-            format!("{}/{host}/hosts.toml", paths::CERTS_D),
-            render::hosts_toml(host, &cx.plan.registry),
-            0o644,
-        ));
-    }
+    files.extend(
+        mirror_files(cx, paths::CERTS_D)
+            .into_iter()
+            .map(|(path, content)| (path, content, 0o644)),
+    );
     let mut outcome = Outcome::default();
     for (path, content, mode) in &files {
         outcome.merge(put(cx, node, content.as_bytes(), path, *mode).await?);
@@ -107,13 +121,22 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
     Ok(outcome)
 }
 
+/// The containerd runtime's plan; a step of the containerd runtime in a docker plan is a plan
+/// the phases cannot execute.
+fn containerd_plan<'a>(cx: &'a Cx<'_>) -> Result<&'a ContainerdPlan, StepError> {
+    cx.plan
+        .containerd
+        .as_ref()
+        .ok_or_else(|| StepError::not_in_plan("the containerd runtime's settings (the plan is docker's)"))
+}
+
 /// The config containerd runs with, merged from kk's file, its defaults and every drop-in, as
 /// `containerd config dump` prints it, judged against the plan: a drop-in that overrides kk's
 /// registry hosts, sandbox image or cgroup driver stops the install, named. The dump reads the
 /// files as they are now, so a drop-in put there after containerd started is caught too, before
 /// a restart would bring it into force.
 async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
-    let expected = &cx.plan.containerd;
+    let expected = containerd_plan(cx)?;
     let dump = sh(node, "/usr/local/bin/containerd config dump").await?;
     let mut findings = expected
         .judge(&dump)
@@ -147,7 +170,7 @@ async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
 /// skip them, and a bundle carries only its platforms'.
 pub(super) async fn pull_probe(cx: &Cx<'_>, node: &Node) -> StepResult {
     let image = &cx.plan.pause_image;
-    let skip_metadata = if cx.plan.containerd.major >= 2 {
+    let skip_metadata = if containerd_plan(cx)?.major >= 2 {
         " --skip-metadata"
     } else {
         ""

@@ -179,6 +179,31 @@ impl Content {
         ])
     }
 
+    /// docker's static tarball (dockerd, the CLI and the containerd and runc it runs on, all
+    /// into `/usr/local/bin`, where dockerd finds runc on its `PATH`), cri-dockerd, the CNI
+    /// plugins and crictl (kubeadm's preflight runs it against cri-dockerd).
+    pub(super) fn docker_binaries(&self) -> Result<Vec<BinaryFetch>, PlanError> {
+        Ok(vec![
+            self.binary(
+                "docker",
+                "/usr/local/bin",
+                &[
+                    "containerd",
+                    "containerd-shim-runc-v2",
+                    "ctr",
+                    "docker",
+                    "dockerd",
+                    "docker-init",
+                    "docker-proxy",
+                    "runc",
+                ],
+            )?,
+            self.binary("cri-dockerd", "/usr/local/bin", &["cri-dockerd"])?,
+            self.binary("cni-plugins", "/opt/cni/bin", &[])?,
+            self.binary("crictl", "/usr/local/bin", &["crictl"])?,
+        ])
+    }
+
     /// The pause image: the image whose repository is `pause` (kubeadm's sandbox image).
     pub(super) fn pause_image(&self) -> Option<String> {
         self.images

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::install::error::PlanError;
 use crate::install::render::kubernetes::paths::{
-    APISERVER_ETCD_CLIENT_CERT, APISERVER_ETCD_CLIENT_KEY, CRI_SOCKET,
+    APISERVER_ETCD_CLIENT_CERT, APISERVER_ETCD_CLIENT_KEY,
 };
 use crate::install::render::kubernetes::{ClusterInput, EtcdMode, JoinInput, kubeadm_api};
 use crate::install::render::{etcd_client_urls, paths};
@@ -66,6 +66,8 @@ pub(super) struct Shared<'a> {
     /// The NFS provisioner's chart, when `storage_class.nfs.enabled`: the first addon, so that
     /// the operator's addons may claim volumes of its class.
     pub(super) storage_class: Option<ChartInstall>,
+    /// The CRI socket of the container runtime the plan chose (kubeadm's `criSocket`).
+    pub(super) cri_socket: &'a str,
 }
 
 impl KubernetesPlan {
@@ -282,7 +284,7 @@ fn cluster_input(
         max_pods: cni.max_pods,
         proxy_mode: config.kubernetes.kube_proxy_mode.as_str().to_owned(),
         etcd,
-        cri_socket: CRI_SOCKET.to_owned(),
+        cri_socket: shared.cri_socket.to_owned(),
     }
 }
 

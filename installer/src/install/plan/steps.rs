@@ -45,7 +45,7 @@ pub(super) fn steps(
     groups: &Groups,
     extra: &ExtraPhases,
     ipv6: bool,
-    runtime_binaries: Vec<BinaryFetch>,
+    (runtime_binaries, runtime_action): (Vec<BinaryFetch>, Action),
     etcd_binary: Option<BinaryFetch>,
 ) -> Vec<Step> {
     let (all, runtime_nodes, etcd_nodes) = (&groups.all, &groups.runtime, &groups.etcd);
@@ -114,12 +114,13 @@ pub(super) fn steps(
         },
         runtime_nodes,
     );
-    add(
-        Phase::Runtime,
-        "containerd",
-        Action::Containerd,
-        runtime_nodes,
-    );
+    // `runtime.containerd` or `runtime.docker`, by the runtime the plan chose.
+    let runtime_step = if runtime_action == Action::Docker {
+        "docker"
+    } else {
+        "containerd"
+    };
+    add(Phase::Runtime, runtime_step, runtime_action, runtime_nodes);
     add(Phase::Runtime, "pull", Action::PullProbe, runtime_nodes);
     if let Some(etcd) = etcd_binary {
         add(

@@ -5,6 +5,7 @@ use super::*;
 
 mod cni;
 mod decisions;
+mod docker;
 pub(crate) mod packages_nfs;
 
 fn artifact(kind: ArtifactKind, name: &str, version: &str, reference: &str) -> Artifact {
@@ -164,8 +165,9 @@ fn each_step_runs_where_its_role_is() {
         plan.image_hosts,
         vec!["docker.io", "ghcr.io", "quay.io", "registry.k8s.io"]
     );
-    assert_eq!(plan.containerd.version, "1.7.30");
-    assert_eq!(plan.containerd.major, 1);
+    let containerd = plan.containerd.as_ref().expect("the containerd runtime's plan");
+    assert_eq!(containerd.version, "1.7.30");
+    assert_eq!(containerd.major, 1);
     assert_eq!(plan.kubernetes_version.as_deref(), Some("v1.33.0"));
 }
 

@@ -186,6 +186,10 @@ fn describe(action: &Action) -> String {
                 .join(", ")
         ),
         Action::Containerd => "containerd config, mirrors, unit; start".to_owned(),
+        Action::Docker => {
+            "containerd, dockerd (daemon.json, certs.d mirrors), cri-dockerd: units; start"
+                .to_owned()
+        }
         Action::PullProbe => "pull the pause image through the mirrors".to_owned(),
         Action::EtcdService => "etcd unit; start the member".to_owned(),
         Action::EtcdHealth => "wait until every member is healthy".to_owned(),
