@@ -467,19 +467,12 @@ impl Plan {
             steps.extend(post);
         }
         let registry_auth = registry_auth(config);
-        // docker's tarball carries its own containerd, set up by the docker step: the
-        // containerd plan is the containerd runtime's.
-        let containerd = match docker {
-            Some(_) => None,
-            None => {
-                let mut containerd = ContainerdPlan::new(&containerd_version, &pause_image)?;
-                // The credentials the install writes are the only `registry.configs` the
-                // effective config may have.
-                containerd.auth_hosts =
-                    registry_auth.iter().map(|auth| auth.host.clone()).collect();
-                Some(containerd)
-            }
-        };
+        let containerd = ContainerdPlan::of_runtime(
+            docker.is_none(),
+            &containerd_version,
+            &pause_image,
+            &registry_auth,
+        )?;
         let pki = PkiPlan::new(inventory, config, &registry, &etcd_members, CLUSTER_DOMAIN)?;
         let node_hosts = hosts::entries(inventory, config, &registry, kubernetes.as_ref())?;
         Ok(Self {

@@ -124,10 +124,9 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
 /// The containerd runtime's plan; a step of the containerd runtime in a docker plan is a plan
 /// the phases cannot execute.
 fn containerd_plan<'a>(cx: &'a Cx<'_>) -> Result<&'a ContainerdPlan, StepError> {
-    cx.plan
-        .containerd
-        .as_ref()
-        .ok_or_else(|| StepError::not_in_plan("the containerd runtime's settings (the plan is docker's)"))
+    cx.plan.containerd.as_ref().ok_or_else(|| {
+        StepError::not_in_plan("the containerd runtime's settings (the plan is docker's)")
+    })
 }
 
 /// The config containerd runs with, merged from kk's file, its defaults and every drop-in, as

@@ -11,6 +11,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::RegistryAuth;
 use crate::install::error::PlanError;
 use crate::install::render::{containerd_major, paths};
 
@@ -53,6 +54,23 @@ impl ContainerdPlan {
             systemd_cgroup: CGROUP_DRIVER == "systemd",
             auth_hosts: Vec::new(),
         })
+    }
+
+    /// The containerd runtime's expectations, `None` when the runtime is docker (its tarball
+    /// carries its own containerd, set up by the docker step). The credentials the install
+    /// writes (`registry_auth`) are the only `registry.configs` the effective config may have.
+    pub(super) fn of_runtime(
+        containerd_runtime: bool,
+        version: &str,
+        pause_image: &str,
+        registry_auth: &[RegistryAuth],
+    ) -> Result<Option<Self>, PlanError> {
+        if !containerd_runtime {
+            return Ok(None);
+        }
+        let mut plan = Self::new(version, pause_image)?;
+        plan.auth_hosts = registry_auth.iter().map(|auth| auth.host.clone()).collect();
+        Ok(Some(plan))
     }
 
     /// The settings of `dump` (what `containerd config dump` printed) that are not what kk

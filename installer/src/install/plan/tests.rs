@@ -165,7 +165,10 @@ fn each_step_runs_where_its_role_is() {
         plan.image_hosts,
         vec!["docker.io", "ghcr.io", "quay.io", "registry.k8s.io"]
     );
-    let containerd = plan.containerd.as_ref().expect("the containerd runtime's plan");
+    let containerd = plan
+        .containerd
+        .as_ref()
+        .expect("the containerd runtime's plan");
     assert_eq!(containerd.version, "1.7.30");
     assert_eq!(containerd.major, 1);
     assert_eq!(plan.kubernetes_version.as_deref(), Some("v1.33.0"));
