@@ -4,8 +4,6 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
-use crate::install::plan::{RegistryPlan, RegistryServer};
-
 pub mod docker;
 pub mod kubernetes;
 
@@ -106,8 +104,23 @@ fn upstream_server(host: &str) -> String {
     }
 }
 
+/// The registry every image host is mirrored to, as [`hosts_toml`] writes it (the plan's
+/// `RegistryPlan::mirror` gives it).
+#[derive(Debug, Clone, Copy)]
+pub struct Mirror<'a> {
+    /// `host:port` of the registry.
+    pub address: &'a str,
+    /// The CA file the node trusts it with.
+    pub ca: &'a str,
+    /// Whether containerd may fall back to the image host's own server.
+    pub upstream_fallback: bool,
+    /// An external registry, which holds the images under `<host>/…`; kk's registry is asked
+    /// with `?ns=<host>` instead.
+    pub external: bool,
+}
+
 /// `/etc/containerd/certs.d/<host>/hosts.toml`: the plan's registry is the mirror for `host`,
-/// trusted through its CA ([`RegistryPlan::ca`]), never with `skip_verify`. Pulls keep the
+/// trusted through its CA ([`Mirror::ca`]), never with `skip_verify`. Pulls keep the
 /// original names. kk's registry is asked with `?ns=<host>`; an external registry holds the
 /// images under `<host>/…` (as the push put them), so its mirror URL carries that path and
 /// `override_path` keeps containerd from adding its own `/v2`.
@@ -115,20 +128,21 @@ fn upstream_server(host: &str) -> String {
 /// containerd falls back to `server` when no mirror answers. Unless `upstream_fallback`, that is
 /// the registry too: a pull then fails there, naming the image, instead of trying the internet
 /// from a machine that has no way out.
-pub fn hosts_toml(host: &str, registry: &RegistryPlan) -> String {
-    let address = &registry.address;
+pub fn hosts_toml(host: &str, registry: &Mirror<'_>) -> String {
+    let address = registry.address;
     let server = if registry.upstream_fallback {
         upstream_server(host)
     } else {
         format!("https://{address}")
     };
-    let (mirror, which, override_path) = match registry.server {
-        RegistryServer::Kk { .. } => (format!("https://{address}"), "kk's registry", ""),
-        RegistryServer::External(_) => (
+    let (mirror, which, override_path) = if registry.external {
+        (
             format!("https://{address}/v2/{host}"),
             "the external registry",
             "\x20 override_path = true\n",
-        ),
+        )
+    } else {
+        (format!("https://{address}"), "kk's registry", "")
     };
     format!(
         "# Written by kk-install: pulls of {host} images go to {which}.\n\

@@ -57,7 +57,7 @@ pub(super) fn mirror_files(cx: &Cx<'_>, dir: &str) -> Vec<(String, String)> {
         .map(|host| {
             (
                 format!("{dir}/{host}/hosts.toml"),
-                render::hosts_toml(host, &cx.plan.registry),
+                render::hosts_toml(host, &cx.plan.registry.mirror()),
             )
         })
         .collect()

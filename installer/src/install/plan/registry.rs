@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::address_of;
 use super::content::Content;
 use crate::install::error::PlanError;
+use crate::install::render::Mirror;
 use crate::inventory::{Config, ExternalRegistry, ImageRegistry, Inventory, Role};
 
 /// The registry every node pulls from: kk's own or the operator's.
@@ -81,6 +82,16 @@ pub const EXTERNAL_REGISTRY_CA: &str = "/etc/kk/pki/external-registry-ca.crt";
 pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 impl RegistryPlan {
+    /// The registry as every image host's mirror in `hosts.toml` (containerd's and dockerd's).
+    pub fn mirror(&self) -> Mirror<'_> {
+        Mirror {
+            address: &self.address,
+            ca: &self.ca,
+            upstream_fallback: self.upstream_fallback,
+            external: self.external().is_some(),
+        }
+    }
+
     /// The inventory host serving kk's registry; `None` with an external registry.
     pub fn node(&self) -> Option<&str> {
         match &self.server {

@@ -13,14 +13,11 @@ use serde::Serialize;
 
 use super::RegistryAuth;
 use crate::install::error::PlanError;
+use crate::install::render::kubernetes::CGROUP_DRIVER;
 use crate::install::render::{containerd_major, paths};
 
 #[cfg(test)]
 mod tests;
-
-/// The kubelet's cgroup driver (its `KubeletConfiguration`); containerd's runc runtime must use
-/// the same (`SystemdCgroup`), or pods are put in cgroups the kubelet does not manage.
-pub const CGROUP_DRIVER: &str = "systemd";
 
 /// What containerd's effective configuration must hold on every node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

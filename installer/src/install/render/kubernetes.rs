@@ -27,6 +27,10 @@ pub use kubeadm::{
 };
 
 /// Where the files of this module live on the nodes.
+/// The kubelet's cgroup driver (its `KubeletConfiguration`); containerd's runc runtime must use
+/// the same (`SystemdCgroup`), or pods are put in cgroups the kubelet does not manage.
+pub const CGROUP_DRIVER: &str = "systemd";
+
 pub mod paths {
     /// The kubelet's unit.
     pub const KUBELET_UNIT: &str = "/etc/systemd/system/kubelet.service";

@@ -224,34 +224,22 @@ fn the_exports_block_is_added_replaced_and_removed_keeping_the_operators_lines()
 }
 
 /// kk's registry as the plan makes it by default.
-fn kk_registry(upstream_fallback: bool) -> RegistryPlan {
-    RegistryPlan {
-        address: "dockerhub.kubekey.local:5443".into(),
-        host: "dockerhub.kubekey.local".into(),
-        port: 5443,
+fn kk_registry(upstream_fallback: bool) -> Mirror<'static> {
+    Mirror {
+        address: "dockerhub.kubekey.local:5443",
+        ca: paths::TRUST_CA,
         upstream_fallback,
-        ca: paths::TRUST_CA.into(),
-        server: RegistryServer::Kk {
-            node: "cp1".into(),
-            ip: "10.0.0.1".parse().expect("ip"),
-        },
+        external: false,
     }
 }
 
 #[test]
 fn hosts_toml_points_at_an_external_registry_under_the_hosts_path_with_its_ca() {
-    let external = RegistryPlan {
-        address: "harbor.lab:8443".into(),
-        host: "harbor.lab".into(),
-        port: 8443,
+    let external = Mirror {
+        address: "harbor.lab:8443",
+        ca: "/etc/kk/pki/external-registry-ca.crt",
         upstream_fallback: false,
-        ca: crate::install::plan::EXTERNAL_REGISTRY_CA.into(),
-        server: RegistryServer::External(crate::install::plan::ExternalPlan {
-            harbor: true,
-            ca_file: Some("/etc/kk-test/ca.crt".into()),
-            projects: vec!["docker.io".into()],
-            platforms: vec!["linux/amd64".into()],
-        }),
+        external: true,
     };
     for host in ["docker.io", "registry.k8s.io"] {
         let hosts = toml(&hosts_toml(host, &external));

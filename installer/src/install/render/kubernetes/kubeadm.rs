@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
+use super::CGROUP_DRIVER;
 use super::{V1BETA4, Yaml, documents, kubeadm_api, map, paths, strings};
-use crate::install::plan::runtime::CGROUP_DRIVER;
 
 /// A Kubernetes version kk writes no kubeadm configuration for.
 #[derive(Debug, thiserror::Error)]
