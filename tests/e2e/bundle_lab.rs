@@ -563,7 +563,10 @@ pub(crate) fn catalog_manifest_with(
     cmd.args(["catalog", version, "--output", "json"]);
     // The features the catalog expands with (their charts and images are seeded too).
     for pair in options.windows(2) {
-        if matches!(pair[0], "--kube-proxy-mode" | "--storage" | "--cni" | "--component") {
+        if matches!(
+            pair[0],
+            "--kube-proxy-mode" | "--storage" | "--cni" | "--component"
+        ) {
             cmd.args(pair);
         }
     }
