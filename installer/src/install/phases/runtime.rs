@@ -136,7 +136,7 @@ fn containerd_plan<'a>(cx: &'a Cx<'_>) -> Result<&'a ContainerdPlan, StepError> 
 /// a restart would bring it into force.
 async fn effective_config(cx: &Cx<'_>, node: &Node) -> Result<(), StepError> {
     let expected = containerd_plan(cx)?;
-    let dump = sh(node, "/usr/local/bin/containerd config dump").await?;
+    let dump = sh(node, &runtime::dump_command()).await?;
     let mut findings = expected
         .judge(&dump)
         .map_err(|source| StepError::ContainerdDump {

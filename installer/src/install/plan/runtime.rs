@@ -370,10 +370,25 @@ pub fn imports_command(imports: &[String]) -> Option<String> {
         return None;
     }
     Some(format!(
-        "for f in {}; do [ \"$f\" != {CONFIG} ] && [ -f \"$f\" ] && printf '{IMPORT_MARK}%s\\n' \"$f\" && cat \"$f\"; done; true",
+        "for f in {}; do [ \"$f\" != {CONFIG} ] && [ -f \"$f\" ] && printf '{IMPORT_MARK}%s\\n' \"$f\" && {REDACT_SECRETS} \"$f\"; done; true",
         patterns.join(" "),
     ))
 }
+
+/// `containerd config dump` on a node, its secrets redacted there (see [`REDACT_SECRETS`]); a
+/// dump that fails fails the command.
+pub fn dump_command() -> String {
+    format!(
+        "dump=$(/usr/local/bin/containerd config dump) && printf '%s\\n' \"$dump\" | {REDACT_SECRETS}"
+    )
+}
+
+/// A filter (`sed` over its file arguments or stdin) that replaces the value of every
+/// credential key of a containerd config (`password`, `auth`, `identitytoken` of
+/// `registry.configs`): what the node prints is logged, and the judging needs only which hosts
+/// have credentials, never their values.
+const REDACT_SECRETS: &str =
+    "sed -E 's/^([[:space:]]*(password|auth|identitytoken)[[:space:]]*=).*/\\1 \"<redacted>\"/'";
 
 /// kk's containerd config file.
 const CONFIG: &str = "/etc/containerd/config.toml";

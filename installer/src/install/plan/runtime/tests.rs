@@ -185,3 +185,30 @@ fn imports_are_listed_and_each_drop_in_read_back() {
         ]
     );
 }
+
+#[test]
+fn credentials_are_redacted_on_the_node_and_still_judged_by_host() {
+    let mut dump = testdata("dump-1.7-kk.toml");
+    dump.push_str(
+        "\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"harbor.lab:8443\".auth]\n  \
+         auth = \"a2s6czNjcmV0\"\n  identitytoken = \"t0ken\"\n  password = \"s3cret\"\n  username = \"kk\"\n",
+    );
+    let mut sed = std::process::Command::new("sh")
+        .args(["-c", REDACT_SECRETS])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh");
+    std::io::Write::write_all(&mut sed.stdin.take().expect("stdin"), dump.as_bytes())
+        .expect("write");
+    let printed = String::from_utf8(sed.wait_with_output().expect("sed").stdout).expect("utf-8");
+    for secret in ["s3cret", "t0ken", "a2s6czNjcmV0"] {
+        assert!(!printed.contains(secret), "{secret} in {printed}");
+    }
+    assert!(printed.contains("username = \"kk\""), "{printed}");
+    let mut allowed = plan("1.7.24");
+    allowed.auth_hosts = vec!["harbor.lab:8443".to_owned()];
+    assert_eq!(allowed.judge(&printed).expect("toml"), Vec::new());
+    let findings = plan("1.7.24").judge(&printed).expect("toml");
+    assert_eq!(findings.len(), 1, "{findings:?}");
+}
