@@ -407,12 +407,20 @@ impl Plan {
             .map(|host| Ok((host.name.clone(), address_of(host)?)))
             .collect::<Result<Vec<_>, PlanError>>()?;
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
+        let registry_auth = registry_auth(config);
         let RuntimeChoice {
             binaries: runtime_binaries,
             containerd_version,
             docker,
             action: runtime_action,
-        } = RuntimeChoice::new(config.cri.container_manager, &content, &pause_image)?;
+        } = RuntimeChoice::new(
+            config.cri.container_manager,
+            &content,
+            &pause_image,
+            registry_auth
+                .iter()
+                .find(|auth| auth.host == registry.address),
+        )?;
         let cri_socket = docker
             .as_ref()
             .map_or(CRI_SOCKET, |d| d.cri_socket.as_str());
@@ -442,6 +450,11 @@ impl Plan {
                     etcd_members: &etcd_members,
                     storage_class,
                     cri_socket,
+                    cri_unit: if docker.is_some() {
+                        crate::install::render::docker::CRI_UNIT
+                    } else {
+                        crate::install::render::CONTAINERD_UNIT
+                    },
                 };
                 Some(KubernetesPlan::new(inventory, config, &shared)?)
             }
@@ -466,7 +479,6 @@ impl Plan {
             steps.extend(kubernetes.steps());
             steps.extend(post);
         }
-        let registry_auth = registry_auth(config);
         let containerd = ContainerdPlan::of_runtime(
             docker.is_none(),
             &containerd_version,

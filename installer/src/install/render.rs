@@ -135,14 +135,11 @@ pub fn hosts_toml(host: &str, registry: &Mirror<'_>) -> String {
     } else {
         format!("https://{address}")
     };
-    let (mirror, which, override_path) = if registry.external {
-        (
-            format!("https://{address}/v2/{host}"),
-            "the external registry",
-            "\x20 override_path = true\n",
-        )
+    let mirror = mirror_url(host, registry);
+    let (which, override_path) = if registry.external {
+        ("the external registry", "\x20 override_path = true\n")
     } else {
-        (format!("https://{address}"), "kk's registry", "")
+        ("kk's registry", "")
     };
     format!(
         "# Written by kk-install: pulls of {host} images go to {which}.\n\
@@ -152,6 +149,17 @@ pub fn hosts_toml(host: &str, registry: &Mirror<'_>) -> String {
          \x20 ca = \"{ca}\"\n{override_path}",
         ca = registry.ca,
     )
+}
+
+/// The `[host."…"]` key of the mirror in [`hosts_toml`] for `host`: an external registry's
+/// URL carries the host's path, kk's registry is asked with `?ns=<host>`.
+pub fn mirror_url(host: &str, registry: &Mirror<'_>) -> String {
+    let address = registry.address;
+    if registry.external {
+        format!("https://{address}/v2/{host}")
+    } else {
+        format!("https://{address}")
+    }
 }
 
 /// The CRI plugin's credentials for each registry host of `auth` (`host`, `username`,
@@ -204,6 +212,9 @@ pub fn crictl_yaml() -> &'static str {
      image-endpoint: unix:///run/containerd/containerd.sock\n\
      timeout: 10\n"
 }
+
+/// containerd's service: the kubelet's CRI with the containerd runtime.
+pub const CONTAINERD_UNIT: &str = "containerd.service";
 
 /// `containerd.service`, shaped like upstream's.
 pub fn containerd_unit() -> &'static str {

@@ -3,8 +3,7 @@
 //! `/etc/docker/certs.d`, and cri-dockerd behind its socket unit; then the probe pull through
 //! dockerd.
 
-use super::runtime::mirror_files;
-use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
+use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, registry, sh};
 use crate::install::error::StepError;
 use crate::install::render::{self, docker};
 use crate::ssh::{Node, quote};
@@ -29,13 +28,15 @@ pub(super) async fn docker(cx: &Cx<'_>, node: &Node) -> StepResult {
         (
             docker::DAEMON_JSON.to_owned(),
             docker::daemon_json().to_owned(),
+            0o644,
         ),
         (
             "/etc/systemd/system/docker.service".to_owned(),
             docker::docker_unit(),
+            0o644,
         ),
     ];
-    dockerd.extend(mirror_files(cx, docker::CERTS_D));
+    dockerd.extend(mirror_files(cx)?);
     let cri_dockerd = [
         (
             "/etc/systemd/system/cri-docker.socket".to_owned(),
@@ -46,7 +47,9 @@ pub(super) async fn docker(cx: &Cx<'_>, node: &Node) -> StepResult {
             docker::cri_dockerd_unit(&plan.cri_dockerd_flags),
         ),
         ("/etc/crictl.yaml".to_owned(), docker::crictl_yaml()),
-    ];
+    ]
+    .map(|(path, content)| (path, content, 0o644));
+    let containerd = containerd.map(|(path, content)| (path, content, 0o644));
     let mut outcome = Outcome::default();
     for (unit, files) in [
         ("containerd.service", &containerd[..]),
@@ -54,8 +57,8 @@ pub(super) async fn docker(cx: &Cx<'_>, node: &Node) -> StepResult {
         ("cri-docker.socket", &cri_dockerd[..]),
     ] {
         let mut written = Outcome::default();
-        for (path, content) in files {
-            written.merge(put(cx, node, content.as_bytes(), path, 0o644).await?);
+        for (path, content, mode) in files {
+            written.merge(put(cx, node, content.as_bytes(), path, *mode).await?);
         }
         let changed = written.changed;
         outcome.merge(written);
@@ -67,6 +70,34 @@ pub(super) async fn docker(cx: &Cx<'_>, node: &Node) -> StepResult {
         }
     }
     Ok(outcome)
+}
+
+/// `/etc/docker/certs.d/<host>/hosts.toml` of every image host, with the path and mode each is
+/// put with: root-only when it holds the external registry's credentials (the plan's
+/// `mirror_auth`, its password read from the installer machine's environment, never logged).
+fn mirror_files(cx: &Cx<'_>) -> Result<Vec<(String, String, u32)>, StepError> {
+    let mirror_auth = cx.plan.docker.as_ref().and_then(|d| d.mirror_auth.as_ref());
+    let credentials = registry::credentials(cx)?;
+    let auth = mirror_auth.and_then(|wanted| {
+        credentials
+            .iter()
+            .find(|(auth, _)| *auth == wanted)
+            .map(|(auth, password)| (auth.username.as_str(), password.as_str()))
+    });
+    let mode = if auth.is_some() { 0o600 } else { 0o644 };
+    let mirror = cx.plan.registry.mirror();
+    Ok(cx
+        .plan
+        .image_hosts
+        .iter()
+        .map(|host| {
+            (
+                format!("{}/{host}/hosts.toml", docker::CERTS_D),
+                docker::hosts_toml(host, &mirror, auth),
+                mode,
+            )
+        })
+        .collect())
 }
 
 /// `runtime.pull` with docker: the pause image pulled by its original name through dockerd,

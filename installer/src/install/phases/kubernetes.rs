@@ -55,10 +55,11 @@ async fn is_joined(node: &Node) -> Result<bool, StepError> {
 
 /// `kubernetes.kubelet`: `kubelet.service` and kubeadm's drop-in, enabled; kubeadm starts it.
 pub(super) async fn kubelet(cx: &Cx<'_>, node: &Node) -> StepResult {
+    let cri_unit = &kubernetes(cx)?.cri_unit;
     let mut outcome = put(
         cx,
         node,
-        k8s::kubelet_unit().as_bytes(),
+        k8s::kubelet_unit(cri_unit).as_bytes(),
         KUBELET_UNIT,
         0o644,
     )

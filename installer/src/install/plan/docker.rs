@@ -1,10 +1,11 @@
 //! The docker runtime's plan (`cri.container_manager: docker`): which docker the bundle
-//! carries, refused when older than 28, and cri-dockerd's flags.
+//! carries, refused when older than 28, cri-dockerd's flags, and the credentials dockerd sends
+//! to an external registry.
 
 use bundle_spec::manifest::ContainerRuntime;
 use serde::Serialize;
 
-use super::{Action, BinaryFetch, Content};
+use super::{Action, BinaryFetch, Content, RegistryAuth};
 use crate::install::error::PlanError;
 use crate::install::render::docker::CRI_SOCKET;
 
@@ -23,12 +24,20 @@ pub struct DockerPlan {
     pub cri_socket: String,
     /// cri-dockerd's flags besides its listening socket.
     pub cri_dockerd_flags: Vec<String>,
+    /// The external registry's credentials, which dockerd sends to it as the mirror of every
+    /// image host (a header in each `hosts.toml`, see `render::docker::hosts_toml` for why no
+    /// `config.json` would do); `None` when the registry needs none.
+    pub mirror_auth: Option<RegistryAuth>,
 }
 
 impl DockerPlan {
     /// The plan for the bundle's docker `version`, with `pause_image` (by its original name) as
-    /// cri-dockerd's sandbox image.
-    pub(super) fn new(version: &str, pause_image: &str) -> Result<Self, PlanError> {
+    /// cri-dockerd's sandbox image and `mirror_auth` the mirror's credentials.
+    pub(super) fn new(
+        version: &str,
+        pause_image: &str,
+        mirror_auth: Option<RegistryAuth>,
+    ) -> Result<Self, PlanError> {
         let major = version
             .trim_start_matches('v')
             .split('.')
@@ -53,6 +62,7 @@ impl DockerPlan {
                 // The sandbox image by its original name: dockerd pulls it through certs.d.
                 format!("--pod-infra-container-image={pause_image}"),
             ],
+            mirror_auth,
         })
     }
 }
@@ -71,11 +81,13 @@ pub(super) struct RuntimeChoice {
 }
 
 impl RuntimeChoice {
-    /// `runtime` from the bundle's `content`, `pause_image` being the sandbox image.
+    /// `runtime` from the bundle's `content`, `pause_image` being the sandbox image and
+    /// `mirror_auth` the credentials of the registry the nodes pull from.
     pub(super) fn new(
         runtime: ContainerRuntime,
         content: &Content,
         pause_image: &str,
+        mirror_auth: Option<&RegistryAuth>,
     ) -> Result<Self, PlanError> {
         let docker = runtime == ContainerRuntime::Docker;
         let binaries = if docker {
@@ -92,7 +104,11 @@ impl RuntimeChoice {
             Self {
                 binaries,
                 containerd_version: String::new(),
-                docker: Some(DockerPlan::new(&version, pause_image)?),
+                docker: Some(DockerPlan::new(
+                    &version,
+                    pause_image,
+                    mirror_auth.cloned(),
+                )?),
                 action: Action::Docker,
             }
         } else {
@@ -120,7 +136,7 @@ mod tests {
             ("24.0.9", false),
             ("latest", false),
         ] {
-            let plan = DockerPlan::new(version, "registry.k8s.io/pause:3.10");
+            let plan = DockerPlan::new(version, "registry.k8s.io/pause:3.10", None);
             assert_eq!(plan.is_ok(), planned, "{version}");
             if let Err(err) = plan {
                 let message = err.to_string();
@@ -133,7 +149,7 @@ mod tests {
 
     #[test]
     fn cri_dockerd_gets_the_pause_image_by_its_original_name() {
-        let plan = DockerPlan::new("28.5.2", "registry.k8s.io/pause:3.10").expect("plan");
+        let plan = DockerPlan::new("28.5.2", "registry.k8s.io/pause:3.10", None).expect("plan");
         assert!(
             plan.cri_dockerd_flags
                 .contains(&"--pod-infra-container-image=registry.k8s.io/pause:3.10".to_owned())

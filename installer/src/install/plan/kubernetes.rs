@@ -46,6 +46,9 @@ pub struct KubernetesPlan {
     /// By inventory name: kubeadm's input for `kubeadm join` on every other control plane and
     /// every worker, all but the token and the CA's hash.
     pub joins: BTreeMap<String, JoinInput>,
+    /// The container runtime's CRI unit (`containerd.service`, `cri-docker.service`): the
+    /// kubelet's unit wants it and starts after it.
+    pub cri_unit: String,
     binaries: Vec<BinaryFetch>,
     helm: Option<BinaryFetch>,
     /// The label the network plugin needs on its nodes before its chart.
@@ -68,6 +71,8 @@ pub(super) struct Shared<'a> {
     pub(super) storage_class: Option<ChartInstall>,
     /// The CRI socket of the container runtime the plan chose (kubeadm's `criSocket`).
     pub(super) cri_socket: &'a str,
+    /// The systemd unit serving that socket, which the kubelet wants and starts after.
+    pub(super) cri_unit: &'a str,
 }
 
 impl KubernetesPlan {
@@ -156,6 +161,7 @@ impl KubernetesPlan {
             haproxy_image,
             cluster,
             joins,
+            cri_unit: shared.cri_unit.to_owned(),
             binaries,
             helm,
             cni_label,

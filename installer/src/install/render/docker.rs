@@ -6,12 +6,18 @@
 //! kk's registry is each host's mirror there, written by [`super::hosts_toml`] like
 //! containerd's own.
 
+use base64::Engine as _;
+
+use super::Mirror;
+
 /// Where dockerd reads each registry host's `hosts.toml`.
 pub const CERTS_D: &str = "/etc/docker/certs.d";
 /// dockerd's configuration.
 pub const DAEMON_JSON: &str = "/etc/docker/daemon.json";
 /// containerd's socket, which dockerd is pointed at (`--containerd`).
 pub const CONTAINERD_SOCKET: &str = "/run/containerd/containerd.sock";
+/// cri-dockerd's service: what the kubelet's unit wants and starts after.
+pub const CRI_UNIT: &str = "cri-docker.service";
 /// cri-dockerd's socket (its socket unit listens there): the kubelet's CRI endpoint.
 pub const CRI_SOCKET: &str = "unix:///run/cri-dockerd.sock";
 
@@ -130,6 +136,39 @@ pub fn cri_dockerd_unit(flags: &[String]) -> String {
     )
 }
 
+/// `/etc/docker/certs.d/<host>/hosts.toml`: [`super::hosts_toml`], and with an external
+/// registry's `auth` (`username`, `password`) a static `Authorization: Basic` header for the
+/// mirror. That header is the one way credentials reach a mirror from dockerd:
+///
+/// - dockerd 28 (moby v28.5.2, `daemon/containerd/resolver.go` `authorizerFromAuthConfig`) hands
+///   the X-Registry-Auth credentials of a pull only to the host they name (`ServerAddress`, else
+///   the image's own host, `registry.k8s.io`); a mirror's 401 gets none ("Host doesn't match").
+///   `docker pull` sends what `~/.docker/config.json` keeps for the image's host, and
+///   cri-dockerd sends the kubelet's credentials, or for its sandbox image what its keyring
+///   (`credentialprovider`, Mirantis/cri-dockerd 246bd65 `core/sandbox_helpers.go`) finds in
+///   `config.json` for the image's host — never the mirror's. So no `config.json` can
+///   authorize a pull through the mirror.
+/// - dockerd builds its hosts with containerd's `hostconfig.ConfigureHosts` (moby
+///   `daemon/hosts.go`), which keeps `[host."…".header]` and sends it with every request to
+///   that host only (containerd v2.1.4 `core/remotes/docker/resolver.go` `request`), never to
+///   the image's own host. With the header the registry answers 200, so the authorizer above is
+///   never asked.
+///
+/// The file then holds the password: the docker step writes it root-only.
+pub fn hosts_toml(host: &str, mirror: &Mirror<'_>, auth: Option<(&str, &str)>) -> String {
+    let mut text = super::hosts_toml(host, mirror);
+    if let Some((username, password)) = auth {
+        let basic =
+            base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+        text.push_str(&format!(
+            "\n[host.\"{url}\".header]\n\x20 Authorization = {value}\n",
+            url = super::mirror_url(host, mirror),
+            value = super::toml_string(&format!("Basic {basic}")),
+        ));
+    }
+    text
+}
+
 /// `/etc/crictl.yaml` for cri-dockerd.
 pub fn crictl_yaml() -> String {
     format!("runtime-endpoint: {CRI_SOCKET}\nimage-endpoint: {CRI_SOCKET}\ntimeout: 10\n")
@@ -180,6 +219,37 @@ mod tests {
             crictl_yaml().lines().next(),
             Some("runtime-endpoint: unix:///run/cri-dockerd.sock")
         );
+    }
+
+    #[test]
+    fn an_external_registrys_credentials_go_to_its_mirror_entry_only() {
+        let mirror = Mirror {
+            address: "registry.example:5000",
+            ca: "/etc/kk/pki/external-registry-ca.crt",
+            upstream_fallback: true,
+            external: true,
+        };
+        let with = hosts_toml("registry.k8s.io", &mirror, Some(("pusher", "p\"w:d")));
+        let parsed: toml::Table = with.parse().expect("toml");
+        let hosts = parsed["host"].as_table().expect("host table");
+        assert_eq!(hosts.len(), 1, "{with}");
+        let entry = &hosts["https://registry.example:5000/v2/registry.k8s.io"];
+        // base64 of `pusher:p"w:d`.
+        assert_eq!(
+            entry["header"]["Authorization"].as_str(),
+            Some("Basic cHVzaGVyOnAidzpk")
+        );
+        assert_eq!(entry["override_path"].as_bool(), Some(true));
+        // The image's own server (the fallback) gets no header.
+        assert_eq!(parsed["server"].as_str(), Some("https://registry.k8s.io"));
+        assert!(parsed.get("header").is_none(), "{with}");
+
+        let without = hosts_toml("registry.k8s.io", &mirror, None);
+        assert_eq!(
+            without,
+            crate::install::render::hosts_toml("registry.k8s.io", &mirror)
+        );
+        assert!(!without.contains("header"), "{without}");
     }
 
     #[test]

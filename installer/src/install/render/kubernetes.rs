@@ -188,21 +188,25 @@ fn documents(what: &str, docs: &[Yaml]) -> String {
 /// `/etc/systemd/system/kubelet.service`, shaped like the one kubernetes/release packages
 /// (`cmd/krel/templates/latest/kubelet/kubelet.service`) with the binary where kk installs it.
 /// The kubelet restarts forever until kubeadm writes its configuration: that crash loop is
-/// how kubeadm expects to find it. After containerd, which it needs.
-pub fn kubelet_unit() -> &'static str {
-    "# Written by kk-install (upstream's kubelet.service).\n\
-     [Unit]\n\
-     Description=kubelet: The Kubernetes Node Agent\n\
-     Documentation=https://kubernetes.io/docs/\n\
-     Wants=network-online.target\n\
-     After=network-online.target containerd.service\n\n\
-     [Service]\n\
-     ExecStart=/usr/local/bin/kubelet\n\
-     Restart=always\n\
-     StartLimitInterval=0\n\
-     RestartSec=10\n\n\
-     [Install]\n\
-     WantedBy=multi-user.target\n"
+/// how kubeadm expects to find it. It wants and starts after `cri_unit`, the unit serving the
+/// container runtime's CRI (`containerd.service`, or `cri-docker.service` with docker), which
+/// it needs.
+pub fn kubelet_unit(cri_unit: &str) -> String {
+    format!(
+        "# Written by kk-install (upstream's kubelet.service).\n\
+         [Unit]\n\
+         Description=kubelet: The Kubernetes Node Agent\n\
+         Documentation=https://kubernetes.io/docs/\n\
+         Wants=network-online.target {cri_unit}\n\
+         After=network-online.target {cri_unit}\n\n\
+         [Service]\n\
+         ExecStart=/usr/local/bin/kubelet\n\
+         Restart=always\n\
+         StartLimitInterval=0\n\
+         RestartSec=10\n\n\
+         [Install]\n\
+         WantedBy=multi-user.target\n"
+    )
 }
 
 /// `/etc/systemd/system/kubelet.service.d/10-kubeadm.conf`, upstream's drop-in

@@ -8,6 +8,11 @@ const DOCKER: &str = "  etcd: {deployment_type: external}\n  cri: {container_man
 /// The catalog's bundle for docker: docker's tarball and cri-dockerd instead of containerd and
 /// runc.
 fn docker_plan(docker_version: &str) -> Result<Plan, PlanError> {
+    docker_plan_with(docker_version, "")
+}
+
+/// [`docker_plan`] with `more` in the config's spec.
+fn docker_plan_with(docker_version: &str, more: &str) -> Result<Plan, PlanError> {
     let inventory = Inventory::from_str_named(INVENTORY, "inventory.yaml").expect("inventory");
     let mut description = description(&["containerd", "runc"]);
     description.artifacts.extend([
@@ -16,7 +21,7 @@ fn docker_plan(docker_version: &str) -> Result<Plan, PlanError> {
     ]);
     Plan::new(
         &inventory,
-        &config(DOCKER),
+        &config(&format!("{DOCKER}{more}")),
         Sha256Digest::of(b"bundle"),
         &description,
     )
@@ -66,6 +71,35 @@ fn docker_fetches_its_tarball_and_cri_dockerd_and_kubeadm_uses_cri_dockerd() {
             .values()
             .all(|join| join.cri_socket == "unix:///run/cri-dockerd.sock")
     );
+    // The kubelet starts after the CRI it talks to, not after a containerd it never calls.
+    assert_eq!(kubernetes.cri_unit, "cri-docker.service");
+    // kk's own registry needs no credentials.
+    assert_eq!(docker.mirror_auth, None);
+}
+
+#[test]
+fn docker_sends_an_external_registrys_credentials_to_it_as_the_mirror() {
+    let external = "  image_registry:\n    type: external\n    address: registry.lab:5000\n    username: pusher\n    password_env: KK_TEST_REGISTRY_PASSWORD\n";
+    let plan = docker_plan_with("28.5.2", external).expect("plan");
+    let docker = plan.docker.as_ref().expect("docker plan");
+    assert_eq!(
+        docker.mirror_auth,
+        Some(RegistryAuth {
+            host: "registry.lab:5000".into(),
+            username: "pusher".into(),
+            password_env: "KK_TEST_REGISTRY_PASSWORD".into(),
+        })
+    );
+    // The plan names the variable, never a password.
+    let json = serde_json::to_string(&plan).expect("json");
+    assert!(json.contains("KK_TEST_REGISTRY_PASSWORD"), "{json}");
+
+    let open = docker_plan_with(
+        "28.5.2",
+        "  image_registry: {type: external, address: registry.lab}\n",
+    )
+    .expect("plan");
+    assert_eq!(open.docker.expect("docker").mirror_auth, None);
 }
 
 #[test]
@@ -73,6 +107,10 @@ fn containerd_keeps_its_own_steps_and_socket() {
     let plan = sample_plan();
     assert!(plan.docker.is_none());
     assert!(plan.steps.iter().any(|s| s.id == "runtime.containerd"));
+    assert_eq!(
+        plan.kubernetes.as_ref().expect("kubernetes").cri_unit,
+        "containerd.service"
+    );
     assert_eq!(
         plan.kubernetes.expect("kubernetes").cluster.cri_socket,
         "unix:///run/containerd/containerd.sock"

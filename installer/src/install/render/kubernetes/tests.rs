@@ -401,9 +401,9 @@ fn values_of(entries: &[(String, String, String)], section: &str, key: &str) -> 
 
 #[test]
 fn kubelet_unit_and_dropin_are_upstreams() {
-    let unit = systemd(kubelet_unit());
+    let unit = systemd(&kubelet_unit("containerd.service"));
     for (section, key, value) in [
-        ("Unit", "Wants", "network-online.target"),
+        ("Unit", "Wants", "network-online.target containerd.service"),
         ("Unit", "After", "network-online.target containerd.service"),
         ("Service", "ExecStart", "/usr/local/bin/kubelet"),
         ("Service", "Restart", "always"),
