@@ -4,7 +4,8 @@
 //! (`scripts/lab/standins/cri-dockerd.py`), under the whole install: kubeadm, the kubelet and
 //! kubectl are the lab's stand-ins, which behind cri-dockerd pull through the real dockerd.
 //! Images keep their original names; dockerd resolves them through `/etc/docker/certs.d` to
-//! kk's registry.
+//! kk's registry, then, on the same nodes after a reset, to an existing registry that wants
+//! credentials (the lab's real docker-registry with TLS and basic auth).
 
 use std::fs;
 use std::net::TcpListener;
@@ -138,9 +139,10 @@ mod lab {
 
     use serde_json::Value;
 
+    use crate::external_registry::{External, PASSWORD, PASSWORD_ENV, USER};
     use crate::install_lab::lab::{Cluster, VERSION, images};
     use crate::labkit::Lab;
-    use crate::support::{binary, run_ok};
+    use crate::support::{binary, run, run_ok};
 
     /// The docker the lab's tarball carries (Debian sid's docker.io).
     const DOCKER: &str = "28.5.2";
@@ -261,6 +263,108 @@ mod lab {
                 node + 1
             );
         }
+
+        docker_with_an_external_registry(&cluster, tmp.path());
+    }
+
+    /// The reset nodes installed again with docker against an existing registry that wants
+    /// credentials: the install pushes into it, dockerd (`docker pull`, cri-dockerd, the kubelet
+    /// behind it) pulls every image through it by original name and digest with the credentials
+    /// of its `hosts.toml`, and without them the registry refuses the pull.
+    fn docker_with_an_external_registry(cluster: &Cluster, dir: &Path) {
+        let node_ip = cluster.nodes.ips()[0].clone();
+        let bridge = format!("{}.1", node_ip.rsplit_once('.').expect("ipv4").0);
+        let external = External::start(dir, &bridge);
+        // `ca_file` is relative to the config.
+        fs::copy(&external.ca, cluster.dir.join("registry-ca.crt")).expect("ca");
+        cluster.write_inventory(
+            2,
+            "    kube_control_plane: {hosts: [node1]}\n    kube_worker: {hosts: [node2]}\n    etcd: {hosts: [node1]}\n",
+        );
+        cluster.write_config(&format!(
+            "  cri: {{container_manager: docker}}\n  image_registry:\n    type: external\n    address: \"{}\"\n    username: {USER}\n    password_env: {PASSWORD_ENV}\n    ca_file: registry-ca.crt\n",
+            external.direct
+        ));
+        let (out, output) = run_ok(cluster.kk_install(&[]).env(PASSWORD_ENV, PASSWORD));
+        let said = format!("{out}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            !said.contains(PASSWORD),
+            "the password is never shown: {said}"
+        );
+        let found = run(Command::new("grep")
+            .args(["-rl", "--exclude-dir=store", PASSWORD])
+            .arg(cluster.work_dir()));
+        assert_eq!(
+            String::from_utf8_lossy(&found.stdout),
+            "",
+            "the password is never logged"
+        );
+        let mirror = format!(
+            "[host.\"https://{}/v2/registry.k8s.io\".header]",
+            external.direct
+        );
+        for node in 0..2 {
+            // The credentials are in dockerd's hosts.toml, for root's eyes only; the kubelet
+            // follows cri-dockerd, the CRI it talks to.
+            let state = cluster.on(
+                node,
+                "stat -c %a /etc/docker/certs.d/registry.k8s.io/hosts.toml; \
+                 systemctl show -p After -p Wants kubelet; systemctl is-active cri-docker",
+            );
+            assert!(state.starts_with("600\n"), "node{}: {state}", node + 1);
+            assert_eq!(
+                state.matches("cri-docker.service").count(),
+                2,
+                "node{}: {state}",
+                node + 1
+            );
+            assert!(state.ends_with("active\n"), "node{}: {state}", node + 1);
+            let hosts = cluster.on(node, "cat /etc/docker/certs.d/registry.k8s.io/hosts.toml");
+            assert!(hosts.contains(&mirror), "node{}: {hosts}", node + 1);
+        }
+        assert_images_pull_by_original_name_and_digest(cluster);
+        assert_pulls_need_the_credentials(cluster);
+    }
+
+    /// With the `Authorization` header taken out of `hosts.toml`, dockerd's pull of the pause
+    /// image is refused by the registry (dockerd hands its mirrors no other credentials), and
+    /// cri-dockerd, which pulls it at start, does not start; both work again with it back.
+    fn assert_pulls_need_the_credentials(cluster: &Cluster) {
+        let pause = images(&cluster.bundle)
+            .into_iter()
+            .map(|(reference, _)| reference)
+            .find(|r| r.starts_with("registry.k8s.io/pause:"))
+            .expect("pause image");
+        let hosts = "/etc/docker/certs.d/registry.k8s.io/hosts.toml";
+        let said = cluster.on(
+            1,
+            &format!(
+                "cp -p {hosts} /root/hosts.toml.kk; sed -i '/\\.header\\]$/,$d' {hosts}; \
+                 grep -c Authorization {hosts}; \
+                 docker pull --quiet {pause} 2>&1 && echo KK-PULLED; \
+                 systemctl restart cri-docker 2>&1 && echo KK-STARTED; \
+                 cp -p /root/hosts.toml.kk {hosts}; true"
+            ),
+        );
+        assert!(
+            said.starts_with("0\n"),
+            "the header was not taken out: {said}"
+        );
+        assert!(
+            !said.contains("KK-PULLED") && !said.contains("KK-STARTED"),
+            "{pause} pulled without credentials: {said}"
+        );
+        assert!(
+            said.contains("401") || said.to_lowercase().contains("authoriz"),
+            "not the registry's refusal: {said}"
+        );
+        let again = cluster.on(
+            1,
+            &format!(
+                "docker pull --quiet {pause} >/dev/null && systemctl restart cri-docker && systemctl is-active cri-docker"
+            ),
+        );
+        assert_eq!(again, "active\n");
     }
 
     /// dockerd 28 on the containerd unit with the containerd image store, cri-dockerd up behind

@@ -11,6 +11,7 @@ mod cni_lab;
 mod dist;
 mod docker_lab;
 mod external_lab;
+mod external_registry;
 mod install_bundle;
 mod install_lab;
 mod install_lock;

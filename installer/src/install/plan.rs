@@ -10,7 +10,6 @@ use bundle_spec::{Description, Sha256Digest};
 use serde::Serialize;
 
 use crate::install::error::PlanError;
-use crate::install::render::kubernetes::paths::CRI_SOCKET;
 use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, Role};
 
 mod charts;
@@ -408,27 +407,18 @@ impl Plan {
             .collect::<Result<Vec<_>, PlanError>>()?;
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let registry_auth = registry_auth(config);
-        let RuntimeChoice {
-            binaries: runtime_binaries,
-            containerd_version,
-            docker,
-            action: runtime_action,
-        } = RuntimeChoice::new(
+        let mirror_auth = registry_auth
+            .iter()
+            .find(|auth| auth.host == registry.address);
+        let runtime = RuntimeChoice::new(
             config.cri.container_manager,
             &content,
             &pause_image,
-            registry_auth
-                .iter()
-                .find(|auth| auth.host == registry.address),
+            mirror_auth,
         )?;
-        let cri_socket = docker
-            .as_ref()
-            .map_or(CRI_SOCKET, |d| d.cri_socket.as_str());
-        let etcd_binary = if etcd_hosts.is_empty() {
-            None
-        } else {
-            Some(content.binary("etcd", "/usr/local/bin", &["etcd", "etcdctl"])?)
-        };
+        let etcd_binary = (!etcd_hosts.is_empty())
+            .then(|| content.binary("etcd", "/usr/local/bin", &["etcd", "etcdctl"]))
+            .transpose()?;
         let groups = Groups {
             all: names(&inventory.hosts().iter().collect::<Vec<_>>()),
             runtime: runtime_nodes,
@@ -449,12 +439,8 @@ impl Plan {
                     cluster_domain: CLUSTER_DOMAIN,
                     etcd_members: &etcd_members,
                     storage_class,
-                    cri_socket,
-                    cri_unit: if docker.is_some() {
-                        crate::install::render::docker::CRI_UNIT
-                    } else {
-                        crate::install::render::CONTAINERD_UNIT
-                    },
+                    cri_socket: runtime.cri_socket(),
+                    cri_unit: runtime.cri_unit(),
                 };
                 Some(KubernetesPlan::new(inventory, config, &shared)?)
             }
@@ -471,7 +457,7 @@ impl Plan {
             &groups,
             &extra,
             ipv6,
-            (runtime_binaries, runtime_action),
+            (runtime.binaries, runtime.action),
             etcd_binary,
         );
         if let Some(kubernetes) = &kubernetes {
@@ -480,8 +466,8 @@ impl Plan {
             steps.extend(post);
         }
         let containerd = ContainerdPlan::of_runtime(
-            docker.is_none(),
-            &containerd_version,
+            runtime.docker.is_none(),
+            &runtime.containerd_version,
             &pause_image,
             &registry_auth,
         )?;
@@ -493,7 +479,7 @@ impl Plan {
             kubernetes_version: content.kubernetes_version.clone(),
             registry,
             registry_auth,
-            docker,
+            docker: runtime.docker,
             pause_image,
             containerd,
             image_hosts: content.image_hosts.clone(),

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::{Action, BinaryFetch, Content, RegistryAuth};
 use crate::install::error::PlanError;
-use crate::install::render::docker::CRI_SOCKET;
+use crate::install::render::docker::{CRI_SOCKET, CRI_UNIT};
+use crate::install::render::{CONTAINERD_UNIT, kubernetes::paths::CRI_SOCKET as CONTAINERD_SOCKET};
 
 /// The oldest docker kk installs: from 28.0, dockerd with the containerd image store resolves
 /// every registry host through `/etc/docker/certs.d/<host>/hosts.toml` (moby `daemon/hosts.go`),
@@ -119,6 +120,22 @@ impl RuntimeChoice {
                 action: Action::Containerd,
             }
         })
+    }
+
+    /// The kubelet's CRI endpoint: cri-dockerd's with docker, else containerd's.
+    pub(super) fn cri_socket(&self) -> &str {
+        self.docker
+            .as_ref()
+            .map_or(CONTAINERD_SOCKET, |d| d.cri_socket.as_str())
+    }
+
+    /// The systemd unit serving [`Self::cri_socket`], which the kubelet wants and follows.
+    pub(super) fn cri_unit(&self) -> &'static str {
+        if self.docker.is_some() {
+            CRI_UNIT
+        } else {
+            CONTAINERD_UNIT
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //! kk's registry is each host's mirror there, written by [`super::hosts_toml`] like
 //! containerd's own.
 
+use std::fmt::Write as _;
+
 use base64::Engine as _;
 
 use super::Mirror;
@@ -160,11 +162,12 @@ pub fn hosts_toml(host: &str, mirror: &Mirror<'_>, auth: Option<(&str, &str)>) -
     if let Some((username, password)) = auth {
         let basic =
             base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "\n[host.\"{url}\".header]\n\x20 Authorization = {value}\n",
             url = super::mirror_url(host, mirror),
             value = super::toml_string(&format!("Basic {basic}")),
-        ));
+        );
     }
     text
 }
