@@ -47,16 +47,16 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
     Ok(outcome)
 }
 
-/// `<dir>/<host>/hosts.toml` for every registry host the bundle's images are named by, each
-/// making the cluster's registry (kk's or an external one) that host's mirror: containerd's `certs.d` and dockerd's read the same
-/// content.
-pub(super) fn mirror_files(cx: &Cx<'_>, dir: &str) -> Vec<(String, String)> {
+/// containerd's `certs.d/<host>/hosts.toml` for every registry host the bundle's images are
+/// named by, each making the cluster's registry (kk's or an external one) that host's mirror
+/// (dockerd's, which may carry the registry's credentials, are the docker step's).
+fn mirror_files(cx: &Cx<'_>) -> Vec<(String, String)> {
     cx.plan
         .image_hosts
         .iter()
         .map(|host| {
             (
-                format!("{dir}/{host}/hosts.toml"),
+                format!("{}/{host}/hosts.toml", paths::CERTS_D),
                 render::hosts_toml(host, &cx.plan.registry.mirror()),
             )
         })
@@ -98,7 +98,7 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
         ),
     ];
     files.extend(
-        mirror_files(cx, paths::CERTS_D)
+        mirror_files(cx)
             .into_iter()
             .map(|(path, content)| (path, content, 0o644)),
     );
