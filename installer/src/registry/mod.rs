@@ -60,7 +60,9 @@
 
 mod api;
 mod error;
+mod live;
 mod names;
+mod revisions;
 mod serve;
 mod store;
 
@@ -73,19 +75,23 @@ use axum::routing::any;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
-pub use error::RegistryError;
+pub use error::{RegistryError, RevisionError};
+pub use revisions::{RevisionSummary, summarize, table};
 pub use serve::{ServeError, TlsFiles, bind, serve};
-pub use store::{Store, Unpacked, check_base, unpack};
+pub use store::{
+    Pruned, Revision, Store, StoreLock, Unpacked, check_base, list as revisions, prune, unpack,
+};
 
 /// The router serving `store` read-only under `/v2/`, with access logging through `tracing`
 /// (target `kk_install::registry::access`, level INFO: method, path, status, bytes,
-/// duration).
+/// duration). When the store's `index.json` is replaced (an unpack, a prune), the next
+/// request reopens it (see `live`).
 pub fn router(store: Store) -> Router {
     Router::new()
         .route("/v2", any(api::dispatch))
         .route("/v2/", any(api::dispatch))
         .route("/v2/{*rest}", any(api::dispatch))
-        .with_state(store)
+        .with_state(live::Live::new(store))
         .layer(axum::middleware::map_response(api_version))
         .layer(
             TraceLayer::new_for_http()
