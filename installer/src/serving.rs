@@ -119,11 +119,18 @@ pub(crate) fn prune(args: &PruneArgs) -> anyhow::Result<()> {
     let pruned = kk_install::registry::prune(&args.store, usize::from(args.keep), args.dry_run)
         .with_context(|| format!("cannot prune `{}`", args.store.display()))?;
     let short = |digests: &[bundle_spec::Sha256Digest]| {
-        digests.iter().map(|d| d.hex()[..12].to_owned()).collect::<Vec<_>>()
+        digests
+            .iter()
+            .map(|d| d.hex()[..12].to_owned())
+            .collect::<Vec<_>>()
     };
     match args.output {
         Output::Text => {
-            let verb = if pruned.dry_run { "would remove" } else { "removed" };
+            let verb = if pruned.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            };
             let mut text = format!(
                 "{verb} {} blobs ({}) of {} revisions; kept {} revisions\n",
                 pruned.blobs,

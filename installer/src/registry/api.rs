@@ -13,8 +13,8 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use tokio_util::io::ReaderStream;
 
-use super::names::{host_component, is_valid_repository, is_valid_tag};
 use super::live::Live;
+use super::names::{host_component, is_valid_repository, is_valid_tag};
 use super::store::{Repository, Store};
 
 /// The header naming the API version, on every response.

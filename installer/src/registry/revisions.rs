@@ -98,13 +98,16 @@ pub fn table(revisions: &[RevisionSummary]) -> String {
                 r.role.to_owned(),
                 time,
                 r.version.clone(),
-                r.base.map_or_else(|| "-".to_owned(), |b| b.hex()[..12].to_owned()),
+                r.base
+                    .map_or_else(|| "-".to_owned(), |b| b.hex()[..12].to_owned()),
                 blobs,
                 bytesize::ByteSize(r.unique_bytes).to_string(),
             ]
         })
         .collect();
-    let header = ["REVISION", "ROLE", "UNPACKED", "VERSION", "BASE", "BLOBS", "UNIQUE"];
+    let header = [
+        "REVISION", "ROLE", "UNPACKED", "VERSION", "BASE", "BLOBS", "UNIQUE",
+    ];
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()

@@ -144,7 +144,11 @@ impl Plan {
         durable::sync_dir(&headers).map_err(write_error(&headers))?;
         for entry in fs::read_dir(&headers).map_err(write_error(&headers))? {
             let entry = entry.map_err(write_error(&headers))?;
-            if entry.file_name().to_string_lossy().starts_with(RETIRED_PREFIX) {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(RETIRED_PREFIX)
+            {
                 fs::remove_dir_all(entry.path()).map_err(write_error(&entry.path()))?;
             }
         }

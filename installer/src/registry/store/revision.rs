@@ -113,10 +113,7 @@ fn version_of(description: &Description) -> String {
         .artifacts
         .iter()
         .find(|a| a.kind == ArtifactKind::Binary && a.name == "kubeadm")
-        .map_or_else(
-            || description.manifest.name.clone(),
-            |a| a.version.clone(),
-        )
+        .map_or_else(|| description.manifest.name.clone(), |a| a.version.clone())
 }
 
 /// The blobs a bundle's index needs: those in its checksum list and a delta's base blobs.
@@ -125,7 +122,11 @@ fn blobs_of(checksums: &ChecksumList, description: &Description) -> BTreeSet<Sha
         MemberKind::Blob(digest) => Some(digest),
         _ => None,
     });
-    let taken = description.base.iter().flat_map(|b| &b.blobs).map(|b| b.digest);
+    let taken = description
+        .base
+        .iter()
+        .flat_map(|b| &b.blobs)
+        .map(|b| b.digest);
     carried.chain(taken).collect()
 }
 
@@ -180,7 +181,12 @@ pub fn list(dir: &Path) -> Result<Vec<Revision>, RevisionError> {
     let entries = match fs::read_dir(&headers) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(RevisionError::Read { path: headers, source }),
+        Err(source) => {
+            return Err(RevisionError::Read {
+                path: headers,
+                source,
+            });
+        }
     };
     let mut revisions = Vec::new();
     for entry in entries {

@@ -17,10 +17,7 @@ fn bundle(dir: &Path, name: &str, images: &[(&str, &[u8])]) -> (PathBuf, Vec<Sha
     let images: Vec<TestImage<'_>> = images
         .iter()
         .zip(&layers)
-        .map(|((reference, _), layers)| TestImage {
-            reference,
-            layers,
-        })
+        .map(|((reference, _), layers)| TestImage { reference, layers })
         .collect();
     let written = write_images(dir, name, &images, None);
     (written.path, written.blobs)
@@ -50,12 +47,18 @@ impl Upgraded {
         let (a_path, a_blobs) = bundle(
             tmp.path(),
             "a",
-            &[("docker.io/x/app:1", b"one"), ("docker.io/x/shared:1", b"s")],
+            &[
+                ("docker.io/x/app:1", b"one"),
+                ("docker.io/x/shared:1", b"s"),
+            ],
         );
         let (b_path, b_blobs) = bundle(
             tmp.path(),
             "b",
-            &[("docker.io/x/app:2", b"two"), ("docker.io/x/shared:1", b"s")],
+            &[
+                ("docker.io/x/app:2", b"two"),
+                ("docker.io/x/shared:1", b"s"),
+            ],
         );
         let a = unpack_into(&a_path, &store);
         let b = unpack_into(&b_path, &store);
@@ -117,7 +120,11 @@ fn keep_selects_the_newest_revisions_and_never_fewer_than_one() {
     ];
     for (count, keep, kept, dropped) in table {
         let (got_kept, got_dropped) = select(&all[..count], keep);
-        let expect = |n: &[u8]| n.iter().map(|n| Sha256Digest::of(&[*n])).collect::<Vec<_>>();
+        let expect = |n: &[u8]| {
+            n.iter()
+                .map(|n| Sha256Digest::of(&[*n]))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(ids(got_kept), expect(kept), "{count} keep {keep}");
         assert_eq!(ids(got_dropped), expect(dropped), "{count} keep {keep}");
     }
@@ -130,22 +137,40 @@ fn keep_one_after_an_upgrade_removes_the_old_revisions_unique_blobs_and_nothing_
     fs::write(up.blob(stray), b"no revision needs this").expect("stray");
 
     let dry = prune(&up.store, 1, true).expect("dry run");
-    assert_eq!((dry.blobs, dry.dropped.clone()), (up.a_only().len() + 1, vec![up.a]));
+    assert_eq!(
+        (dry.blobs, dry.dropped.clone()),
+        (up.a_only().len() + 1, vec![up.a])
+    );
     assert!(up.blob(stray).exists(), "a dry run removes nothing");
 
     let pruned = prune(&up.store, 1, false).expect("prunes");
-    assert_eq!((pruned.kept.clone(), pruned.dropped.clone()), (vec![up.b], vec![up.a]));
+    assert_eq!(
+        (pruned.kept.clone(), pruned.dropped.clone()),
+        (vec![up.b], vec![up.a])
+    );
     assert_eq!(pruned.blobs, up.a_only().len() + 1);
     for digest in up.a_only().iter().chain([&stray]) {
         assert!(!up.blob(*digest).exists(), "{digest} is gone");
     }
     up.assert_b_verifies();
     let served = Store::open(&up.store).expect("opens");
-    assert!(!served.repository("docker.io/x/app").expect("app").tags.contains_key("1"));
-    let ids: Vec<_> = list(&up.store).expect("lists").iter().map(|r| r.identity).collect();
+    assert!(
+        !served
+            .repository("docker.io/x/app")
+            .expect("app")
+            .tags
+            .contains_key("1")
+    );
+    let ids: Vec<_> = list(&up.store)
+        .expect("lists")
+        .iter()
+        .map(|r| r.identity)
+        .collect();
     assert_eq!(ids, [up.b]);
     assert_eq!(
-        fs::read_dir(up.store.join("kk-bundle")).expect("dir").count(),
+        fs::read_dir(up.store.join("kk-bundle"))
+            .expect("dir")
+            .count(),
         1,
         "A's header directory is gone, and nothing retired is left"
     );
@@ -223,6 +248,9 @@ fn a_prune_killed_inside_a_step_is_finished_by_a_rerun() {
 fn a_store_without_revisions_is_not_pruned() {
     let tmp = tempfile::tempdir().expect("tmp");
     let error = prune(tmp.path(), 1, false).expect_err("refused");
-    assert!(matches!(error, RevisionError::NoRevisions { .. }), "{error:?}");
+    assert!(
+        matches!(error, RevisionError::NoRevisions { .. }),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("kk-install unpack"), "{error}");
 }

@@ -14,10 +14,7 @@ fn bundle(dir: &Path, name: &str, images: &[(&str, &[u8])]) -> (PathBuf, Vec<Sha
     let images: Vec<TestImage<'_>> = images
         .iter()
         .zip(&layers)
-        .map(|((reference, _), layers)| TestImage {
-            reference,
-            layers,
-        })
+        .map(|((reference, _), layers)| TestImage { reference, layers })
         .collect();
     let written = write_images(dir, name, &images, None);
     (written.path, written.blobs)

@@ -1,0 +1,202 @@
+//! Store revisions and pruning against a running registry: bundle A served, bundle B unpacked
+//! into the served store (picked up without a restart), then `kk-install registry prune
+//! --keep 1` while a client loop pulls B's images through the registry.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use bundle_spec::Sha256Digest;
+use bundle_spec::test_support::{TestImage, write_images};
+use kk_install::registry::{Store, router};
+use serde_json::Value;
+
+/// A bundle in `dir` named `name` holding one single-layer image per (reference, layer).
+fn bundle(dir: &Path, name: &str, images: &[(&str, &[u8])]) -> (PathBuf, BTreeSet<Sha256Digest>) {
+    let layers: Vec<[&[u8]; 1]> = images.iter().map(|(_, layer)| [*layer]).collect();
+    let images: Vec<TestImage<'_>> = images
+        .iter()
+        .zip(&layers)
+        .map(|((reference, _), layers)| TestImage { reference, layers })
+        .collect();
+    let written = write_images(dir, name, &images, None);
+    (written.path, written.blobs.into_iter().collect())
+}
+
+/// Runs `kk-install ARGS`, which must succeed; its standard output.
+fn kk_install(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_kk-install"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "kk-install {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Pulls `repository:tag` whole through the registry at `base`: the manifest, then every blob
+/// it names, each checked against its digest.
+async fn pull(
+    client: &reqwest::Client,
+    base: &str,
+    repository: &str,
+    tag: &str,
+) -> Result<(), String> {
+    let get = |path: String| {
+        let client = client.clone();
+        async move {
+            let response = client
+                .get(format!("{base}/v2/{repository}/{path}"))
+                .send()
+                .await
+                .map_err(|e| format!("{path}: {e}"))?;
+            if !response.status().is_success() {
+                return Err(format!("{path}: {}", response.status()));
+            }
+            response.bytes().await.map_err(|e| format!("{path}: {e}"))
+        }
+    };
+    let manifest = get(format!("manifests/{tag}")).await?;
+    let manifest: Value = serde_json::from_slice(&manifest).map_err(|e| e.to_string())?;
+    let blobs = manifest["layers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain([&manifest["config"]]);
+    for descriptor in blobs {
+        let digest = descriptor["digest"]
+            .as_str()
+            .ok_or("a descriptor without digest")?;
+        let bytes = get(format!("blobs/{digest}")).await?;
+        if Sha256Digest::of(&bytes).to_string() != digest {
+            return Err(format!("blob {digest} does not match its digest"));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let store_arg = store.to_str().unwrap().to_owned();
+    let store_arg = store_arg.as_str();
+    let (a, a_blobs) = bundle(
+        tmp.path(),
+        "a",
+        &[
+            ("docker.io/x/app:1", b"one"),
+            ("docker.io/x/shared:1", b"s"),
+        ],
+    );
+    let (b, b_blobs) = bundle(
+        tmp.path(),
+        "b",
+        &[
+            ("docker.io/x/app:2", b"two"),
+            ("docker.io/x/shared:1", b"s"),
+        ],
+    );
+    kk_install(&["unpack", a.to_str().unwrap(), "--store", store_arg]);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let served = router(Store::open(&store).unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, served).await });
+    let client = reqwest::Client::new();
+    pull(&client, &base, "docker.io/x/app", "1").await.unwrap();
+    assert!(pull(&client, &base, "docker.io/x/app", "2").await.is_err());
+
+    // B goes into the served store; the registry serves it without a restart.
+    kk_install(&["unpack", b.to_str().unwrap(), "--store", store_arg]);
+    pull(&client, &base, "docker.io/x/app", "2").await.unwrap();
+
+    // A client pulls B's images over and over while the prune runs.
+    let stop = Arc::new(AtomicBool::new(false));
+    let pulls = Arc::new(AtomicUsize::new(0));
+    let looping = {
+        let (client, base, stop, pulls) =
+            (client.clone(), base.clone(), stop.clone(), pulls.clone());
+        tokio::spawn(async move {
+            let mut errors = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                for (repository, tag) in [("docker.io/x/app", "2"), ("docker.io/x/shared", "1")] {
+                    if let Err(error) = pull(&client, &base, repository, tag).await {
+                        errors.push(error);
+                    }
+                }
+                pulls.fetch_add(1, Ordering::SeqCst);
+            }
+            errors
+        })
+    };
+    while pulls.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    let owned = store_arg.to_owned();
+    let pruned = tokio::task::spawn_blocking(move || {
+        kk_install(&["registry", "prune", "--store", &owned, "--keep", "1"])
+    })
+    .await
+    .unwrap();
+    // The loop pulls at least once more after the prune, from the pruned store.
+    let after = pulls.load(Ordering::SeqCst);
+    while pulls.load(Ordering::SeqCst) <= after + 1 {
+        tokio::task::yield_now().await;
+    }
+    stop.store(true, Ordering::SeqCst);
+    let errors = looping.await.unwrap();
+    assert!(errors.is_empty(), "the client loop failed: {errors:?}");
+
+    let a_only: BTreeSet<_> = a_blobs.difference(&b_blobs).collect();
+    assert!(
+        pruned.starts_with(&format!("removed {} blobs", a_only.len())),
+        "{pruned}"
+    );
+    for digest in &a_only {
+        assert!(
+            !store.join("blobs/sha256").join(digest.hex()).exists(),
+            "{digest}"
+        );
+    }
+    // B verifies: every blob it needs is there and intact, and the registry serves it whole.
+    for digest in &b_blobs {
+        let bytes = std::fs::read(store.join("blobs/sha256").join(digest.hex())).unwrap();
+        assert_eq!(Sha256Digest::of(&bytes), *digest);
+    }
+    pull(&client, &base, "docker.io/x/app", "2").await.unwrap();
+    // A's tag went with it, from the running registry too.
+    assert!(
+        pull(&client, &base, "docker.io/x/app", "1")
+            .await
+            .unwrap_err()
+            .contains("404")
+    );
+
+    let revisions: Value = serde_json::from_str(&kk_install(&[
+        "registry",
+        "revisions",
+        "--store",
+        store_arg,
+        "--output",
+        "json",
+    ]))
+    .unwrap();
+    let revisions = revisions.as_array().unwrap();
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    assert_eq!(revisions[0]["role"], "installed");
+
+    // A second prune changes nothing.
+    let again = kk_install(&["registry", "prune", "--store", store_arg, "--keep", "1"]);
+    assert!(
+        again.starts_with("removed 0 blobs (0 B) of 0 revisions"),
+        "{again}"
+    );
+    server.abort();
+}
