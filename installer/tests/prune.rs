@@ -81,6 +81,53 @@ async fn pull(
     Ok(())
 }
 
+/// A client pulling B's images (`app:2`, `shared:1`) whole, over and over, until stopped.
+struct PullLoop {
+    stop: Arc<AtomicBool>,
+    pulls: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<Vec<String>>,
+}
+
+impl PullLoop {
+    fn start(client: &reqwest::Client, base: &str) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let pulls = Arc::new(AtomicUsize::new(0));
+        let (client, base) = (client.clone(), base.to_owned());
+        let (stopped, counted) = (stop.clone(), pulls.clone());
+        let task = tokio::spawn(async move {
+            let mut errors = Vec::new();
+            while !stopped.load(Ordering::SeqCst) {
+                for (repository, tag) in [("docker.io/x/app", "2"), ("docker.io/x/shared", "1")] {
+                    if let Err(error) = pull(&client, &base, repository, tag).await {
+                        errors.push(error);
+                    }
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            errors
+        });
+        Self { stop, pulls, task }
+    }
+
+    /// Rounds of pulls completed.
+    fn count(&self) -> usize {
+        self.pulls.load(Ordering::SeqCst)
+    }
+
+    /// Waits until more than `count` rounds completed.
+    async fn wait_past(&self, count: usize) {
+        while self.count() <= count {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Stops the loop; the errors it saw.
+    async fn stop(self) -> Vec<String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.unwrap()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
     let tmp = tempfile::tempdir().unwrap();
@@ -107,8 +154,8 @@ async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let served = router(Store::open(&store).unwrap());
-    let server = tokio::spawn(async move { axum::serve(listener, served).await });
+    let app = router(Store::open(&store).unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let client = reqwest::Client::new();
     pull(&client, &base, "docker.io/x/app", "1").await.unwrap();
     assert!(pull(&client, &base, "docker.io/x/app", "2").await.is_err());
@@ -118,40 +165,17 @@ async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
     pull(&client, &base, "docker.io/x/app", "2").await.unwrap();
 
     // A client pulls B's images over and over while the prune runs.
-    let stop = Arc::new(AtomicBool::new(false));
-    let pulls = Arc::new(AtomicUsize::new(0));
-    let looping = {
-        let (client, base, stop, pulls) =
-            (client.clone(), base.clone(), stop.clone(), pulls.clone());
-        tokio::spawn(async move {
-            let mut errors = Vec::new();
-            while !stop.load(Ordering::SeqCst) {
-                for (repository, tag) in [("docker.io/x/app", "2"), ("docker.io/x/shared", "1")] {
-                    if let Err(error) = pull(&client, &base, repository, tag).await {
-                        errors.push(error);
-                    }
-                }
-                pulls.fetch_add(1, Ordering::SeqCst);
-            }
-            errors
-        })
-    };
-    while pulls.load(Ordering::SeqCst) == 0 {
-        tokio::task::yield_now().await;
-    }
+    let pulling = PullLoop::start(&client, &base);
+    pulling.wait_past(0).await;
     let owned = store_arg.to_owned();
     let pruned = tokio::task::spawn_blocking(move || {
         kk_install(&["registry", "prune", "--store", &owned, "--keep", "1"])
     })
     .await
     .unwrap();
-    // The loop pulls at least once more after the prune, from the pruned store.
-    let after = pulls.load(Ordering::SeqCst);
-    while pulls.load(Ordering::SeqCst) <= after + 1 {
-        tokio::task::yield_now().await;
-    }
-    stop.store(true, Ordering::SeqCst);
-    let errors = looping.await.unwrap();
+    // The loop pulls whole at least once more after the prune, from the pruned store.
+    pulling.wait_past(pulling.count() + 1).await;
+    let errors = pulling.stop().await;
     assert!(errors.is_empty(), "the client loop failed: {errors:?}");
 
     let a_only: BTreeSet<_> = a_blobs.difference(&b_blobs).collect();
