@@ -1,5 +1,5 @@
-//! Store revisions and pruning against a running registry: bundle A served, bundle B unpacked
-//! into the served store (picked up without a restart), then `kk-install registry prune
+//! Store revisions and pruning against a running registry: bundle A served, bundle B (a delta
+//! onto A) unpacked into the served store (picked up without a restart), then `kk-install registry prune
 //! --keep 1` while a client loop pulls B's images through the registry.
 #![allow(clippy::unwrap_used)]
 
@@ -10,19 +10,32 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bundle_spec::Sha256Digest;
-use bundle_spec::test_support::{TestImage, write_images};
+use bundle_spec::test_support::{TestImage, write_delta_images, write_images};
 use kk_install::registry::{Store, router};
 use serde_json::Value;
 
-/// A bundle in `dir` named `name` holding one single-layer image per (reference, layer).
-fn bundle(dir: &Path, name: &str, images: &[(&str, &[u8])]) -> (PathBuf, BTreeSet<Sha256Digest>) {
+/// A bundle in `dir` named `name` holding one single-layer image per (reference, layer); with
+/// `base` (a bundle's path and blobs), a delta onto it. Every blob its index needs.
+fn bundle(
+    dir: &Path,
+    name: &str,
+    images: &[(&str, &[u8])],
+    base: Option<(&Path, &BTreeSet<Sha256Digest>)>,
+) -> (PathBuf, BTreeSet<Sha256Digest>) {
     let layers: Vec<[&[u8]; 1]> = images.iter().map(|(_, layer)| [*layer]).collect();
     let images: Vec<TestImage<'_>> = images
         .iter()
         .zip(&layers)
         .map(|((reference, _), layers)| TestImage { reference, layers })
         .collect();
-    let written = write_images(dir, name, &images, None);
+    let written = match base {
+        None => write_images(dir, name, &images, None),
+        Some((path, blobs)) => {
+            let identity = bundle_spec::Bundle::open(path).unwrap().identity();
+            let blobs: Vec<_> = blobs.iter().copied().collect();
+            write_delta_images(dir, name, &images, identity, &blobs)
+        }
+    };
     (written.path, written.blobs.into_iter().collect())
 }
 
@@ -141,6 +154,7 @@ async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
             ("docker.io/x/app:1", b"one"),
             ("docker.io/x/shared:1", b"s"),
         ],
+        None,
     );
     let (b, b_blobs) = bundle(
         tmp.path(),
@@ -149,6 +163,7 @@ async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
             ("docker.io/x/app:2", b"two"),
             ("docker.io/x/shared:1", b"s"),
         ],
+        Some((&a, &a_blobs)),
     );
     kk_install(&["unpack", a.to_str().unwrap(), "--store", store_arg]);
 
@@ -179,6 +194,7 @@ async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
     assert!(errors.is_empty(), "the client loop failed: {errors:?}");
 
     let a_only: BTreeSet<_> = a_blobs.difference(&b_blobs).collect();
+    assert!(!a_only.is_empty());
     assert!(
         pruned.starts_with(&format!("removed {} blobs", a_only.len())),
         "{pruned}"
@@ -189,7 +205,14 @@ async fn prune_keep_one_while_serving_keeps_the_installed_revision_answering() {
             "{digest}"
         );
     }
-    // B verifies: every blob it needs is there and intact, and the registry serves it whole.
+    // B verifies: the blobs it takes from A are still in the store, every blob it needs is
+    // intact, and the registry serves it whole.
+    let verified = kk_install(&["verify", b.to_str().unwrap(), "--store", store_arg]);
+    assert!(verified.contains("delta: builds on bundle"), "{verified}");
+    assert!(
+        a_blobs.intersection(&b_blobs).count() > 0,
+        "B takes blobs from A"
+    );
     for digest in &b_blobs {
         let bytes = std::fs::read(store.join("blobs/sha256").join(digest.hex())).unwrap();
         assert_eq!(Sha256Digest::of(&bytes), *digest);

@@ -144,3 +144,37 @@ fn the_store_lock_excludes_another_holder_until_released() {
     drop(held);
     other.try_lock().expect("free again");
 }
+
+/// A delta's revision names its base and needs the blobs it takes from it, so that keeping the
+/// delta keeps them.
+#[test]
+fn a_deltas_revision_names_its_base_and_needs_the_blobs_it_takes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let images = [("docker.io/x/shared:1", b"s" as &[u8])];
+    let (a, a_blobs) = bundle(tmp.path(), "a", &images);
+    let a_id = unpack_into(&a, &store);
+    let layers: [&[u8]; 1] = [b"two"];
+    let shared: [&[u8]; 1] = [b"s"];
+    let delta = bundle_spec::test_support::write_delta_images(
+        tmp.path(),
+        "b",
+        &[
+            TestImage {
+                reference: "docker.io/x/app:2",
+                layers: &layers,
+            },
+            TestImage {
+                reference: "docker.io/x/shared:1",
+                layers: &shared,
+            },
+        ],
+        a_id,
+        &a_blobs,
+    );
+    unpack_into(&delta.path, &store);
+    let newest = list(&store).expect("lists").pop().expect("two");
+    assert_eq!(newest.base, Some(a_id));
+    assert_eq!(newest.blobs, delta.blobs.iter().copied().collect());
+    assert!(a_blobs.iter().all(|b| newest.blobs.contains(b)));
+}
