@@ -73,3 +73,54 @@ impl Live {
         current.1.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use bundle_spec::Bundle;
+    use bundle_spec::test_support::{TestImage, write_images};
+
+    use super::Live;
+    use crate::registry::{Store, unpack};
+
+    fn unpack_image(dir: &Path, store: &Path, reference: &str) {
+        let layers: [&[u8]; 1] = [reference.as_bytes()];
+        let image = TestImage {
+            reference,
+            layers: &layers,
+        };
+        let name = bundle_spec::Sha256Digest::of(reference.as_bytes()).hex();
+        let written = write_images(dir, &name, &[image], None);
+        let mut bundle = Bundle::open(&written.path).expect("opens");
+        unpack(&mut bundle, store, &mut |_| {}).expect("unpacks");
+    }
+
+    fn repositories(live: &Live) -> Vec<String> {
+        live.current().repositories().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_replaced_index_is_served_and_one_that_does_not_open_is_not() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let store = tmp.path().join("store");
+        unpack_image(tmp.path(), &store, "docker.io/x/a:1");
+        let live = Live::new(Store::open(&store).expect("opens"));
+        assert_eq!(repositories(&live), ["docker.io/x/a"]);
+
+        unpack_image(tmp.path(), &store, "docker.io/x/b:1");
+        assert_eq!(repositories(&live), ["docker.io/x/a", "docker.io/x/b"]);
+
+        let index = store.join("index.json");
+        let good = std::fs::read(&index).expect("index");
+        crate::durable::write(&index, b"not json", 0o644, ".test-").expect("broken");
+        assert_eq!(repositories(&live), ["docker.io/x/a", "docker.io/x/b"]);
+
+        crate::durable::write(&index, &good, 0o644, ".test-").expect("repaired");
+        unpack_image(tmp.path(), &store, "docker.io/x/c:1");
+        assert_eq!(
+            repositories(&live),
+            ["docker.io/x/a", "docker.io/x/b", "docker.io/x/c"]
+        );
+    }
+}
