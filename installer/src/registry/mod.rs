@@ -1,9 +1,10 @@
 //! A read-only OCI distribution registry serving an unpacked bundle store.
 //!
 //! The store is the directory a bundle unpacks to: an OCI image layout (`oci-layout`,
-//! `index.json`, `blobs/sha256/<hex>`) plus `kk-bundle/`. [`Store::open`] reads `index.json`
-//! once and builds the repository map; [`router`] serves the pull side of the OCI distribution
-//! spec over it (`/v2/`, manifests, blobs with ranges, tag lists, `_catalog`, referrers).
+//! `index.json`, `blobs/sha256/<hex>`) plus `kk-bundle/` (each bundle's header files and
+//! revision record: [`revisions`], [`prune`]). [`Store::open`] reads `index.json` once and
+//! builds the repository map; [`router`] serves the pull side of the OCI distribution spec over
+//! it, reopening the store when `index.json` is replaced (`/v2/`, manifests, blobs with ranges, tag lists, `_catalog`, referrers).
 //! Every push or delete request is answered `405 UNSUPPORTED`.
 //!
 //! # Addressing

@@ -5,7 +5,8 @@
 //! The store is shared by every bundle unpacked into it, so unpacking adds rather than
 //! replaces: blobs already present are checked (re-hashed) and skipped, `index.json` is merged
 //! (an entry with the same reference name is replaced), and each bundle's header files are
-//! kept under `kk-bundle/<identity>/`. Nothing is ever written next to the bundle: its medium
+//! kept under `kk-bundle/<identity>/` with its revision record (see `super::revision`). The
+//! store's lock is held throughout, so that a prune never runs meanwhile. Nothing is ever written next to the bundle: its medium
 //! may be read-only.
 //!
 //! # Why it is safe to interrupt
