@@ -2,10 +2,11 @@
 //!
 //! The store is the directory a bundle unpacks to: an OCI image layout (`oci-layout`,
 //! `index.json`, `blobs/sha256/<hex>`) plus `kk-bundle/` (each bundle's header files and
-//! revision record: [`revisions`], [`prune`]). [`Store::open`] reads `index.json` once and
+//! revision record: [`summarize`], [`prune`]). [`Store::open`] reads `index.json` once and
 //! builds the repository map; [`router`] serves the pull side of the OCI distribution spec over
-//! it, reopening the store when `index.json` is replaced (`/v2/`, manifests, blobs with ranges, tag lists, `_catalog`, referrers).
-//! Every push or delete request is answered `405 UNSUPPORTED`.
+//! it (`/v2/`, manifests, blobs with ranges, tag lists, `_catalog`, referrers), and reopens the
+//! store when `index.json` is replaced. Every push or delete request is answered
+//! `405 UNSUPPORTED`.
 //!
 //! # Addressing
 //!
@@ -79,9 +80,7 @@ use tracing::Span;
 pub use error::{RegistryError, RevisionError};
 pub use revisions::{RevisionSummary, summarize, table};
 pub use serve::{ServeError, TlsFiles, bind, serve};
-pub use store::{
-    Pruned, Revision, Store, StoreLock, Unpacked, check_base, list as revisions, prune, unpack,
-};
+pub use store::{Pruned, Revision, Store, Unpacked, check_base, list as revisions, prune, unpack};
 
 /// The router serving `store` read-only under `/v2/`, with access logging through `tracing`
 /// (target `kk_install::registry::access`, level INFO: method, path, status, bytes,

@@ -23,7 +23,7 @@ use super::names::{parse_ref_name, repository_name};
 
 pub use prune::{Pruned, prune};
 pub(crate) use revision::stored_blobs;
-pub use revision::{Revision, StoreLock, list};
+pub use revision::{Revision, list};
 pub use write::{Unpacked, check_base, unpack};
 
 /// The largest manifest the store reads (as the distribution reference implementation).

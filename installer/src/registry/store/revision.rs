@@ -89,13 +89,13 @@ struct Record {
 /// store never run at once (a prune would delete the blobs an unpack has not recorded yet).
 /// The kernel's `flock`, so a killed holder leaves no stale lock; the file is never removed.
 #[derive(Debug)]
-pub struct StoreLock {
+pub(crate) struct StoreLock {
     _file: File,
 }
 
 impl StoreLock {
     /// Waits for and takes the lock of the store `dir` (which must exist).
-    pub fn acquire(dir: &Path) -> io::Result<Self> {
+    pub(crate) fn acquire(dir: &Path) -> io::Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
