@@ -140,11 +140,7 @@ pub(crate) fn record(
     unpacked: Timestamp,
 ) -> Result<(), RevisionError> {
     let identity = bundle.identity();
-    let sequence = list(dir)?
-        .iter()
-        .filter_map(|r| r.sequence)
-        .max()
-        .map_or(1, |s| s + 1);
+    let sequence = last_sequence(dir).map_or(1, |s| s + 1);
     let record = Record {
         identity,
         sequence,
@@ -160,6 +156,30 @@ pub(crate) fn record(
         source,
     })?;
     write(&headers.join(RECORD_FILE), &bytes)
+}
+
+/// The highest sequence recorded in the store `dir`. A record that cannot be read is skipped
+/// with a warning: it must not stop an unpack (`revisions` and `prune` name it).
+fn last_sequence(dir: &Path) -> Option<u64> {
+    let entries = fs::read_dir(dir.join(HEADERS_DIR)).ok()?;
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join(RECORD_FILE))
+        .filter(|path| path.exists())
+        .filter_map(|path| {
+            let record = fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| {
+                    serde_json::from_slice::<Record>(&bytes).map_err(|e| e.to_string())
+                });
+            record
+                .inspect_err(|error| {
+                    tracing::warn!(path = %path.display(), %error, "a revision record cannot be read");
+                })
+                .ok()
+        })
+        .map(|record| record.sequence)
+        .max()
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), RevisionError> {
@@ -273,7 +293,12 @@ fn derive(path: &Path, identity: Sha256Digest) -> Result<Option<Revision>, Revis
         source: Box::new(source),
     })?;
     let description_path = path.join(DESCRIPTION_FILE);
-    let description = fs::read(&description_path).map_err(read_error(&description_path))?;
+    // Written right after the checksum list: without it, the unpack was killed in between.
+    let description = match fs::read(&description_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(read_error(&description_path)(source)),
+    };
     let description: Description =
         serde_json::from_slice(&description).map_err(|source| RevisionError::Json {
             path: description_path,

@@ -178,3 +178,27 @@ fn a_deltas_revision_names_its_base_and_needs_the_blobs_it_takes() {
     assert_eq!(newest.blobs, delta.blobs.iter().copied().collect());
     assert!(a_blobs.iter().all(|b| newest.blobs.contains(b)));
 }
+
+/// A record that cannot be read does not stop the next unpack, which is recorded after the
+/// records that can; `list` names the broken one.
+#[test]
+fn a_broken_record_does_not_stop_an_unpack() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let (a, _) = bundle(tmp.path(), "a", &[("docker.io/x/app:1", b"one")]);
+    let (b, _) = bundle(tmp.path(), "b", &[("docker.io/x/app:2", b"two")]);
+    let (c, _) = bundle(tmp.path(), "c", &[("docker.io/x/app:3", b"three")]);
+    unpack_into(&a, &store);
+    let b_id = unpack_into(&b, &store);
+    let broken = super::header_dir(&store, b_id).join("revision.json");
+    fs::write(&broken, b"{").expect("broken");
+    let c_id = unpack_into(&c, &store);
+    let error = list(&store).expect_err("names the broken record");
+    assert!(
+        error.to_string().contains(&broken.display().to_string()),
+        "{error}"
+    );
+    fs::remove_file(&broken).expect("derived again");
+    let newest = list(&store).expect("lists").pop().expect("three");
+    assert_eq!((newest.identity, newest.sequence), (c_id, Some(2)));
+}
