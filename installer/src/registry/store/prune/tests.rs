@@ -254,3 +254,50 @@ fn a_store_without_revisions_is_not_pruned() {
     );
     assert!(error.to_string().contains("kk-install unpack"), "{error}");
 }
+
+/// The durable order: the unpack's record before the index that names the bundle; the prune's
+/// index before the retired records, and those before the blobs' directory is synced.
+#[test]
+fn records_and_the_index_are_durable_in_their_order() {
+    use crate::durable::journal::{self, Step};
+    let position = |steps: &[Step], wanted: &Step| {
+        steps
+            .iter()
+            .position(|s| s == wanted)
+            .unwrap_or_else(|| panic!("{wanted:?} in {steps:#?}"))
+    };
+    let renamed = |steps: &[Step], path: &Path| {
+        steps
+            .iter()
+            .position(|s| matches!(s, Step::Rename { to, .. } if to == path))
+            .unwrap_or_else(|| panic!("{} renamed in {steps:#?}", path.display()))
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = tmp.path().join("store");
+    let (a, _) = bundle(tmp.path(), "a", &[("docker.io/x/app:1", b"one")]);
+    journal::take();
+    let id = unpack_into(&a, &store);
+    let steps = journal::take();
+    let headers = store.join("kk-bundle").join(id.hex());
+    let index = store.join("index.json");
+    for file in [
+        headers.join("revision.json"),
+        headers.join("revision-index.json"),
+    ] {
+        journal::assert_durable(&steps, &file);
+    }
+    assert!(renamed(&steps, &headers.join("revision.json")) < renamed(&steps, &index));
+
+    let up = Upgraded::new();
+    journal::take();
+    prune(&up.store, 1, false).expect("prunes");
+    let steps = journal::take();
+    let index = up.store.join("index.json");
+    journal::assert_durable(&steps, &index);
+    let retired = position(&steps, &Step::SyncDir(up.store.join("kk-bundle")));
+    let blobs = position(&steps, &Step::SyncDir(up.store.join("blobs/sha256")));
+    assert!(
+        renamed(&steps, &index) < retired && retired < blobs,
+        "{steps:#?}"
+    );
+}
