@@ -283,6 +283,37 @@ pub(crate) enum RegistryCommand {
     Push(PushArgs),
     /// Waits until a registry answers over TLS verified with a CA.
     Ping(PingArgs),
+    /// Lists the bundles unpacked into a content store (its revisions), oldest first.
+    Revisions(RevisionsArgs),
+    /// Removes the blobs no kept revision needs: keeps the `--keep` newest revisions.
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RevisionsArgs {
+    /// The content store.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    pub(crate) store: PathBuf,
+    /// How to print them.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// The content store.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    pub(crate) store: PathBuf,
+    /// How many of the newest revisions to keep: 2 keeps the installed one and the previous
+    /// one (the rollback), 1 the installed one alone.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) keep: u16,
+    /// Say what would be removed, remove nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// How to print what was removed.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
+    pub(crate) output: Output,
 }
 
 #[derive(Debug, Args)]

@@ -9,5 +9,5 @@ pub use crate::install::error::{InstallError, PlanError, StepError};
 pub use crate::inventory::{CidrError, InventoryError};
 pub use crate::pki::PkiError;
 pub use crate::push::PushError;
-pub use crate::registry::RegistryError;
+pub use crate::registry::{RegistryError, RevisionError};
 pub use crate::ssh::{FactsError, SshError};

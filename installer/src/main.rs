@@ -66,6 +66,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Registry(RegistryCommand::Push(args)) => serving::push(&runtime, &args, quiet),
         Command::Registry(RegistryCommand::Ping(args)) => serving::ping(&runtime, &args),
         Command::Registry(RegistryCommand::Cert(args)) => serving::cert(&args),
+        Command::Registry(RegistryCommand::Revisions(args)) => serving::revisions(&args),
+        Command::Registry(RegistryCommand::Prune(args)) => serving::prune(&args),
     }
 }
 

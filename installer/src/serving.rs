@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 use anyhow::Context as _;
 use tokio::runtime::Runtime;
 
-use crate::cli::{CertArgs, FetchArgs, Output, PingArgs, PushArgs, ServeArgs, StoreSource};
+use crate::cli::{
+    CertArgs, FetchArgs, Output, PingArgs, PruneArgs, PushArgs, RevisionsArgs, ServeArgs,
+    StoreSource,
+};
 
 /// `registry serve`: the store over HTTP, or HTTPS with rustls when given a certificate. The
 /// address is bound before the store is filled, so a busy port fails first.
@@ -99,6 +102,58 @@ pub(crate) fn cert(args: &CertArgs) -> anyhow::Result<()> {
         issued.cert.display(),
         issued.key.display()
     ))
+}
+
+/// `registry revisions`: the store's revisions, oldest first.
+pub(crate) fn revisions(args: &RevisionsArgs) -> anyhow::Result<()> {
+    let revisions = kk_install::registry::summarize(&args.store)
+        .with_context(|| format!("cannot list the revisions of `{}`", args.store.display()))?;
+    match args.output {
+        Output::Text => crate::print(&kk_install::registry::table(&revisions)),
+        Output::Json => crate::print_json(&serde_json::to_value(&revisions)?),
+    }
+}
+
+/// `registry prune`: the store down to its `--keep` newest revisions.
+pub(crate) fn prune(args: &PruneArgs) -> anyhow::Result<()> {
+    let pruned = kk_install::registry::prune(&args.store, usize::from(args.keep), args.dry_run)
+        .with_context(|| format!("cannot prune `{}`", args.store.display()))?;
+    let short = |digests: &[bundle_spec::Sha256Digest]| {
+        digests
+            .iter()
+            .map(|d| d.hex()[..12].to_owned())
+            .collect::<Vec<_>>()
+    };
+    match args.output {
+        Output::Text => {
+            let verb = if pruned.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            };
+            let mut text = format!(
+                "{verb} {} blobs ({}) of {} revisions; kept {} revisions\n",
+                pruned.blobs,
+                bytesize::ByteSize(pruned.bytes),
+                pruned.dropped.len(),
+                pruned.kept.len()
+            );
+            for (label, list) in [("dropped", &pruned.dropped), ("kept", &pruned.kept)] {
+                if !list.is_empty() {
+                    let _ = writeln!(text, "{label}: {}", short(list).join(", "));
+                }
+            }
+            crate::print(&text)
+        }
+        Output::Json => crate::print_json(&serde_json::json!({
+            "store": args.store,
+            "dryRun": pruned.dry_run,
+            "kept": pruned.kept,
+            "dropped": pruned.dropped,
+            "blobsRemoved": pruned.blobs,
+            "bytesFreed": pruned.bytes,
+        })),
+    }
 }
 
 /// `kk-install fetch`: on a node, a binary from kk's registry into a directory.

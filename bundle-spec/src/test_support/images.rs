@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::description::{Artifact, ArtifactKind};
+use crate::description::{Artifact, ArtifactKind, BaseBlob, DELTA_FORMAT_VERSION, DeltaBase};
 use crate::digest::Sha256Digest;
 use crate::oci::{INDEX_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, REF_NAME_ANNOTATION, ReferenceParts};
 use crate::write::{BlobFile, BundleContents, WriteOptions};
@@ -40,6 +40,29 @@ pub fn write_images(
     images: &[TestImage<'_>],
     split: Option<u64>,
 ) -> WrittenImages {
+    write(dir, name, images, split, None)
+}
+
+/// A delta bundle `<dir>/<name>.tar.zst` holding `images` onto the bundle `base` (its identity)
+/// whose store has the blobs `in_base`: those of the images' blobs are taken from the base,
+/// the rest carried. [`WrittenImages::blobs`] lists them all, carried or taken.
+pub fn write_delta_images(
+    dir: &Path,
+    name: &str,
+    images: &[TestImage<'_>],
+    base: Sha256Digest,
+    in_base: &[Sha256Digest],
+) -> WrittenImages {
+    write(dir, name, images, None, Some((base, in_base)))
+}
+
+fn write(
+    dir: &Path,
+    name: &str,
+    images: &[TestImage<'_>],
+    split: Option<u64>,
+    base: Option<(Sha256Digest, &[Sha256Digest])>,
+) -> WrittenImages {
     let blobs = dir.join(format!("{name}-blobs"));
     fs::create_dir_all(&blobs).expect("dir");
     let mut files = Vec::new();
@@ -65,7 +88,25 @@ pub fn write_images(
     }))
     .expect("index");
     let created = "2026-11-22T00:00:00Z".parse().expect("time");
-    let description = super::description(created, artifacts);
+    let mut description = super::description(created, artifacts);
+    let all: Vec<Sha256Digest> = files.iter().map(|b| b.digest).collect();
+    if let Some((identity, in_base)) = base {
+        let (taken, carried): (Vec<BlobFile>, Vec<BlobFile>) =
+            files.into_iter().partition(|b| in_base.contains(&b.digest));
+        files = carried;
+        let mut blobs: Vec<BaseBlob> = taken
+            .iter()
+            .map(|b| BaseBlob {
+                digest: b.digest,
+                size: b.size,
+            })
+            .collect();
+        blobs.sort_by_key(|b| b.digest);
+        // Images share blobs (their config): the base lists each once.
+        blobs.dedup_by_key(|b| b.digest);
+        description.format_version = DELTA_FORMAT_VERSION;
+        description.base = Some(DeltaBase { identity, blobs });
+    }
     let target = dir.join(format!("{name}.tar.zst"));
     let options = WriteOptions {
         split_size: split,
@@ -79,7 +120,7 @@ pub fn write_images(
     let written = crate::write_bundle(&contents, &target, &options).expect("write");
     WrittenImages {
         path: written.output.paths[0].clone(),
-        blobs: contents.blobs.iter().map(|b| b.digest).collect(),
+        blobs: all,
     }
 }
 

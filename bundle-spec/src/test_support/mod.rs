@@ -15,7 +15,7 @@ mod members;
 pub use crafted::{
     RawMember, blob_path, checksum_list, craft_bundle, description_json, frame_tar, minimal_members,
 };
-pub use images::{TestImage, WrittenImages, write_images};
+pub use images::{TestImage, WrittenImages, write_delta_images, write_images};
 pub use layout::{HandLayout, descriptor, manifest_bytes, named};
 pub use members::verified_members;
 

@@ -13,6 +13,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use tokio_util::io::ReaderStream;
 
+use super::live::Live;
 use super::names::{host_component, is_valid_repository, is_valid_tag};
 use super::store::{Repository, Store};
 
@@ -130,7 +131,7 @@ fn endpoint(path: &str) -> Option<Endpoint<'_>> {
 
 /// The single handler behind every `/v2` route.
 pub(crate) async fn dispatch(
-    State(store): State<Store>,
+    State(live): State<Live>,
     method: Method,
     uri: Uri,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
@@ -144,7 +145,7 @@ pub(crate) async fn dispatch(
         )
         .into_response();
     };
-    handle(&store, &method, &uri, &query, &headers)
+    handle(&live.current(), &method, &uri, &query, &headers)
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }

@@ -80,3 +80,57 @@ pub enum RegistryError {
         limit: u64,
     },
 }
+
+/// A store's revisions cannot be read, recorded or pruned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RevisionError {
+    /// A file or directory of the store could not be read.
+    #[error("cannot read `{}`", path.display())]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of the store could not be written or removed.
+    #[error("cannot write `{}`", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record, index or header file is not the JSON it should be.
+    #[error("`{}` is not a valid revision record, index or bundle description", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A derived revision's checksum list does not parse.
+    #[error("`{}` is not a bundle checksum list", path.display())]
+    Header {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<bundle_spec::BundleError>,
+    },
+    /// A record names another bundle than its directory.
+    #[error("`{}` records another bundle than its directory names; remove the directory and unpack that bundle again", path.display())]
+    Mismatch {
+        /// The record.
+        path: PathBuf,
+    },
+    /// The store has no revision to keep.
+    #[error("`{}` has no revisions (no `kk-bundle/<identity>/` records): nothing to prune; unpack a bundle into it with `kk-install unpack`", dir.display())]
+    NoRevisions {
+        /// The store.
+        dir: PathBuf,
+    },
+}

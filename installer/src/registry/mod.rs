@@ -1,10 +1,12 @@
 //! A read-only OCI distribution registry serving an unpacked bundle store.
 //!
 //! The store is the directory a bundle unpacks to: an OCI image layout (`oci-layout`,
-//! `index.json`, `blobs/sha256/<hex>`) plus `kk-bundle/`. [`Store::open`] reads `index.json`
-//! once and builds the repository map; [`router`] serves the pull side of the OCI distribution
-//! spec over it (`/v2/`, manifests, blobs with ranges, tag lists, `_catalog`, referrers).
-//! Every push or delete request is answered `405 UNSUPPORTED`.
+//! `index.json`, `blobs/sha256/<hex>`) plus `kk-bundle/` (each bundle's header files and
+//! revision record: [`summarize`], [`prune`]). [`Store::open`] reads `index.json` once and
+//! builds the repository map; [`router`] serves the pull side of the OCI distribution spec over
+//! it (`/v2/`, manifests, blobs with ranges, tag lists, `_catalog`, referrers), and reopens the
+//! store when `index.json` is replaced. Every push or delete request is answered
+//! `405 UNSUPPORTED`.
 //!
 //! # Addressing
 //!
@@ -60,7 +62,9 @@
 
 mod api;
 mod error;
+mod live;
 mod names;
+mod revisions;
 mod serve;
 mod store;
 
@@ -73,19 +77,21 @@ use axum::routing::any;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
-pub use error::RegistryError;
+pub use error::{RegistryError, RevisionError};
+pub use revisions::{RevisionSummary, summarize, table};
 pub use serve::{ServeError, TlsFiles, bind, serve};
-pub use store::{Store, Unpacked, check_base, unpack};
+pub use store::{Pruned, Revision, Store, Unpacked, check_base, list as revisions, prune, unpack};
 
 /// The router serving `store` read-only under `/v2/`, with access logging through `tracing`
 /// (target `kk_install::registry::access`, level INFO: method, path, status, bytes,
-/// duration).
+/// duration). When the store's `index.json` is replaced (an unpack, a prune), the next
+/// request reopens it (see `live`).
 pub fn router(store: Store) -> Router {
     Router::new()
         .route("/v2", any(api::dispatch))
         .route("/v2/", any(api::dispatch))
         .route("/v2/{*rest}", any(api::dispatch))
-        .with_state(store)
+        .with_state(live::Live::new(store))
         .layer(axum::middleware::map_response(api_version))
         .layer(
             TraceLayer::new_for_http()

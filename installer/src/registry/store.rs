@@ -2,6 +2,8 @@
 //! module reads it ([`Store`]); its `write` child fills it ([`unpack`]): one owner of the
 //! layout.
 
+mod prune;
+mod revision;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,8 +18,12 @@ use bundle_spec::oci::{
 };
 
 use super::RegistryError;
+use super::live::{IndexId, index_id};
 use super::names::{parse_ref_name, repository_name};
 
+pub use prune::{Pruned, prune};
+pub(crate) use revision::stored_blobs;
+pub use revision::{Revision, list};
 pub use write::{Unpacked, check_base, unpack};
 
 /// The largest manifest the store reads (as the distribution reference implementation).
@@ -35,6 +41,8 @@ pub(crate) struct Repository {
 #[derive(Debug)]
 struct Inner {
     root: PathBuf,
+    /// The `index.json` read, to tell when it was replaced.
+    index_id: Option<IndexId>,
     repositories: BTreeMap<String, Repository>,
     /// Subject digest → descriptors of the manifests that refer to it.
     referrers: BTreeMap<Sha256Digest, Vec<Descriptor>>,
@@ -67,6 +75,8 @@ impl Store {
             return Err(RegistryError::NotALayout { dir: root });
         }
         let index_path = root.join(INDEX_PATH);
+        // Taken before the read: a replacement between the two is then seen as a change.
+        let index_id = index_id(&root);
         let bytes = std::fs::read(&index_path).map_err(|source| RegistryError::Read {
             path: index_path.clone(),
             source,
@@ -145,6 +155,7 @@ impl Store {
         Ok(Self {
             inner: Arc::new(Inner {
                 root,
+                index_id,
                 repositories,
                 referrers,
             }),
@@ -168,6 +179,16 @@ impl Store {
         } else {
             &[]
         }
+    }
+
+    /// The directory the store was read from.
+    pub(crate) fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The identity of the `index.json` it was read from.
+    pub(crate) fn index_id(&self) -> Option<IndexId> {
+        self.inner.index_id
     }
 
     /// The path of the blob `digest` (which may not exist).

@@ -5,7 +5,8 @@
 //! The store is shared by every bundle unpacked into it, so unpacking adds rather than
 //! replaces: blobs already present are checked (re-hashed) and skipped, `index.json` is merged
 //! (an entry with the same reference name is replaced), and each bundle's header files are
-//! kept under `kk-bundle/<identity>/`. Nothing is ever written next to the bundle: its medium
+//! kept under `kk-bundle/<identity>/` with its revision record (see `super::revision`). The
+//! store's lock is held throughout, so that a prune never runs meanwhile. Nothing is ever written next to the bundle: its medium
 //! may be read-only.
 //!
 //! # Why it is safe to interrupt
@@ -31,6 +32,7 @@ use bundle_spec::read::{MemberHeader, MemberVisitor};
 use bundle_spec::{BaseBlob, Bundle, BundleError, Sha256Digest, Verified};
 use tempfile::NamedTempFile;
 
+use super::revision::{self, StoreLock};
 use crate::durable;
 
 /// Temporary files of an unpack carry this prefix; leftovers of a killed run are removed.
@@ -107,6 +109,11 @@ fn unpack_into(
         path: dir.to_owned(),
         source,
     })?;
+    // A prune of this store would delete the blobs this unpack has not recorded yet.
+    let _lock = StoreLock::acquire(dir).map_err(|source| BundleError::Write {
+        path: dir.to_owned(),
+        source,
+    })?;
     create_dirs(dir, Path::new(BLOBS_DIR))?;
     let blobs = dir.join(BLOBS_DIR);
     remove_leftovers(&blobs).map_err(|source| BundleError::Write {
@@ -122,7 +129,7 @@ fn unpack_into(
         skipped: 0,
     };
     let verified = bundle.walk(&mut store)?;
-    store.publish(&bundle.identity())?;
+    store.publish(bundle)?;
     Ok(Unpacked {
         verified,
         written: store.written,
@@ -276,9 +283,11 @@ impl StoreVisitor<'_> {
     }
 
     /// Writes the layout and header files once every member verified: the bundle's header
-    /// directory first (refusing a link there before anything is written), `index.json` last,
-    /// so that the index names the bundle only once all of it is in place.
-    fn publish(&self, identity: &Sha256Digest) -> Result<(), BundleError> {
+    /// directory first (refusing a link there before anything is written), then its revision
+    /// record, `index.json` last, so that the index names the bundle only once all of it is in
+    /// place.
+    fn publish(&self, bundle: &Bundle) -> Result<(), BundleError> {
+        let identity = &bundle.identity();
         // The blobs' data and renames reach the disk before any index that names them: one
         // sync of the file system for all of them, rather than an fsync per blob (a bundle has
         // thousands). A crash before it can leave a blob renamed but short; no index names it,
@@ -304,6 +313,12 @@ impl StoreVisitor<'_> {
             }
         }
         if let Some(bytes) = index {
+            revision::record(&self.root, bundle, bytes, jiff::Timestamp::now()).map_err(
+                |error| BundleError::Write {
+                    path: revision::header_dir(&self.root, *identity),
+                    source: io::Error::other(error),
+                },
+            )?;
             let path = self.root.join(INDEX_PATH);
             write_file(&path, &merge_index(&path, bytes)?)?;
         }
