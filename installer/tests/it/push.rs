@@ -1,5 +1,4 @@
 //! Push mode against Debian's real `docker-registry` (distribution 2.8), checked with skopeo.
-#![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

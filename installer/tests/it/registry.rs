@@ -1,6 +1,5 @@
 //! The read-only registry over a hand-built OCI layout: protocol details through
 //! `tower::ServiceExt::oneshot`, and one real client (skopeo) over TCP.
-#![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
 use std::io::Write as _;
 

@@ -1,7 +1,6 @@
 //! Store revisions and pruning against a running registry: bundle A served, bundle B (a delta
 //! onto A) unpacked into the served store (picked up without a restart), then `kk-install registry prune
 //! --keep 1` while a client loop pulls B's images through the registry.
-#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
