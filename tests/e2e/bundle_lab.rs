@@ -565,7 +565,7 @@ pub(crate) fn catalog_manifest_with(
     for pair in options.windows(2) {
         if matches!(
             pair[0],
-            "--kube-proxy-mode" | "--storage" | "--cni" | "--component"
+            "--kube-proxy-mode" | "--storage" | "--cni" | "--component" | "--multi-cni"
         ) {
             cmd.args(pair);
         }
