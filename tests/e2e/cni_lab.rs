@@ -5,9 +5,12 @@
 //! kubeadm, kubelet and kubectl the lab's stand-ins. What is proven: the values kk renders
 //! (the configured pod and service ranges, the control planes) reach the applied manifest,
 //! Kube-OVN's control planes are labelled before its chart, and every image each chart names
-//! pulls on every node through kk's registry. Multus's manifest is upstream's (vendored in
-//! bundle-spec), applied by the stand-in kubectl after Calico's chart with Calico's conf file as
-//! its delegate; its image (a stand-in by the real name) pulls on every node.
+//! pulls on every node through kk's registry. Multus's manifest is the lab's stand-in of
+//! upstream's (`scripts/lab/catalog.py`), downloaded by the build as the catalog's pinned
+//! binary (the lab's pin), fetched by the first control plane from kk's registry, rendered with
+//! the bundle's image in place of `:snapshot` and Calico's conf file as its delegate, and
+//! applied by the stand-in kubectl after Calico's chart; its image (a stand-in by the real name)
+//! pulls on every node.
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
 mod lab {
@@ -81,11 +84,12 @@ mod lab {
         for line in [
             "kind: CustomResourceDefinition",
             "kind: DaemonSet",
-            "- \"--multus-master-cni-file-name=10-calico.conflist\"",
+            "- --multus-master-cni-file-name=10-calico.conflist",
             "image: ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0",
         ] {
             assert!(applied.contains(line), "{line} not in:\n{applied}");
         }
+        assert!(!applied.contains(":snapshot"), "{applied}");
         let objects = cluster.on(
             0,
             "cat /var/lib/kk-standin/kubectl/objects 2>/dev/null; true",
