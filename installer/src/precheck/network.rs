@@ -3,9 +3,10 @@
 
 use std::net::IpAddr;
 
+use bundle_spec::charts::{MULTUS_IMAGE_PATH, MULTUS_MANIFEST_BINARY};
+
 use super::version::Version;
 use super::{CheckResult, Context, Node, list};
-use crate::install::render::multus::{MULTUS_IMAGE_PATH, MULTUS_MANIFEST_BINARY};
 use crate::inventory::{Cidr, ClusterCidr, Host, K8S_CLUSTER, MultiCni, NetworkPlugin};
 
 /// Dual stack became stable (on by default) in Kubernetes 1.21 and exists from 1.20.

@@ -5,14 +5,14 @@
 
 use std::net::IpAddr;
 
-use bundle_spec::charts::{ClusterRanges, CniChart, cni_values};
+use bundle_spec::charts::{
+    ClusterRanges, CniChart, MULTUS_IMAGE_PATH, MULTUS_MANIFEST_BINARY, cni_values,
+};
 
 use super::content::CHARTS_DIR;
 use super::{ChartInstall, ChartValues, Content, MultusInstall, NodeLabel};
 use crate::install::error::PlanError;
-use crate::install::render::multus::{
-    MULTUS_IMAGE_PATH, MULTUS_MANIFEST_BINARY, MULTUS_MANIFEST_FILE,
-};
+use crate::install::render::multus::MULTUS_MANIFEST_FILE;
 use crate::inventory::{Addon, ClusterCidr, Config, MultiCni, NetworkPlugin};
 
 /// The label Kube-OVN's chart selects the nodes of OVN's databases by (its

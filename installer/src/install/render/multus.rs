@@ -10,17 +10,10 @@
 
 use serde_json::Value;
 
-/// The bundle's binary that is multus's manifest (the catalog's name).
-pub const MULTUS_MANIFEST_BINARY: &str = "multus";
-
 /// The file name a node keeps multus's manifest under (upstream's).
 pub const MULTUS_MANIFEST_FILE: &str = "multus-daemonset.yml";
 
-/// The repository path of multus's image (`ghcr.io/k8snetworkplumbingwg/multus-cni`), by
-/// which the bundle's image is found whatever its tag.
-pub const MULTUS_IMAGE_PATH: &str = "k8snetworkplumbingwg/multus-cni";
-
-/// The daemon's container in upstream's DaemonSet, the one that takes the delegate's flag.
+/// The daemon's container in upstream's `DaemonSet`, the one that takes the delegate's flag.
 pub const MULTUS_CONTAINER: &str = "kube-multus";
 
 /// The thin entrypoint's flag naming the primary CNI's file in its autoconfig directory.
@@ -40,7 +33,7 @@ pub enum MultusManifestError {
         #[source]
         source: Box<serde_saphyr::Error>,
     },
-    /// No document is a DaemonSet.
+    /// No document is a `DaemonSet`.
     #[error(
         "multus's manifest `{file}` has no DaemonSet; hint: the bundle must carry upstream's thin-plugin `deployments/multus-daemonset.yml`"
     )]
@@ -48,7 +41,7 @@ pub enum MultusManifestError {
         /// The file on the node.
         file: String,
     },
-    /// The DaemonSet has no container `kube-multus` with `image` and `args` to edit.
+    /// The `DaemonSet` has no container `kube-multus` with `image` and `args` to edit.
     #[error(
         "multus's manifest `{file}` has no container `{container}` with an `image` and a list of `args` in its DaemonSet; hint: the bundle must carry upstream's thin-plugin `deployments/multus-daemonset.yml`"
     )]
@@ -60,7 +53,7 @@ pub enum MultusManifestError {
     },
 }
 
-/// `upstream` (the bundle's manifest, read from `file`) with every container of its DaemonSet
+/// `upstream` (the bundle's manifest, read from `file`) with every container of its `DaemonSet`
 /// that runs multus's image running `image` instead, and the `kube-multus` container's
 /// `--multus-master-cni-file-name` set to `delegate` (added, or replacing upstream's).
 ///
@@ -115,11 +108,16 @@ pub fn multus_manifest(
             }
         }
     }
-    // Plain strings, numbers, booleans and mappings with string keys always serialize.
-    let body = serde_saphyr::to_string_multiple(&documents).expect("a JSON tree serializes");
     Ok(format!(
-        "# Written by kk-install: multus's manifest from the bundle ({file}), its image and delegate set.\n{body}"
+        "# Written by kk-install: multus's manifest from the bundle ({file}), its image and delegate set.\n{}",
+        yaml(&documents)
     ))
+}
+
+/// `documents` as YAML, `---` between them.
+fn yaml(documents: &[Value]) -> String {
+    // Plain strings, numbers, booleans and mappings with string keys always serialize.
+    serde_saphyr::to_string_multiple(documents).expect("a JSON tree serializes")
 }
 
 #[cfg(test)]
@@ -127,7 +125,7 @@ mod tests {
     use super::*;
 
     /// A manifest of upstream's shape, written for this test: a CRD, a service account and
-    /// the thin DaemonSet whose daemon and init container run the same `:snapshot` image.
+    /// the thin `DaemonSet` whose daemon and init container run the same `:snapshot` image.
     const UPSTREAM: &str = "\
 ---
 apiVersion: apiextensions.k8s.io/v1
