@@ -140,7 +140,7 @@ pub(super) async fn multus(cx: &Cx<'_>, node: &Node, multus: &MultusInstall) -> 
     .map_err(|source| StepError::MultusApply {
         source: Box::new(source),
     })?;
-    outcome.changed = applied_something(&printed);
+    outcome.changed |= applied_something(&printed);
     Ok(outcome)
 }
 
