@@ -113,6 +113,9 @@ pub(crate) struct CatalogArgs {
     /// The CNI.
     #[arg(long, default_value = "calico")]
     pub(crate) cni: String,
+    /// A secondary CNI over the first (`multus`: its manifest and image).
+    #[arg(long, default_value = "none")]
+    pub(crate) multi_cni: String,
     /// kube-proxy's mode (`ipvs` adds the IPVS tools to the packages).
     #[arg(long, default_value = "iptables")]
     pub(crate) kube_proxy_mode: String,

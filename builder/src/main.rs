@@ -108,12 +108,13 @@ fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<String>>>()?;
     let text = format!(
-        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", kubeProxyMode: \"{}\", storage: [{}], components: {{{}}}}}\n",
+        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", multiCni: \"{}\", kubeProxyMode: \"{}\", storage: [{}], components: {{{}}}}}\n",
         bundle_spec::manifest::API_VERSION,
         bundle_spec::manifest::KIND,
         args.version,
         args.runtime,
         args.cni,
+        args.multi_cni,
         args.kube_proxy_mode,
         storage.join(", "),
         components.join(", ")

@@ -2,7 +2,7 @@
 """Prints a bundle manifest for a catalog version whose every download host and registry is the lab's.
 
     catalog-manifest.py CATALOG_JSON NAME LAB_HTTP LAB_REGISTRY
-        [--packages URL SUITE KEYRING] [--kube-proxy-mode iptables|ipvs] [--storage nfs] [--cni CNI]
+        [--packages URL SUITE KEYRING] [--kube-proxy-mode iptables|ipvs] [--storage nfs] [--cni CNI] [--multi-cni multus]
         [--component NAME=VERSION ...] [--runtime containerd|docker] [--pin-seeded RECORD]
 
 CATALOG_JSON is `kk-bundle catalog VERSION --output json` (seeded into the lab by seed-catalog.sh).
@@ -16,7 +16,8 @@ their Kubernetes bundles from it.
 SUITE, component main) checked against KEYRING (the lab's: KK_LAB_DEBIAN_URL, KK_LAB_DEBIAN_SUITE,
 KK_LAB_DEBIAN_KEYRING), asking for no package of its own: the catalog adds the cluster's.
 --kube-proxy-mode and --storage set `spec.kubernetes.kubeProxyMode` and `spec.kubernetes.storage`,
---cni `spec.kubernetes.cni` (calico by default; the catalog must have been made with the same);
+--cni `spec.kubernetes.cni` (calico by default; the catalog must have been made with the same),
+--multi-cni `spec.kubernetes.multiCni`;
 --component (repeatable) sets `spec.kubernetes.components` (give `kk-bundle catalog` the same).
 --runtime sets `spec.kubernetes.containerRuntime` (default containerd).
 --pin-seeded adds a `spec.binaries` entry for every catalog binary that pins a `sha256`
@@ -45,11 +46,14 @@ def arguments():
     parser.add_argument("--component", action="append", default=[], metavar="NAME=VERSION")
     parser.add_argument("--runtime", choices=("containerd", "docker"), default="containerd")
     parser.add_argument("--pin-seeded", metavar="RECORD")
+    parser.add_argument("--multi-cni", choices=("multus",))
     return parser.parse_args()
 
 
 def kubernetes(catalog, args):
     fields = [f"version: {catalog['kubernetes']}", f"containerRuntime: {args.runtime}", f"cni: {args.cni}"]
+    if args.multi_cni:
+        fields.append(f"multiCni: {args.multi_cni}")
     if args.kube_proxy_mode:
         fields.append(f"kubeProxyMode: {args.kube_proxy_mode}")
     if args.storage:

@@ -31,6 +31,12 @@ template is expanded and mapped into DIR/http: a URL under --lab-http keeps its 
                                           standins/common.py in place of the line
                                           `from common import *  # kk-standin: common`, so that the
                                           file stands alone on a node
+    multus                                a manifest of the shape of upstream's thin-plugin
+                                          deployments/multus-daemonset.yml, written for the lab
+                                          (MULTUS_MANIFEST): its CRD, service account and RBAC,
+                                          and the DaemonSet whose `kube-multus` container and
+                                          install init container name the `:snapshot` image at
+                                          the tag, with the args kk edits
     anything else                         a stand-in shell script that logs its arguments to
                                           ${KK_STANDIN_LOG:-/tmp/kk-standin.log} and answers `version`
 
@@ -76,6 +82,85 @@ esac
 exit 0
 """
 
+# The lab's multus manifest: the objects and fields of upstream's thin-plugin manifest that kk
+# reads or edits (the DaemonSet, container `kube-multus`, its image and args, the init container
+# on the same image), no ConfigMap; written for the lab, not copied from upstream.
+MULTUS_MANIFEST = """# kk lab stand-in for multus {version}'s deployments/multus-daemonset.yml; not upstream's file.
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: network-attachment-definitions.k8s.cni.cncf.io
+spec:
+  group: k8s.cni.cncf.io
+  scope: Namespaced
+  names: {{plural: network-attachment-definitions, singular: network-attachment-definition, kind: NetworkAttachmentDefinition, shortNames: [net-attach-def]}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: multus, namespace: kube-system}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: multus}}
+rules:
+  - apiGroups: [k8s.cni.cncf.io]
+    resources: ["*"]
+    verbs: ["*"]
+  - apiGroups: [""]
+    resources: [pods, pods/status]
+    verbs: [get, list, update, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: multus}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: multus}}
+subjects:
+  - {{kind: ServiceAccount, name: multus, namespace: kube-system}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: kube-multus-ds
+  namespace: kube-system
+  labels: {{app: multus}}
+spec:
+  selector: {{matchLabels: {{app: multus}}}}
+  template:
+    metadata: {{labels: {{app: multus}}}}
+    spec:
+      hostNetwork: true
+      serviceAccountName: multus
+      tolerations: [{{operator: Exists}}]
+      containers:
+        - name: kube-multus
+          image: ghcr.io/k8snetworkplumbingwg/multus-cni:snapshot
+          command: [/thin_entrypoint]
+          args:
+            - "--multus-conf-file=auto"
+            - "--multus-autoconfig-dir=/host/etc/cni/net.d"
+            - "--cni-conf-dir=/host/etc/cni/net.d"
+          securityContext: {{privileged: true}}
+          volumeMounts:
+            - {{name: cni, mountPath: /host/etc/cni/net.d}}
+            - {{name: cnibin, mountPath: /host/opt/cni/bin}}
+      initContainers:
+        - name: install-multus-binary
+          image: ghcr.io/k8snetworkplumbingwg/multus-cni:snapshot
+          command: [/install_multus]
+          args: ["--type", "thin"]
+          securityContext: {{privileged: true}}
+          volumeMounts:
+            - {{name: cnibin, mountPath: /host/opt/cni/bin}}
+      volumes:
+        - {{name: cni, hostPath: {{path: /etc/cni/net.d}}}}
+        - {{name: cnibin, hostPath: {{path: /opt/cni/bin}}}}
+"""
 
 STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 # The images `kubeadm config images list` prints, in its order (registry.k8s.io paths).
@@ -294,6 +379,8 @@ def content(name, version, os_name, arch, file_name, helm, images=()):
         return "archive", members, ["docker"]
     if key == "cri-dockerd" and top is not None:
         return "archive", {"cri-dockerd/cri-dockerd": ("text", standin)}, ["cri-dockerd"]
+    if key == "multus":
+        return "file", ("text", MULTUS_MANIFEST.format(version=version))
     if key == "helm":
         if not helm:
             die("binary helm needs --helm (scripts/lab/tools.sh helm)")

@@ -551,7 +551,7 @@ pub(crate) fn catalog_manifest(lab: &Lab, dir: &Path, version: &str) -> (PathBuf
 
 /// [`catalog_manifest`] with more options of `scripts/lab/catalog-manifest.py` (`--packages URL
 /// SUITE KEYRING`, `--kube-proxy-mode ipvs`, `--storage nfs`, `--cni hybridnet`,
-/// `--component containerd=2.1.9`).
+/// `--component containerd=2.1.9`, `--multi-cni multus`).
 pub(crate) fn catalog_manifest_with(
     lab: &Lab,
     dir: &Path,
@@ -565,7 +565,7 @@ pub(crate) fn catalog_manifest_with(
     for pair in options.windows(2) {
         if matches!(
             pair[0],
-            "--kube-proxy-mode" | "--storage" | "--cni" | "--component"
+            "--kube-proxy-mode" | "--storage" | "--cni" | "--component" | "--multi-cni"
         ) {
             cmd.args(pair);
         }
@@ -579,7 +579,8 @@ pub(crate) fn catalog_manifest_with(
         .arg(&catalog);
     run_ok(&mut seed);
 
-    // Every download host and registry of the catalog points at the lab.
+    // Every download host and registry of the catalog points at the lab, and every binary the
+    // catalog pins (multus's manifest with `--multi-cni multus`) is pinned to the lab's file.
     let manifest = dir.join("k8s.yaml");
     let mut render = Command::new("python3");
     render
@@ -587,7 +588,9 @@ pub(crate) fn catalog_manifest_with(
         .arg("scripts/lab/catalog-manifest.py")
         .arg(&catalog)
         .args(["k8s", lab.http(), lab.registry()])
-        .args(options);
+        .args(options)
+        .arg("--pin-seeded")
+        .arg(lab.dir().join("seeded").join("catalog.json"));
     let (text, _) = run_ok(&mut render);
     fs::write(&manifest, text).expect("manifest");
     (manifest, json)

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use bundle_spec::manifest::{
-    Cni, ContainerRuntime, KubeProxyMode, Kubernetes, KubernetesVersion, Storage,
+    Cni, ContainerRuntime, KubeProxyMode, Kubernetes, KubernetesVersion, MultiCni, Storage,
 };
 use bundle_spec::packages::{PackageScope, RootPackage};
 use bundle_spec::platform::Platform;
@@ -154,7 +154,11 @@ impl Catalog {
 
         let mut binaries = Vec::new();
         for binary in &self.data.binaries {
-            if binary.runtime.is_some_and(|only| only.runtime() != runtime) {
+            if binary.runtime.is_some_and(|only| only.runtime() != runtime)
+                || binary
+                    .multi_cni
+                    .is_some_and(|only| only != kubernetes.multi_cni)
+            {
                 continue;
             }
             let chosen = kubernetes.components.get(&binary.name);
@@ -192,6 +196,9 @@ impl Catalog {
                 repo: cni.chart.repo.clone(),
                 images: cni.images.clone(),
             });
+        }
+        if kubernetes.multi_cni == MultiCni::Multus {
+            images.extend(self.data.multus.images.iter().cloned());
         }
         images.extend(minor.ha.iter().cloned());
         for storage in &kubernetes.storage {
@@ -597,6 +604,7 @@ struct Data {
     control_plane: ControlPlane,
     binaries: Vec<BinaryData>,
     cnis: BTreeMap<String, CniData>,
+    multus: MultusData,
     kubernetes: Vec<MinorData>,
     packages: Vec<PackageData>,
     storage: BTreeMap<StorageKind, StorageData>,
@@ -649,6 +657,14 @@ impl StorageKind {
     }
 }
 
+/// What `multiCni: multus` adds for every minor besides its manifest (the `multus` binary):
+/// the image the installer writes into that manifest.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MultusData {
+    images: Vec<String>,
+}
+
 /// What a storage kind adds for every minor: its chart and the images it deploys.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -675,6 +691,9 @@ struct BinaryData {
     version_from: VersionFrom,
     #[serde(default)]
     runtime: Option<RuntimeData>,
+    /// Added only with this `multiCni` (multus's manifest).
+    #[serde(default)]
+    multi_cni: Option<MultiCni>,
     url: String,
     #[serde(default)]
     checksum_url: Option<String>,

@@ -832,3 +832,37 @@ fn a_component_outside_the_cluster_or_without_a_pinned_sha256_is_refused() {
         "{unpinned}"
     );
 }
+
+#[test]
+fn multus_adds_its_manifest_and_the_image_of_the_same_release_for_every_version() {
+    for version in every_version() {
+        let expansion = Catalog::builtin()
+            .expand(&kubernetes_with(&version, "multiCni: multus"))
+            .unwrap_or_else(|error| panic!("{version}: {error}"));
+        let manifest = binary(&expansion, "multus");
+        let image = format!(
+            "ghcr.io/k8snetworkplumbingwg/multus-cni:{}",
+            manifest.version
+        );
+        assert!(expansion.images.contains(&image), "{version}: {image}");
+        assert_eq!(
+            manifest.url_for(&"linux/arm64".parse::<Platform>().expect("platform")),
+            format!(
+                "https://raw.githubusercontent.com/k8snetworkplumbingwg/multus-cni/{}/deployments/multus-daemonset.yml",
+                manifest.version
+            )
+        );
+        // One file for every architecture: the same pin under each.
+        let pins: Vec<&String> = manifest.sha256.values().collect();
+        assert_eq!(pins.len(), 2, "{version}");
+        assert!(pins.iter().all(|pin| *pin == pins[0]), "{version}");
+    }
+    let without = expand("v1.32.4", "containerd", "calico");
+    assert!(!without.binaries.iter().any(|b| b.name == "multus"));
+    assert!(
+        !without
+            .images
+            .iter()
+            .any(|image| image.contains("multus-cni"))
+    );
+}

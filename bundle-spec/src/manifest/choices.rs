@@ -74,6 +74,17 @@ impl fmt::Display for Cni {
     }
 }
 
+/// `multiCni`: a secondary network plugin over [`Cni`], whose image the bundle then carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MultiCni {
+    /// None (the default).
+    #[default]
+    None,
+    /// Multus.
+    Multus,
+}
+
 /// kube-proxy's mode, as far as the bundle is concerned: `ipvs` needs `ipset` and `ipvsadm` on
 /// the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]

@@ -155,6 +155,7 @@ fn cases() -> Vec<Case> {
         case!(MissingField, chart("      repo: https://example.org\n").replace("- name: app\n      ", "- "), "missing required field `name`", "7:7"),
         case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, cni: cilum}\n"), "unknown value `cilum`; did you mean `cilium`?", "6:39"),
         case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, containerRuntime: crio}\n"), "expected one of `containerd`, `docker`", "6:52"),
+        case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, multiCni: multsu}\n"), "unknown value `multsu`; did you mean `multus`?", "6:44"),
         case!(DuplicateKey, doc("  images: [busybox:1]\n  images: [busybox:2]\n"), "duplicate key `images`", "7:3"),
         case!(DuplicateKey, binary(&format!("      sha256: {{x86_64: {SHA_A}, amd64: {SHA_A}}}\n")), "duplicate key `amd64`", "10:90"),
         // Header and metadata.

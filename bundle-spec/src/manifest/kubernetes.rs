@@ -8,7 +8,7 @@ use serde_saphyr::Spanned;
 
 use super::ManifestError;
 use super::SourceLocation;
-use super::choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
+use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
 use super::raw::RawKubernetes;
 use super::rules::required;
 use super::spanned_map::SpannedMap;
@@ -24,6 +24,8 @@ pub struct Kubernetes {
     pub container_runtime: ContainerRuntime,
     /// The network plugin to install.
     pub cni: Cni,
+    /// `multiCni`: `multus` adds multus's image, for `cni.multi_cni: multus`.
+    pub multi_cni: MultiCni,
     /// `kubeProxyMode`: `ipvs` adds the IPVS tools to every package set.
     pub kube_proxy_mode: KubeProxyMode,
     /// `storage`: `[nfs]` adds the NFS packages and the provisioner chart.
@@ -123,6 +125,7 @@ pub(super) fn validate(
         version: parsed,
         container_runtime: raw.value.container_runtime,
         cni: raw.value.cni,
+        multi_cni: raw.value.multi_cni,
         kube_proxy_mode: raw.value.kube_proxy_mode,
         storage: storage(&raw.value.storage),
         node_packages: raw.value.node_packages,

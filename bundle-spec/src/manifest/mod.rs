@@ -80,7 +80,7 @@ use std::sync::Arc;
 pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
 pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
-pub use choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
+pub use choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
 pub use error::ManifestError;
 pub use image::ImageRef;
 pub use kubernetes::{Kubernetes, KubernetesVersion};

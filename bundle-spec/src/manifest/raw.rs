@@ -15,7 +15,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::SpannedMap;
-use super::choices::{Cni, ContainerRuntime, KubeProxyMode, Storage};
+use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.
@@ -71,6 +71,8 @@ pub(super) struct RawKubernetes {
     pub(super) container_runtime: ContainerRuntime,
     #[serde(default)]
     pub(super) cni: Cni,
+    #[serde(default)]
+    pub(super) multi_cni: MultiCni,
     #[serde(default)]
     pub(super) kube_proxy_mode: KubeProxyMode,
     #[serde(default)]

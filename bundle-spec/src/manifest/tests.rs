@@ -321,3 +321,18 @@ fn every_network_plugin_is_spelled_as_the_catalog_and_kubekey_spell_it() {
         assert_ne!(cni.as_str(), "kubeovn", "one name per plugin when printed");
     }
 }
+
+#[test]
+fn multi_cni_is_multus_or_none() {
+    for (written, multi) in [
+        ("", MultiCni::None),
+        (", multiCni: none", MultiCni::None),
+        (", multiCni: multus", MultiCni::Multus),
+    ] {
+        let manifest = parse(&doc(&format!(
+            "  kubernetes: {{version: v1.31.4{written}}}\n"
+        )));
+        let kubernetes = manifest.spec.kubernetes.expect("kubernetes");
+        assert_eq!(kubernetes.multi_cni, multi, "{written:?}");
+    }
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::bootstrap::TokenError;
 use super::render::kubernetes::KubeadmVersionError;
+use super::render::multus::MultusManifestError;
 use super::target::Target;
 use crate::hooks::HookError;
 use crate::inventory::InventoryError;
@@ -88,6 +89,19 @@ pub enum PlanError {
         image: &'static str,
         /// The network plugin.
         cni: &'static str,
+    },
+    /// Multus without a primary network plugin to delegate to.
+    #[error(
+        "`spec.cni.multi_cni: multus` needs a primary network plugin to delegate to, but `spec.cni.type` is `none`; hint: set `spec.cni.type` to one kk installs (calico, cilium, flannel, hybridnet, kube-ovn), or `spec.cni.multi_cni: none`"
+    )]
+    MultusWithoutCni,
+    /// The bundle lacks multus's manifest or image.
+    #[error(
+        "the bundle has no {what}, which `spec.cni.multi_cni: multus` needs; hint: build the bundle again with `spec.kubernetes.multiCni: multus` (the catalog adds multus's manifest and image)"
+    )]
+    MissingMultus {
+        /// What is missing: the manifest's binary or the image.
+        what: String,
     },
     /// A network plugin kk installs single-stack given a dual-stack pod range.
     #[error(
@@ -317,6 +331,29 @@ pub enum StepError {
         tool: &'static str,
         /// The chart.
         chart: String,
+        /// The command's failure, with its output.
+        #[source]
+        source: Box<SshError>,
+    },
+    /// Multus's manifest from the bundle does not have the shape kk edits.
+    #[error("multus's manifest cannot be rendered")]
+    MultusManifest {
+        /// What is missing from it.
+        #[source]
+        source: Box<MultusManifestError>,
+    },
+    /// Multus's rendered manifest names images the bundle lacks.
+    #[error(
+        "multus's manifest names images the bundle lacks: {}; hint: add them to the bundle manifest's `spec.images` and build again",
+        images.join(", ")
+    )]
+    MultusImages {
+        /// The images missing.
+        images: Vec<String>,
+    },
+    /// `kubectl apply` of multus's manifest failed.
+    #[error("`kubectl apply` of multus's manifest failed")]
+    MultusApply {
         /// The command's failure, with its output.
         #[source]
         source: Box<SshError>,

@@ -226,12 +226,31 @@ pub enum Action {
         /// What to install.
         chart: Box<ChartInstall>,
     },
+    /// Multus over the primary CNI (first control plane): its manifest fetched from the
+    /// registry, rendered with the plan's image and delegate, its images checked against the
+    /// bundle, applied with the bundle's kubectl.
+    Multus {
+        /// What to apply.
+        multus: Box<MultusInstall>,
+    },
     /// Labels nodes with the bundle's kubectl (first control plane), before a chart that
     /// selects them.
     LabelNodes {
         /// The label and its nodes.
         label: NodeLabel,
     },
+}
+
+/// Multus, the secondary CNI: upstream's manifest (multus publishes no chart) and what kk
+/// writes into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MultusInstall {
+    /// The manifest as the node fetches it (the bundle's `multus` binary).
+    pub fetch: BinaryFetch,
+    /// The bundle's multus image by original name, in place of the one upstream's names.
+    pub image: String,
+    /// The primary CNI's configuration file in `/etc/cni/net.d`, multus's delegate.
+    pub delegate: String,
 }
 
 /// A label the network plugin needs on some nodes (Kube-OVN's `kube-ovn/role=master` on the

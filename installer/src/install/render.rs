@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 pub mod docker;
 pub mod kubernetes;
+pub mod multus;
 
 /// Where node-side files live: the contract tests and operators rely on.
 pub mod paths {

@@ -321,6 +321,18 @@ names! {
     }
 }
 
+names! {
+    /// `cni.multi_cni`: a secondary network plugin over the primary one (`cni.type`).
+    pub enum MultiCni {
+        /// None (the default).
+        #[serde(rename = "none")]
+        None => "none",
+        /// Multus, delegating to the primary plugin.
+        #[serde(rename = "multus")]
+        Multus => "multus",
+    }
+}
+
 /// `spec.etcd`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -351,6 +363,8 @@ pub struct CriConfig {
 pub struct CniConfig {
     /// `type`; default `calico`.
     pub plugin: NetworkPlugin,
+    /// `multi_cni`; default `none`.
+    pub multi_cni: MultiCni,
     /// `pod_cidr`; default `10.233.64.0/18`, as KubeKey.
     pub pod_cidr: ClusterCidr,
     /// `service_cidr`; default `10.233.0.0/18`, as KubeKey.
@@ -367,6 +381,7 @@ impl Default for CniConfig {
     fn default() -> Self {
         Self {
             plugin: NetworkPlugin::Calico,
+            multi_cni: MultiCni::None,
             pod_cidr: ClusterCidr::single(Cidr::DEFAULT_POD),
             service_cidr: ClusterCidr::single(Cidr::DEFAULT_SERVICE),
             max_pods: 110,

@@ -118,6 +118,8 @@ fn cases() -> Vec<Case> {
         case!(Inventory, Yaml, inventory(node1, "node1: {connector: {type: sssh}}"), "unknown value `sssh`; did you mean `ssh`?", "5:31"),
         case!(Inventory, Yaml, inventory("  groups:", "  groups: {}\n  groups:"), "duplicate key `groups`", "8:3"),
         case!(Config, Yaml, config("  cni: {type: calcio}\n"), "unknown value `calcio`; did you mean `calico`?", "4:15"),
+        case!(Config, Yaml, config("  cni: {multi_cni: multsu}\n"), "unknown value `multsu`; did you mean `multus`?", "4:20"),
+        case!(Config, Yaml, config("  cni: {multi_cni: whereabouts}\n"), "unknown value `whereabouts`", "4:20"),
         case!(Config, Yaml, config("  kubernetes: {kube_proxy: {mode: nftable}}\n"), "unknown value `nftable`; hint: expected one of `iptables`, `ipvs`", "4:35"),
         case!(Config, Yaml, config("  image_registry: {type: harbor}\n"), "unknown value `harbor`", "4:26"),
         case!(Config, Yaml, config("  cluster_require: {allow_unsupported_distribution_setup: yes}\n"), "invalid boolean", "4:59"),

@@ -84,8 +84,8 @@ pub use cidr::{Cidr, CidrError, ClusterCidr};
 pub use config::{
     Addon, CniConfig, Config, ControlPlaneEndpoint, CriConfig, EndpointKind, EtcdConfig,
     EtcdDeploymentType, ExternalRegistry, ImageRegistry, KernelVersion, KubeProxyMode, KubeVip,
-    KubeVipMode, KubernetesConfig, NetworkPlugin, NfsConfig, NfsStorageClass, PrecheckConfig,
-    RegistryAddress, StorageClassConfig,
+    KubeVipMode, KubernetesConfig, MultiCni, NetworkPlugin, NfsConfig, NfsStorageClass,
+    PrecheckConfig, RegistryAddress, StorageClassConfig,
 };
 pub use document::{API_VERSIONS, Warning};
 pub use error::InventoryError;

@@ -26,6 +26,7 @@ pub(super) fn cni(
     let service_at = raw.service_cidr.as_ref().map_or(at, |raw| cx.at(raw));
     let cni = CniConfig {
         plugin: raw.kind.unwrap_or(defaults.plugin),
+        multi_cni: raw.multi_cni.unwrap_or(defaults.multi_cni),
         pod_cidr: cluster_cidr(cx, raw.pod_cidr.as_ref(), "cni.pod_cidr", Cidr::DEFAULT_POD)?,
         service_cidr: cluster_cidr(
             cx,

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::config::{EtcdDeploymentType, KubeProxyMode, KubeVipMode, NetworkPlugin};
+use super::config::{EtcdDeploymentType, KubeProxyMode, KubeVipMode, MultiCni, NetworkPlugin};
 use super::section::section;
 
 /// `apiVersion` and `kind` alone, read before the full parse so that a file of another
@@ -222,6 +222,7 @@ section! {
     /// `spec.cni`.
     struct RawCni {
         "type" => kind: Option<NetworkPlugin>,
+        "multi_cni" => multi_cni: Option<MultiCni>,
         "pod_cidr" => pod_cidr: Option<Spanned<String>>,
         "service_cidr" => service_cidr: Option<Spanned<String>>,
         "max_pods" => max_pods: Option<Spanned<i64>>,

@@ -394,6 +394,11 @@ fn kubekey_configs_read_as_they_are() {
         config.extra["kubernetes.control_plane_endpoint.kube_vip.image"]["tag"],
         "v0.7.2"
     );
+    assert_eq!(config.cni.multi_cni, MultiCni::None);
+    assert!(
+        !config.extra.contains_key("cni.multi_cni"),
+        "read, not kept"
+    );
     assert_eq!(config.extra["cni.multus"]["enabled"], false);
     assert_eq!(
         config.extra["image_manifests"][0],

@@ -3,9 +3,11 @@
 
 use std::net::IpAddr;
 
+use bundle_spec::charts::{MULTUS_IMAGE_PATH, MULTUS_MANIFEST_BINARY};
+
 use super::version::Version;
 use super::{CheckResult, Context, Node, list};
-use crate::inventory::{Cidr, ClusterCidr, Host, K8S_CLUSTER, NetworkPlugin};
+use crate::inventory::{Cidr, ClusterCidr, Host, K8S_CLUSTER, MultiCni, NetworkPlugin};
 
 /// Dual stack became stable (on by default) in Kubernetes 1.21 and exists from 1.20.
 const DUAL_STACK_SINCE: Version = Version::new(1, 20, 0);
@@ -52,6 +54,7 @@ pub(super) fn cluster(cx: &Context) -> Vec<CheckResult> {
         cidr(cx),
         dual_stack(cx),
         plugin(cx),
+        multus(cx),
         address_space(cx),
         plugin_since(
             cx,
@@ -232,6 +235,45 @@ fn plugin(cx: &Context) -> CheckResult {
                 "`cni.type` is {name}, but the bundle has no {name} image; fix: build the bundle with {name} (or set `cni.type` to the plugin it carries)"
             ),
         )
+    }
+}
+
+/// `network.multus`: `cni.multi_cni: multus` needs a primary plugin to delegate to, and its
+/// manifest and image in the bundle (the plan refuses these too; the precheck names them
+/// beside the rest).
+fn multus(cx: &Context) -> CheckResult {
+    const ID: &str = "network.multus";
+    if cx.config.cni.multi_cni == MultiCni::None {
+        return CheckResult::skip(ID, "`cni.multi_cni` is none");
+    }
+    let primary = cx.config.cni.plugin;
+    if primary == NetworkPlugin::None {
+        return CheckResult::fail(
+            ID,
+            "`cni.multi_cni` is multus, which delegates to the primary plugin, but `cni.type` is none; fix: set `cni.type` to the plugin multus delegates to",
+        );
+    }
+    let image = cx
+        .bundle
+        .images
+        .iter()
+        .find(|image| image.contains(&format!("/{MULTUS_IMAGE_PATH}:")));
+    let manifest = cx
+        .bundle
+        .binaries
+        .iter()
+        .any(|name| name == MULTUS_MANIFEST_BINARY);
+    match image {
+        Some(image) if manifest => CheckResult::pass(
+            ID,
+            format!("multus over {primary}, its manifest and {image} are in the bundle"),
+        ),
+        _ => CheckResult::fail(
+            ID,
+            format!(
+                "`cni.multi_cni` is multus, but the bundle lacks its manifest (binary `{MULTUS_MANIFEST_BINARY}`) or its image (`{MULTUS_IMAGE_PATH}`); fix: build the bundle with `spec.kubernetes.multiCni: multus`"
+            ),
+        ),
     }
 }
 

@@ -103,6 +103,7 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::JoinWorker => kubernetes::join(cx, node, false).await,
         Action::KubeVip => kubernetes::vip(cx, node).await,
         Action::Chart { chart } => network::chart(cx, node, chart).await,
+        Action::Multus { multus } => network::multus(cx, node, multus).await,
         Action::LabelNodes { label } => network::label(node, label).await,
         Action::Hooks
         | Action::RegistryLogin

@@ -14,8 +14,9 @@ use bundle_spec::charts::missing_images;
 
 use super::{Cx, StepResult, put, runtime, sh};
 use crate::install::error::StepError;
-use crate::install::plan::{ChartInstall, ChartValues, NodeLabel};
+use crate::install::plan::{ChartInstall, ChartValues, MultusInstall, NodeLabel};
 use crate::install::render::kubernetes::paths::{ADMIN_CONF, KK_CONFIGS};
+use crate::install::render::multus::multus_manifest;
 use crate::ssh::SshError;
 use crate::ssh::{Node, quote};
 
@@ -102,6 +103,55 @@ async fn apply(cx: &Cx<'_>, node: &Node, chart: &ChartInstall, rendered: &str) -
     Ok(outcome)
 }
 
+/// `network.multus`: upstream's manifest fetched from the registry and read back, rendered
+/// with the plan's image and delegate, its images checked against the bundle, kept on the node
+/// and applied with the bundle's kubectl. Client-side `kubectl apply` rather than server-side,
+/// because it says per object whether it changed it (`unchanged`), so a rerun reports no
+/// change.
+pub(super) async fn multus(cx: &Cx<'_>, node: &Node, multus: &MultusInstall) -> StepResult {
+    let mut outcome = runtime::fetch(cx, node, std::slice::from_ref(&multus.fetch)).await?;
+    let file = multus
+        .fetch
+        .files
+        .first()
+        .ok_or_else(|| StepError::not_in_plan("multus's manifest has no file name"))?;
+    let fetched = format!("{}/{file}", multus.fetch.into);
+    let upstream = sh(node, &format!("cat {}", quote(&fetched))).await?;
+    let rendered = multus_manifest(&fetched, &upstream, &multus.image, &multus.delegate).map_err(
+        |source| StepError::MultusManifest {
+            source: Box::new(source),
+        },
+    )?;
+    let images =
+        missing_images(&rendered, &cx.plan.images).map_err(|source| StepError::ChartYaml {
+            chart: "multus".to_owned(),
+            source: Box::new(source),
+        })?;
+    if !images.is_empty() {
+        return Err(StepError::MultusImages { images });
+    }
+    let path = format!("{}/multus.yaml", charts_dir());
+    outcome.merge(put(cx, node, rendered.as_bytes(), &path, 0o600).await?);
+    let printed = sh(
+        node,
+        &format!("/usr/local/bin/kubectl apply --kubeconfig {ADMIN_CONF} -f {path} 2>&1"),
+    )
+    .await
+    .map_err(|source| StepError::MultusApply {
+        source: Box::new(source),
+    })?;
+    outcome.changed |= applied_something(&printed);
+    Ok(outcome)
+}
+
+/// Whether `kubectl apply` changed an object: it prints `<kind>/<name> created`, `configured`
+/// or `unchanged` per object.
+fn applied_something(printed: &str) -> bool {
+    printed
+        .lines()
+        .any(|line| !line.trim().is_empty() && !line.ends_with(" unchanged"))
+}
+
 /// `network.label`: the label on its nodes, with the bundle's kubectl; `--overwrite` makes a
 /// rerun change nothing.
 pub(super) async fn label(node: &Node, label: &NodeLabel) -> StepResult {
@@ -144,7 +194,25 @@ fn chart_failed(tool: &'static str, chart: &ChartInstall, source: SshError) -> S
 
 #[cfg(test)]
 mod tests {
-    use super::newly_labelled;
+    use super::{applied_something, newly_labelled};
+
+    #[test]
+    fn a_manifest_changes_the_cluster_only_when_kubectl_changed_an_object() {
+        for (printed, changed) in [
+            ("daemonset.apps/kube-multus-ds created\n", true),
+            (
+                "serviceaccount/multus unchanged\ndaemonset.apps/kube-multus-ds configured\n",
+                true,
+            ),
+            (
+                "serviceaccount/multus unchanged\ndaemonset.apps/kube-multus-ds unchanged\n",
+                false,
+            ),
+            ("", false),
+        ] {
+            assert_eq!(applied_something(printed), changed, "{printed:?}");
+        }
+    }
 
     #[test]
     fn a_label_changes_the_node_only_when_kubectl_labelled_it() {

@@ -5,11 +5,15 @@
 
 use std::net::IpAddr;
 
-use bundle_spec::charts::{ClusterRanges, CniChart, cni_values};
+use bundle_spec::charts::{
+    ClusterRanges, CniChart, MULTUS_IMAGE_PATH, MULTUS_MANIFEST_BINARY, cni_values,
+};
 
-use super::{ChartInstall, ChartValues, Content, NodeLabel};
+use super::content::CHARTS_DIR;
+use super::{ChartInstall, ChartValues, Content, MultusInstall, NodeLabel};
 use crate::install::error::PlanError;
-use crate::inventory::{Addon, ClusterCidr, Config, NetworkPlugin};
+use crate::install::render::multus::MULTUS_MANIFEST_FILE;
+use crate::inventory::{Addon, ClusterCidr, Config, MultiCni, NetworkPlugin};
 
 /// The label Kube-OVN's chart selects the nodes of OVN's databases by (its
 /// `MASTER_NODES_LABEL`), which its installation steps put on the control planes.
@@ -118,6 +122,48 @@ pub(super) fn cni(
         },
         label,
     }))
+}
+
+/// Multus for `cni.multi_cni: multus`: the bundle's manifest, its image, and the primary
+/// CNI's configuration file as the delegate; `None` without multus. Refused without a primary
+/// CNI, and when the bundle lacks the manifest or the image (found here, before any node is
+/// touched; the phase checks the rendered manifest's images too).
+pub(super) fn multus(
+    config: &Config,
+    content: &Content,
+) -> Result<Option<MultusInstall>, PlanError> {
+    if config.cni.multi_cni == MultiCni::None {
+        return Ok(None);
+    }
+    let delegate = primary_conf_file(config.cni.plugin).ok_or(PlanError::MultusWithoutCni)?;
+    let fetch = content
+        .binary(MULTUS_MANIFEST_BINARY, CHARTS_DIR, &[MULTUS_MANIFEST_FILE])
+        .map_err(|_| PlanError::MissingMultus {
+            what: format!("binary `{MULTUS_MANIFEST_BINARY}` (multus's manifest)"),
+        })?;
+    let image = content
+        .image_named(MULTUS_IMAGE_PATH)
+        .map_err(|_| PlanError::MissingMultus {
+            what: format!("image `{MULTUS_IMAGE_PATH}`"),
+        })?;
+    Ok(Some(MultusInstall {
+        fetch,
+        image,
+        delegate: delegate.to_owned(),
+    }))
+}
+
+/// The file the primary CNI writes in `/etc/cni/net.d`, which multus delegates to (FACTS.md
+/// of the catalog says where each name comes from); `None` for `cni.type: none`.
+fn primary_conf_file(plugin: NetworkPlugin) -> Option<&'static str> {
+    match plugin {
+        NetworkPlugin::Calico => Some("10-calico.conflist"),
+        NetworkPlugin::Cilium => Some("05-cilium.conflist"),
+        NetworkPlugin::Flannel => Some("10-flannel.conflist"),
+        NetworkPlugin::Hybridnet => Some("06-hybridnet.conflist"),
+        NetworkPlugin::KubeOvn => Some("01-kube-ovn.conflist"),
+        NetworkPlugin::None => None,
+    }
 }
 
 /// A cluster range as `(network, prefix)` pairs, one per family.

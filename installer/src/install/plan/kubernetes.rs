@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::{
-    Action, BinaryFetch, ChartInstall, Content, KubeVipPlan, NodeLabel, Phase, Step, add_step,
-    address_of, charts,
+    Action, BinaryFetch, ChartInstall, Content, KubeVipPlan, MultusInstall, NodeLabel, Phase, Step,
+    add_step, address_of, charts,
 };
 use crate::install::error::PlanError;
 use crate::install::render::kubernetes::paths::{
@@ -54,6 +54,8 @@ pub struct KubernetesPlan {
     /// The label the network plugin needs on its nodes before its chart.
     cni_label: Option<NodeLabel>,
     charts: Vec<(Phase, String, ChartInstall)>,
+    /// Multus's manifest (`cni.multi_cni: multus`), applied after the network phase's charts.
+    multus: Option<MultusInstall>,
 }
 
 /// What the Kubernetes plan takes from the rest of the plan.
@@ -130,6 +132,7 @@ impl KubernetesPlan {
         if let Some(cni) = cni {
             charts.push((Phase::Network, "cni".to_owned(), cni.chart));
         }
+        let multus = charts::multus(config, content)?;
         if let Some(chart) = &shared.storage_class {
             charts.push((Phase::Addons, chart.release.clone(), chart.clone()));
         }
@@ -166,6 +169,7 @@ impl KubernetesPlan {
             helm,
             cni_label,
             charts,
+            multus,
         })
     }
 
@@ -232,11 +236,25 @@ impl KubernetesPlan {
             };
             add(Phase::Network, "helm", fetch, &first);
         }
-        for (phase, what, chart) in &self.charts {
-            let action = Action::Chart {
-                chart: Box::new(chart.clone()),
+        // Multus goes after the primary CNI it delegates to, before the addons.
+        let (network, addons): (Vec<_>, Vec<_>) = self
+            .charts
+            .iter()
+            .partition(|(phase, ..)| *phase == Phase::Network);
+        let chart = |chart: &ChartInstall| Action::Chart {
+            chart: Box::new(chart.clone()),
+        };
+        for (phase, what, installed) in network {
+            add(*phase, what, chart(installed), &first);
+        }
+        if let Some(multus) = &self.multus {
+            let action = Action::Multus {
+                multus: Box::new(multus.clone()),
             };
-            add(*phase, what, action, &first);
+            add(Phase::Network, "multus", action, &first);
+        }
+        for (phase, what, installed) in addons {
+            add(*phase, what, chart(installed), &first);
         }
         steps
     }

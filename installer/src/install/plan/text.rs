@@ -205,6 +205,10 @@ fn describe(action: &Action) -> String {
             "chart {} into namespace {}: helm template, check images, kubectl apply",
             chart.fetch.name, chart.namespace
         ),
+        Action::Multus { multus } => format!(
+            "multus's manifest ({}), delegating to {}: check images, kubectl apply",
+            multus.image, multus.delegate
+        ),
         Action::LabelNodes { label } => format!(
             "kubectl label {} on {}",
             label.label,

@@ -128,6 +128,36 @@ fn plugins_need_their_images() {
 }
 
 #[test]
+fn multus_needs_a_primary_plugin_and_its_image() {
+    let mut fixture = Fixture::three_nodes();
+    expect(&fixture.cluster("network.multus"), Skip, &["none"]);
+    fixture.config = config("  cni: {type: none, multi_cni: multus}\n");
+    expect(
+        &fixture.cluster("network.multus"),
+        Fail,
+        &["`cni.type` is none", "fix:"],
+    );
+    fixture.config = config("  cni: {multi_cni: multus}\n");
+    let lacking = [
+        "binary `multus`",
+        "k8snetworkplumbingwg/multus-cni",
+        "multiCni: multus",
+    ];
+    expect(&fixture.cluster("network.multus"), Fail, &lacking);
+    fixture
+        .bundle
+        .images
+        .push("ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0".to_owned());
+    expect(&fixture.cluster("network.multus"), Fail, &lacking);
+    fixture.bundle.binaries.push("multus".to_owned());
+    expect(
+        &fixture.cluster("network.multus"),
+        Pass,
+        &["multus over calico", "multus-cni:v4.3.0"],
+    );
+}
+
+#[test]
 fn address_space_boundaries() {
     let mut fixture = Fixture::three_nodes();
     expect(

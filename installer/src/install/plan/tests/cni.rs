@@ -1,17 +1,22 @@
 //! The network plugins beyond Calico: Kube-OVN's label step and the values of Kube-OVN and
-//! hybridnet, with the cluster's pod and service ranges.
+//! hybridnet, with the cluster's pod and service ranges; multus over the primary plugin.
 
 use super::*;
 
-/// [`description`]'s bundle with the Kube-OVN and hybridnet charts and images the catalog adds.
+/// [`description`]'s bundle with the Kube-OVN, hybridnet, Cilium and Flannel charts and the
+/// images the catalog adds for them, and multus's manifest and image.
 fn bundle() -> Description {
     let mut artifacts = description(&[]).artifacts;
     artifacts.extend([
         image("docker.io/kubeovn/kube-ovn:v1.15.24"),
         image("docker.io/kubeovn/vpc-nat-gateway:v1.15.24"),
         image("docker.io/hybridnetdev/hybridnet:v0.8.9"),
+        image("ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0"),
+        binary("multus", "v4.3.0"),
         chart("kube-ovn", "v1.15.24"),
         chart("hybridnet", "0.6.9"),
+        chart("cilium", "1.18.14"),
+        chart("flannel", "v0.28.9"),
     ]);
     bundle_spec::test_support::description(jiff::Timestamp::UNIX_EPOCH, artifacts)
 }
@@ -147,4 +152,98 @@ fn hybridnet_refuses_a_dual_stack_pod_range_it_would_give_half_of() {
         "network.cni",
     );
     assert_eq!(values["networking"]["NET_STACK"], "dual_stack", "{values}");
+}
+
+#[test]
+fn multus_delegates_to_the_primary_plugins_file_after_its_chart() {
+    for (kind, file) in [
+        ("calico", "10-calico.conflist"),
+        ("cilium", "05-cilium.conflist"),
+        ("flannel", "10-flannel.conflist"),
+        ("kube-ovn", "01-kube-ovn.conflist"),
+        ("hybridnet", "06-hybridnet.conflist"),
+    ] {
+        let plan = cni_plan(
+            HA_INVENTORY,
+            &format!("  cni: {{type: {kind}, multi_cni: multus}}\n"),
+        );
+        let step = plan
+            .steps
+            .iter()
+            .find(|s| s.id == "network.multus")
+            .unwrap_or_else(|| panic!("{kind}: no multus step"));
+        assert_eq!(step.nodes, ["cp1"], "{kind}: on the first control plane");
+        let Action::Multus { multus } = &step.action else {
+            panic!("{step:?}");
+        };
+        assert_eq!(multus.delegate, file, "{kind}");
+        assert_eq!(
+            multus.image, "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0",
+            "{kind}: the bundle's image by original name"
+        );
+        assert_eq!(multus.fetch.reference, "kk.internal/binaries/multus:v4.3.0");
+        assert_eq!(multus.fetch.files, ["multus-daemonset.yml"]);
+        let ids = ids(&plan);
+        let at = |id: &str| ids.iter().position(|s| *s == id).expect(id);
+        assert_eq!(at("network.multus"), at("network.cni") + 1, "{kind}");
+    }
+}
+
+#[test]
+fn without_multi_cni_there_is_no_multus_step() {
+    for spec in ["", "  cni: {multi_cni: none}\n", "  cni: {type: none}\n"] {
+        let plan = cni_plan(HA_INVENTORY, spec);
+        assert!(!ids(&plan).contains(&"network.multus"), "{spec}");
+    }
+}
+
+#[test]
+fn multus_is_refused_without_a_primary_plugin() {
+    let inventory = Inventory::from_str_named(HA_INVENTORY, "inventory.yaml").expect("inventory");
+    let spec = "  cni: {type: none, multi_cni: multus}\n";
+    let error = Plan::new(
+        &inventory,
+        &config(spec),
+        Sha256Digest::of(b"bundle"),
+        &bundle(),
+    )
+    .expect_err("multus needs a primary");
+    assert!(matches!(error, PlanError::MultusWithoutCni), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("`spec.cni.type` is `none`"), "{message}");
+    assert!(message.contains("hint: set `spec.cni.type`"), "{message}");
+}
+
+#[test]
+fn multus_is_refused_when_the_bundle_lacks_its_manifest_or_image() {
+    let inventory = Inventory::from_str_named(HA_INVENTORY, "inventory.yaml").expect("inventory");
+    let spec = "  cni: {multi_cni: multus}\n";
+    let without = |lacking: &str| {
+        let mut artifacts = bundle().artifacts;
+        artifacts.retain(|artifact| !artifact.reference.contains(lacking));
+        bundle_spec::test_support::description(jiff::Timestamp::UNIX_EPOCH, artifacts)
+    };
+    for (lacking, named) in [
+        ("binaries/multus:", "binary `multus` (multus's manifest)"),
+        ("multus-cni:", "image `k8snetworkplumbingwg/multus-cni`"),
+    ] {
+        let error = Plan::new(
+            &inventory,
+            &config(spec),
+            Sha256Digest::of(b"bundle"),
+            &without(lacking),
+        )
+        .expect_err(lacking);
+        assert!(
+            matches!(error, PlanError::MissingMultus { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains(named), "{message}");
+        assert!(
+            message
+                .contains("hint: build the bundle again with `spec.kubernetes.multiCni: multus`"),
+            "{message}"
+        );
+    }
 }
