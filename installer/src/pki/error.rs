@@ -139,7 +139,9 @@ pub enum PkiError {
         source: rcgen::Error,
     },
     /// A certificate name kk does not hold in its master copy by that name.
-    #[error("`{name}` is not a certificate kk renews; hint: kk renews `{known}`, and kubeadm's kubeconfigs (`admin.conf`, ...) through `kubeadm certs renew`")]
+    #[error(
+        "`{name}` is not a certificate kk renews; hint: kk renews `{known}`, and kubeadm's kubeconfigs (`admin.conf`, ...) through `kubeadm certs renew`"
+    )]
     UnknownCertificate {
         /// The name as given.
         name: String,

@@ -48,10 +48,17 @@ fn renew_keeps_key_and_names_and_moves_the_validity_to_now() {
         ["cp1", "cp2", "cp3"].map(|m| PathBuf::from(format!("etcd/members/{m}/peer.crt")))
     );
     let after = facts(tmp.path(), file);
-    assert_eq!(after.0, seconds(later) - 300, "not before: the renewal's time");
+    assert_eq!(
+        after.0,
+        seconds(later) - 300,
+        "not before: the renewal's time"
+    );
     assert_eq!(after.1, seconds(later) + 365 * DAY.cast_signed());
     assert!(after.1 > before.1, "not after moved forward");
-    assert_eq!((&after.2, &after.3, &after.4), (&before.2, &before.3, &before.4));
+    assert_eq!(
+        (&after.2, &after.3, &after.4),
+        (&before.2, &before.3, &before.4)
+    );
     let key_after = fs::read(tmp.path().join("etcd/members/cp2/peer.key")).expect("key");
     assert_eq!(key_after, key_before, "the key file is untouched");
     // Still signed by the etcd CA, with its own key: what `ensure` accepts.
@@ -65,10 +72,16 @@ fn each_name_renews_its_files_and_nothing_else() {
     let later = SystemTime::now() + Duration::from_secs(DAY);
     for (name, files) in [
         ("apiserver", vec!["apiserver.crt"]),
-        ("apiserver-kubelet-client", vec!["apiserver-kubelet-client.crt"]),
+        (
+            "apiserver-kubelet-client",
+            vec!["apiserver-kubelet-client.crt"],
+        ),
         ("front-proxy-client", vec!["front-proxy-client.crt"]),
         ("apiserver-etcd-client", vec!["apiserver-etcd-client.crt"]),
-        ("etcd-healthcheck-client", vec!["etcd/healthcheck-client.crt"]),
+        (
+            "etcd-healthcheck-client",
+            vec!["etcd/healthcheck-client.crt"],
+        ),
         (
             "etcd-server",
             vec![
@@ -97,7 +110,10 @@ fn unknown_and_absent_names_are_refused() {
     ensure(tmp.path(), &spec).expect("ensure");
     let now = SystemTime::now();
     for (names, expected) in [
-        (vec!["admin.conf"], "`admin.conf` is not a certificate kk renews"),
+        (
+            vec!["admin.conf"],
+            "`admin.conf` is not a certificate kk renews",
+        ),
         (vec!["ca"], "`ca` is not a certificate kk renews"),
         (vec!["registry"], "`registry` is not in kk's master copy"),
     ] {
@@ -152,7 +168,10 @@ fn ca_expiries_are_the_three_cas() {
         ["ca.crt", "front-proxy-ca.crt", "etcd/ca.crt"].map(PathBuf::from)
     );
     for ca in cas {
-        assert!((ca.not_after - now - 3650 * DAY.cast_signed()).abs() < 60, "{ca:?}");
+        assert!(
+            (ca.not_after - now - 3650 * DAY.cast_signed()).abs() < 60,
+            "{ca:?}"
+        );
     }
 }
 
@@ -166,7 +185,11 @@ fn the_registry_certificate_starts_at_the_time_it_is_made() {
     let made = crate::pki::issue_registry_cert(tmp.path(), &names).expect("cert");
     let now = seconds(SystemTime::now());
     for file in [&made.cert, &made.ca_cert] {
-        let name = file.file_name().expect("name").to_string_lossy().into_owned();
+        let name = file
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         let (not_before, ..) = facts(tmp.path(), &name);
         assert!((now - 300 - not_before).abs() < 60, "{name}: {not_before}");
     }
