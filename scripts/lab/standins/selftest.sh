@@ -370,6 +370,10 @@ expect "kubectl version --client" ok '^Client Version: v1.33.0' kubectl version 
 # ---- crictl ----
 expect "crictl version" ok 'RuntimeName:  containerd' crictl --runtime-endpoint unix:///run/containerd/containerd.sock version
 expect "crictl images" ok 'IMAGE' crictl -r unix:///run/containerd/containerd.sock images
+mkdir -p "$ROOT/etc/kubernetes/manifests" && touch "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+expect "crictl ps lists the static pods" ok 'Running +kube-apiserver' crictl -r unix:///run/containerd/containerd.sock ps --name '^kube-apiserver$'
+rm "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+check "crictl ps without the manifest lists nothing" bash -c 'out=$(python3 "$0/crictl.py" -r unix:///run/containerd/containerd.sock ps -q --name kube-apiserver) && [ -z "$out" ]' "$HERE"
 expect "crictl unknown command" fail "No help topic for 'frob'" crictl frob
 rm "$ROOT/run/containerd/containerd.sock"
 expect "crictl without a runtime" fail 'validate service connection' crictl -r unix:///run/containerd/containerd.sock ps
