@@ -14,9 +14,9 @@ pub enum CertsError {
         node: String,
         /// What was being done, naming the file.
         what: String,
-        /// Why.
+        /// Why (boxed: an SSH error is large, and every result of this module carries it).
         #[source]
-        source: SshError,
+        source: Box<SshError>,
     },
     /// A file on a node that is not a certificate.
     #[error("on `{node}`: `{path}` is not a certificate: {reason}")]

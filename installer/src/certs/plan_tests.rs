@@ -7,13 +7,13 @@ fn strings(names: &[&str]) -> Vec<String> {
 }
 
 /// A master copy with external etcd and kk's registry.
-fn external(name: &str) -> Result<bool, PkiError> {
-    Ok(KK_CERTIFICATES.contains(&name))
+fn external(name: &str) -> bool {
+    KK_CERTIFICATES.contains(&name)
 }
 
 /// A master copy with stacked etcd (no member certificates) and an external registry.
-fn stacked(name: &str) -> Result<bool, PkiError> {
-    Ok(!matches!(name, "etcd-server" | "etcd-peer" | "registry"))
+fn stacked(name: &str) -> bool {
+    !matches!(name, "etcd-server" | "etcd-peer" | "registry")
 }
 
 #[test]
@@ -22,7 +22,7 @@ fn names_are_kks_or_kubeadms() {
         (
             true,
             &[][..],
-            external as fn(&str) -> Result<bool, PkiError>,
+            external as fn(&str) -> bool,
             &KK_CERTIFICATES[..],
             &KUBECONFIGS[..],
         ),
@@ -70,7 +70,7 @@ fn names_are_kks_or_kubeadms() {
             &[],
         ),
     ] {
-        let selection = select(all, &strings(names), holds).expect("select");
+        let selection = select(all, &strings(names), |n| Ok(holds(n))).expect("select");
         assert_eq!(selection.kk, kk, "{names:?}");
         assert_eq!(selection.kubeadm, kubeadm, "{names:?}");
     }
@@ -78,13 +78,13 @@ fn names_are_kks_or_kubeadms() {
 
 #[test]
 fn unknown_names_and_no_names_are_refused() {
-    let err = select(false, &strings(&["ca"]), external).expect_err("ca");
+    let err = select(false, &strings(&["ca"]), |n| Ok(external(n))).expect_err("ca");
     assert!(
         err.to_string().contains("`ca` is not a certificate"),
         "{err}"
     );
     assert!(matches!(
-        select(false, &[], external),
+        select(false, &[], |n| Ok(external(n))),
         Err(CertsError::NothingAsked)
     ));
 }
@@ -106,6 +106,9 @@ fn renewed(name: &'static str, file: &str) -> Renewed {
         file: PathBuf::from(file),
     }
 }
+
+/// A node's plan as (node, `local -> remote` files, kubeadm's names, restarts).
+type Summary = (String, Vec<String>, Vec<&'static str>, Vec<Restart>);
 
 #[test]
 fn each_node_gets_the_master_copys_files_it_has_and_kubeadms_names() {
@@ -162,7 +165,7 @@ fn each_node_gets_the_master_copys_files_it_has_and_kubeadms_names() {
 
     let plans = plan(dir, &selection, &renewed, &before, &nodes);
 
-    let summary: Vec<(String, Vec<String>, Vec<&str>, Vec<Restart>)> = plans
+    let summary: Vec<Summary> = plans
         .into_iter()
         .map(|p| {
             let files = p

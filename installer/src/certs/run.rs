@@ -146,7 +146,7 @@ async fn execute(node: &Node, plan: &NodePlan, done: &mut Vec<Done>) -> Result<(
             .map_err(|source| CertsError::Node {
                 node: plan.node.clone(),
                 what: format!("put `{remote}`"),
-                source,
+                source: Box::new(source),
             })?;
         record(format!("put {remote}"));
     }
@@ -216,7 +216,7 @@ async fn sh(node: &Node, command: &str, what: &str) -> Result<String, CertsError
         .map_err(|source| CertsError::Node {
             node: node.name().to_owned(),
             what: what.to_owned(),
-            source,
+            source: Box::new(source),
         })
 }
 

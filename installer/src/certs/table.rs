@@ -62,7 +62,10 @@ pub enum Status {
 pub fn rows(node: &str, dump: &str, now: i64) -> Result<Vec<CertRow>, CertsError> {
     let mut rows = Vec::new();
     for (path, body) in files(dump) {
-        let der = if path.ends_with(".conf") {
+        let kubeconfig = std::path::Path::new(path)
+            .extension()
+            .is_some_and(|extension| extension == "conf");
+        let der = if kubeconfig {
             match kubeconfig_cert(body) {
                 Some(pem) => pem_der(node, path, pem.as_bytes())?,
                 None => continue,
