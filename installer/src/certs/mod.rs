@@ -25,8 +25,11 @@
 //!   `super-admin.conf`, `controller-manager.conf`, `scheduler.conf`), whose keys were made on
 //!   the control plane, and, with stacked etcd, etcd's certificates, which kubeadm makes on each
 //!   control plane. `kubeadm certs renew NAME...` runs on each control plane that has them.
-//! - **A node's file is replaced only when it is the master copy's** (same sha256 as the master
-//!   copy before the renewal): a file kubeadm made on the node is never replaced by kk's.
+//! - **A node's file is replaced only when it is the master copy's**: a certificate with the
+//!   same key. A file kubeadm made on the node has its own key and is never replaced by kk's;
+//!   and since a renewal keeps the key, a renewal that stopped half-way (a node unreachable, a
+//!   service that did not come back), run again, still puts the file on every node that lacks
+//!   it (the master copy is renewed once more, which only moves its validity by minutes).
 //! - **One node at a time**, as kubeadm documents certificate renewal: each node gets its files
 //!   and kubeadm's renewal, then its affected services restart and must serve again before the
 //!   next node starts — etcd members with a health check between (a quorum is never lost to two

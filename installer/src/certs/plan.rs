@@ -23,7 +23,8 @@ pub const KUBECONFIGS: [&str; 4] = [
 const STACKED_ETCD: [&str; 3] = ["etcd-server", "etcd-peer", "etcd-healthcheck-client"];
 
 /// The files `certs renew` may replace on a node, and the kubeconfigs it asks kubeadm to renew:
-/// what [`plan`] needs to know of each node (their sha256, for those present).
+/// what [`plan`] needs to know of each node (which are there, and whose key each certificate
+/// holds).
 pub const NODE_FILES: [&str; 12] = [
     "/etc/kubernetes/pki/apiserver.crt",
     "/etc/kubernetes/pki/apiserver-kubelet-client.crt",
@@ -116,7 +117,8 @@ pub struct NodeFacts {
     pub name: String,
     /// Whether it is a control plane.
     pub control_plane: bool,
-    /// The sha256 (hex) of each of [`NODE_FILES`] it has.
+    /// Each of [`NODE_FILES`] it has: for a certificate, the sha256 (hex) of its public key
+    /// ([`key_id`]); for a kubeconfig, empty.
     pub files: BTreeMap<String, String>,
 }
 
@@ -147,14 +149,16 @@ pub struct NodePlan {
 }
 
 /// Each node's share of a renewal: the renewed files of the master copy (`renewed`, relative
-/// to `dir`) go where the node has the same file as the master copy had before (`before`:
-/// sha256 by master-copy file), so a file kubeadm made on the node is never replaced by kk's;
-/// kubeadm's names go to control planes that have them. Nodes with nothing to do are left out.
+/// to `dir`) go where the node has a certificate with the same key (`keys`: [`key_id`] by
+/// master-copy file), so a file kubeadm made on the node (its own key) is never replaced by
+/// kk's; and since a renewal keeps the key, a renewal that stopped half-way, run again, still
+/// finds every node that has not had its file yet. kubeadm's names go to control planes that
+/// have them. Nodes with nothing to do are left out.
 pub fn plan(
     dir: &Path,
     selection: &Selection,
     renewed: &[Renewed],
-    before: &BTreeMap<PathBuf, String>,
+    keys: &BTreeMap<PathBuf, String>,
     nodes: &[NodeFacts],
 ) -> Vec<NodePlan> {
     let mut plans = Vec::new();
@@ -172,7 +176,7 @@ pub fn plan(
             if node
                 .files
                 .get(&remote)
-                .is_some_and(|d| before.get(file) == Some(d))
+                .is_some_and(|k| keys.get(file) == Some(k))
             {
                 plan.restarts.extend(restart_for_file(&remote));
                 plan.files.push((dir.join(file), remote));
@@ -193,6 +197,15 @@ pub fn plan(
         }
     }
     plans
+}
+
+/// What identifies a certificate's key pair: the sha256 (hex) of its public key, or `None` for
+/// text that is not a PEM certificate.
+pub fn key_id(pem: &str) -> Option<String> {
+    use sha2::Digest as _;
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).ok()?;
+    let x509 = pem.parse_x509().ok()?;
+    Some(hex::encode(sha2::Sha256::digest(x509.public_key().raw)))
 }
 
 /// Where a master-copy certificate lives on `node`: an etcd member's only on that member.

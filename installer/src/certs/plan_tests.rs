@@ -123,7 +123,7 @@ fn each_node_gets_the_master_copys_files_it_has_and_kubeadms_names() {
         renewed("etcd-server", "etcd/members/e2/server.crt"),
         renewed("registry", "registry.crt"),
     ];
-    let before: BTreeMap<PathBuf, String> = [
+    let keys: BTreeMap<PathBuf, String> = [
         ("apiserver.crt", "a"),
         ("etcd/members/e1/server.crt", "s1"),
         ("etcd/members/e2/server.crt", "s2"),
@@ -143,7 +143,7 @@ fn each_node_gets_the_master_copys_files_it_has_and_kubeadms_names() {
                 ("/etc/kk/pki/registry.crt", "r"),
             ],
         ),
-        // A file kubeadm made on the node (another digest) is not kk's to replace.
+        // A file kubeadm made on the node (another key) is not kk's to replace.
         facts(
             "cp2",
             true,
@@ -163,7 +163,7 @@ fn each_node_gets_the_master_copys_files_it_has_and_kubeadms_names() {
         facts("w1", false, &[]),
     ];
 
-    let plans = plan(dir, &selection, &renewed, &before, &nodes);
+    let plans = plan(dir, &selection, &renewed, &keys, &nodes);
 
     let summary: Vec<Summary> = plans
         .into_iter()
@@ -241,4 +241,20 @@ fn master_copy_files_map_to_kubeadms_and_kks_paths() {
             "{file} on {node}"
         );
     }
+}
+
+#[test]
+fn a_renewed_certificate_keeps_its_key_id_and_other_certificates_differ() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    crate::pki::ensure(tmp.path(), &crate::pki::tests::spec3()).expect("ensure");
+    let id = |file: &str| {
+        let text = std::fs::read_to_string(tmp.path().join(file)).expect("read");
+        key_id(&text).expect("a certificate")
+    };
+    let before = id("apiserver.crt");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(86_400);
+    crate::pki::renew(tmp.path(), &["apiserver"], later).expect("renew");
+    assert_eq!(id("apiserver.crt"), before);
+    assert_ne!(id("registry.crt"), before);
+    assert_eq!(key_id("not a certificate"), None);
 }

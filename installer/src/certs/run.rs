@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use sha2::{Digest as _, Sha256};
-
 use super::CertsError;
 use super::plan::{self, NODE_FILES, NodeFacts, NodePlan, Restart, Selection};
 use super::table::{self, CertRow};
@@ -56,8 +54,8 @@ pub async fn renew(
     concurrency: usize,
 ) -> Result<Vec<Done>, CertsError> {
     let facts = facts(nodes, control_planes, concurrency).await?;
-    let before = digests(dir)?;
     let renewed = pki::renew(dir, &selection.kk, SystemTime::now())?;
+    let keys = key_ids(dir)?;
     let mut done: Vec<Done> = renewed
         .iter()
         .map(|r| Done {
@@ -65,7 +63,7 @@ pub async fn renew(
             what: format!("renewed {} in the master copy", r.file.display()),
         })
         .collect();
-    let plans = plan::plan(dir, selection, &renewed, &before, &facts);
+    let plans = plan::plan(dir, selection, &renewed, &keys, &facts);
     for node_plan in plans {
         let Some(node) = nodes.iter().find(|n| n.name() == node_plan.node) else {
             continue;
@@ -75,29 +73,35 @@ pub async fn renew(
     Ok(done)
 }
 
-/// What [`plan::plan`] needs of every node.
+/// What [`plan::plan`] needs of every node: which of [`NODE_FILES`] it has, and the key of
+/// each certificate (read whole: certificates are public, and a node may lack openssl).
 async fn facts(
     nodes: &[Node],
     control_planes: &[String],
     concurrency: usize,
 ) -> Result<Vec<NodeFacts>, CertsError> {
     let list: Vec<String> = NODE_FILES.iter().map(|f| quote(f)).collect();
+    // A kubeconfig's contents are secret (its client key): only its name is printed.
     let command = format!(
-        "for f in {}; do [ -f \"$f\" ] && sha256sum \"$f\"; done; true",
+        "for f in {}; do [ -f \"$f\" ] || continue; echo \"==> $f\"; \
+           case \"$f\" in *.crt) cat \"$f\"; echo ;; esac; done; true",
         list.join(" ")
     );
     let targets: Vec<&Node> = nodes.iter().collect();
     let read = fan_out(&targets, concurrency, |node| {
         let command = &command;
-        async move { sh(node, command, "read the certificates' digests").await }
+        async move { sh(node, command, "read the certificates kk may renew").await }
     })
     .await;
     let mut facts = Vec::new();
     for (node, said) in nodes.iter().zip(read) {
-        let files = said?
-            .lines()
-            .filter_map(|line| line.split_once("  "))
-            .map(|(digest, path)| (path.trim().to_owned(), digest.to_owned()))
+        let said = said?;
+        let files = table::files(&said)
+            .into_iter()
+            .map(|(path, body)| {
+                let id = plan::key_id(body).unwrap_or_default();
+                (path.to_owned(), id)
+            })
             .collect();
         facts.push(NodeFacts {
             name: node.name().to_owned(),
@@ -108,8 +112,8 @@ async fn facts(
     Ok(facts)
 }
 
-/// The sha256 of every certificate in the master copy, by path relative to it.
-fn digests(dir: &Path) -> Result<BTreeMap<PathBuf, String>, CertsError> {
+/// The key of every certificate in the master copy ([`plan::key_id`]), by path relative to it.
+fn key_ids(dir: &Path) -> Result<BTreeMap<PathBuf, String>, CertsError> {
     let mut found = BTreeMap::new();
     let mut todo = vec![PathBuf::new()];
     while let Some(sub) = todo.pop() {
@@ -124,8 +128,10 @@ fn digests(dir: &Path) -> Result<BTreeMap<PathBuf, String>, CertsError> {
             if entry.file_type().map_err(read_error)?.is_dir() {
                 todo.push(relative);
             } else if relative.extension().is_some_and(|e| e == "crt") {
-                let bytes = std::fs::read(entry.path()).map_err(read_error)?;
-                found.insert(relative, hex::encode(Sha256::digest(&bytes)));
+                let text = std::fs::read_to_string(entry.path()).map_err(read_error)?;
+                if let Some(id) = plan::key_id(&text) {
+                    found.insert(relative, id);
+                }
             }
         }
     }

@@ -85,7 +85,7 @@ pub fn rows(node: &str, dump: &str, now: i64) -> Result<Vec<CertRow>, CertsError
 }
 
 /// The files of a dump: `(path, contents)`.
-fn files(dump: &str) -> Vec<(&str, &str)> {
+pub(super) fn files(dump: &str) -> Vec<(&str, &str)> {
     let mut files = Vec::new();
     let mut rest = dump;
     while let Some(start) = rest.find("==> ") {

@@ -58,7 +58,7 @@ mod verify;
 #[cfg(test)]
 mod handshake_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
