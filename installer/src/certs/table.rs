@@ -84,16 +84,23 @@ pub fn rows(node: &str, dump: &str, now: i64) -> Result<Vec<CertRow>, CertsError
     Ok(rows)
 }
 
-/// The files of a dump: `(path, contents)`.
+/// The files of a dump: `(path, contents)`, each file's contents running to the next line that
+/// starts with `==> ` (possibly none: a file listed by name only).
 pub(super) fn files(dump: &str) -> Vec<(&str, &str)> {
     let mut files = Vec::new();
-    let mut rest = dump;
-    while let Some(start) = rest.find("==> ") {
-        let after = &rest[start + 4..];
-        let (path, body) = after.split_once('\n').unwrap_or((after, ""));
-        let end = body.find("\n==> ").map_or(body.len(), |i| i + 1);
-        files.push((path.trim(), &body[..end]));
-        rest = &body[end..];
+    let mut current: Option<(&str, usize)> = None;
+    let mut offset = 0;
+    for line in dump.split_inclusive('\n') {
+        if let Some(path) = line.strip_prefix("==> ") {
+            if let Some((previous, start)) = current.take() {
+                files.push((previous, &dump[start..offset]));
+            }
+            current = Some((path.trim(), offset + line.len()));
+        }
+        offset += line.len();
+    }
+    if let Some((last, start)) = current {
+        files.push((last, &dump[start..]));
     }
     files
 }

@@ -122,3 +122,17 @@ fn json_has_the_same_rows() {
     assert_eq!(json[3]["status"], "expired");
     assert_eq!(json[1]["days_left"], 186);
 }
+
+#[test]
+fn files_listed_by_name_only_are_each_a_file() {
+    let dump = "==> /etc/kubernetes/admin.conf\n==> /etc/kubernetes/super-admin.conf\n==> /etc/kk/pki/registry.crt\nPEM\nlines\n\n==> /etc/kubernetes/scheduler.conf\n";
+    assert_eq!(
+        files(dump),
+        [
+            ("/etc/kubernetes/admin.conf", ""),
+            ("/etc/kubernetes/super-admin.conf", ""),
+            ("/etc/kk/pki/registry.crt", "PEM\nlines\n\n"),
+            ("/etc/kubernetes/scheduler.conf", ""),
+        ]
+    );
+}
