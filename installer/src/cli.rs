@@ -271,6 +271,57 @@ pub(crate) enum Command {
     /// The local OCI registry that serves a content store.
     #[command(subcommand)]
     Registry(RegistryCommand),
+    /// The cluster's certificates: their expiries, and renewing them.
+    #[command(subcommand)]
+    Certs(CertsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CertsCommand {
+    /// Lists every certificate kk and kubeadm made on every node: node, path, subject, expiry,
+    /// days left (expired and expiring ones marked).
+    Check(CertsCheckArgs),
+    /// Renews certificates: kk's in the master copy of the work directory (same keys, new
+    /// validity) copied to the nodes, the kubeconfigs by `kubeadm certs renew` on the control
+    /// planes; the services that read them restarted one node at a time. CAs are not rotated.
+    Renew(CertsRenewArgs),
+}
+
+/// The cluster a `certs` command reads: the install's inventory and config.
+#[derive(Debug, Args)]
+pub(crate) struct CertsCluster {
+    /// The inventory (KubeKey `kind: Inventory`).
+    #[arg(short = 'i', long)]
+    pub(crate) inventory: PathBuf,
+    /// The cluster config (KubeKey `kind: Config`); defaults apply without one.
+    #[arg(short = 'c', long)]
+    pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CertsCheckArgs {
+    #[command(flatten)]
+    pub(crate) cluster: CertsCluster,
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
+    pub(crate) output: Output,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CertsRenewArgs {
+    #[command(flatten)]
+    pub(crate) cluster: CertsCluster,
+    /// Renew every certificate kk and kubeadm made (not the CAs).
+    #[arg(long, conflicts_with = "names")]
+    pub(crate) all: bool,
+    /// kubeadm's names: `apiserver`, `apiserver-kubelet-client`, `front-proxy-client`,
+    /// `apiserver-etcd-client`, `etcd-healthcheck-client`, `etcd-server`, `etcd-peer`,
+    /// `registry` (kk's registry), `admin.conf`, `super-admin.conf`, `controller-manager.conf`,
+    /// `scheduler.conf`.
+    #[arg(value_name = "NAME", required_unless_present = "all")]
+    pub(crate) names: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

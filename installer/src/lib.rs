@@ -1,5 +1,6 @@
 //! `kk-install` as a library: the parts of the installer that tests and the binary share.
 
+pub mod certs;
 pub mod cluster;
 pub mod error;
 pub mod facts;

@@ -2,7 +2,8 @@
 //!
 //! This file parses the command line, starts tracing and the async runtime once, and hands each
 //! command to the module that runs it: [`bundles`] (verify, inspect, unpack), [`nodes`] (the
-//! install, precheck, plan, reset), [`serving`] (the registry commands, and `fetch` on a node).
+//! install, precheck, plan, reset, certs), [`serving`] (the registry commands, and `fetch` on a
+//! node).
 
 mod bundles;
 mod cli;
@@ -17,7 +18,7 @@ use anyhow::Context as _;
 use clap::Parser as _;
 use tokio::runtime::Runtime;
 
-use cli::{Cli, Command, Level, RegistryCommand, Verbosity};
+use cli::{CertsCommand, Cli, Command, Level, RegistryCommand, Verbosity};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -68,6 +69,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Registry(RegistryCommand::Cert(args)) => serving::cert(&args),
         Command::Registry(RegistryCommand::Revisions(args)) => serving::revisions(&args),
         Command::Registry(RegistryCommand::Prune(args)) => serving::prune(&args),
+        Command::Certs(CertsCommand::Check(args)) => nodes::certs_check(&runtime, &args),
+        Command::Certs(CertsCommand::Renew(args)) => nodes::certs_renew(&runtime, &args),
     }
 }
 

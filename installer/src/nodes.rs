@@ -1,8 +1,10 @@
-//! `kk-install precheck`, `plan` and the install itself (`kk-install --bundle B -i inventory.yaml`):
-//! reading the inventory and config, reaching the nodes, and printing what was found.
+//! `kk-install precheck`, `plan`, `reset`, `certs` and the install itself (`kk-install --bundle
+//! B -i inventory.yaml`): reading the inventory and config, reaching the nodes, and printing what
+//! was found.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
 use kk_install::cluster::{self, Reach};
@@ -277,4 +279,68 @@ async fn close(nodes: Vec<Node>) {
     for node in nodes {
         node.close().await;
     }
+}
+
+/// `kk-install certs check`: every certificate on every node, as a table or JSON.
+pub(crate) fn certs_check(
+    runtime: &Runtime,
+    args: &crate::cli::CertsCheckArgs,
+) -> anyhow::Result<()> {
+    let cluster = &args.cluster;
+    let (inventory, _config) = read_files(&cluster.inventory, cluster.config.as_deref())?;
+    let reach = reach_of(&cluster.reach);
+    let rows = runtime.block_on(async {
+        let nodes = cluster::connect(&inventory, &reach).await?;
+        let rows = kk_install::certs::check(&nodes, reach.concurrency, SystemTime::now()).await;
+        close(nodes).await;
+        rows.map_err(anyhow::Error::from)
+    })?;
+    match args.output {
+        Output::Text => crate::print(&kk_install::certs::table::render(&rows)),
+        Output::Json => crate::print(&format!("{:#}\n", serde_json::to_value(&rows)?)),
+    }
+}
+
+/// `kk-install certs renew`: the renewal, one line per step in the order done, then a note for
+/// each CA near its expiry.
+pub(crate) fn certs_renew(
+    runtime: &Runtime,
+    args: &crate::cli::CertsRenewArgs,
+) -> anyhow::Result<()> {
+    let cluster = &args.cluster;
+    let (inventory, _config) = read_files(&cluster.inventory, cluster.config.as_deref())?;
+    let reach = reach_of(&cluster.reach);
+    let dir = reach.work_dir.join("pki");
+    if !dir.join("ca.crt").is_file() {
+        bail!(
+            "`{}` holds no master copy of the cluster's certificates; hint: give the `--work-dir` of the install",
+            dir.display()
+        );
+    }
+    let selection = kk_install::certs::plan::select(args.all, &args.names, |name| {
+        kk_install::pki::holds(&dir, name)
+    })?;
+    let control_planes: Vec<String> = inventory
+        .role_members(kk_install::inventory::Role::ControlPlane)
+        .into_iter()
+        .map(|host| host.name.clone())
+        .collect();
+    // An install running at the same time would copy the master copy's files while they change.
+    let _lock = StateLock::acquire(&reach.work_dir)?;
+    let done = runtime.block_on(async {
+        let nodes = cluster::connect(&inventory, &reach).await?;
+        let done =
+            kk_install::certs::renew(&nodes, &control_planes, &dir, &selection, reach.concurrency)
+                .await;
+        close(nodes).await;
+        done.map_err(anyhow::Error::from)
+    })?;
+    let mut text = String::new();
+    for step in done {
+        let _ = writeln!(text, "{}: {}", step.node, step.what);
+    }
+    for note in kk_install::certs::ca_notes(&dir, SystemTime::now())? {
+        let _ = writeln!(text, "note: {note}");
+    }
+    crate::print(&text)
 }

@@ -174,7 +174,9 @@ pub(crate) mod lab {
         /// `kk-install ARGS` against this cluster, with the lab's `known_hosts`.
         pub(crate) fn kk_install(&self, args: &[&str]) -> Command {
             let mut cmd = kk_install_command(args);
-            if args.first() != Some(&"reset") {
+            // `reset` and `certs` read no bundle.
+            let bundle_less = matches!(args.first(), Some(&"reset" | &"certs"));
+            if !bundle_less {
                 cmd.arg("--bundle").arg(&self.bundle);
             }
             cmd.arg("-i")
@@ -185,7 +187,7 @@ pub(crate) mod lab {
                 .arg(self.work_dir())
                 .arg("--known-hosts")
                 .arg(self.nodes.var("KK_NODES_KNOWN_HOSTS"));
-            if args.first() != Some(&"plan") && args.first() != Some(&"reset") {
+            if args.first() != Some(&"plan") && !bundle_less {
                 cmd.args(["--fio-size", "1m"]);
             }
             cmd

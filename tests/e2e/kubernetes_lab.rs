@@ -81,6 +81,7 @@ pub(crate) mod lab {
         run_ok(&mut cluster.kk_install(&[]));
         assert_eq!(cluster.fingerprint(), before, "a rerun changed something");
 
+        certs_check_renew_and_check_again(&cluster);
         add_node5_with_the_token_expired(&cluster, token);
         reset_then_install_again(&cluster);
     }
@@ -191,6 +192,102 @@ pub(crate) mod lab {
                 .iter()
                 .any(|x| x == "/etc/kubernetes/kk/kubeadm-init.yaml")),
             "{record}"
+        );
+    }
+
+    /// `certs check --output json`: `(node, path) -> notAfter` of every row.
+    fn certs_check(cluster: &Cluster) -> std::collections::BTreeMap<(String, String), i64> {
+        let (json, _) = run_ok(&mut cluster.kk_install(&["certs", "check", "--output", "json"]));
+        let rows: Value = serde_json::from_str(&json).expect("certs check json");
+        rows.as_array()
+            .expect("rows")
+            .iter()
+            .map(|row| {
+                let text = |key: &str| row[key].as_str().expect(key).to_owned();
+                let not_after = row["not_after"].as_i64().expect("not_after");
+                ((text("node"), text("path")), not_after)
+            })
+            .collect()
+    }
+
+    /// `certs check` lists every node's certificates; `certs renew --all` moves the leaves'
+    /// expiries forward (kk's in the master copy and on the nodes, the kubeconfigs by kubeadm),
+    /// keeps the CAs, and restarts the services node by node; a rerun of the install after it
+    /// finds the nodes' certificates equal to the master copy's.
+    fn certs_check_renew_and_check_again(cluster: &Cluster) {
+        let before = certs_check(cluster);
+        let pki = "/etc/kubernetes/pki";
+        let expected = [
+            ("node1", "/etc/kk/pki/registry.crt"),
+            ("node1", "/etc/kubernetes/admin.conf"),
+            ("node2", "/etc/kubernetes/controller-manager.conf"),
+            ("node1", &format!("{pki}/apiserver.crt")),
+            ("node2", &format!("{pki}/front-proxy-client.crt")),
+            ("node3", &format!("{pki}/etcd/server.crt")),
+            ("node4", "/etc/kk/pki/ca.crt"),
+        ];
+        for (node, path) in expected {
+            assert!(
+                before.contains_key(&(node.to_owned(), path.to_owned())),
+                "{node} {path}: {before:#?}"
+            );
+        }
+        let (text, _) = run_ok(&mut cluster.kk_install(&["certs", "check"]));
+        assert!(text.starts_with("NODE"), "{text}");
+
+        let (renewed, _) = run_ok(&mut cluster.kk_install(&["certs", "renew", "--all"]));
+        // One node at a time: once another node's steps start, a node never comes back.
+        let mut order: Vec<&str> = Vec::new();
+        for line in renewed.lines().filter(|l| !l.starts_with("-:")) {
+            let node = line.split(':').next().expect("node");
+            if order.last() != Some(&node) {
+                assert!(!order.contains(&node), "{node} twice:\n{renewed}");
+                order.push(node);
+            }
+        }
+        for step in [
+            "-: renewed etcd/members/node3/server.crt in the master copy",
+            "node1: put /etc/kubernetes/pki/apiserver.crt",
+            "node1: kubeadm certs renew admin.conf super-admin.conf controller-manager.conf scheduler.conf",
+            "node1: restarted static pod kube-apiserver",
+            "node1: restarted kk-registry",
+            "node2: restarted static pod kube-scheduler",
+            "node1: restarted etcd",
+            "node2: restarted etcd",
+            "node3: restarted etcd",
+        ] {
+            assert!(renewed.contains(step), "{step}:\n{renewed}");
+        }
+        assert_eq!(
+            count(&standin_log(cluster, 1), "kubeadm certs renew"),
+            1,
+            "kubeadm renews the kubeconfigs on each control plane once"
+        );
+        for node in 0..3 {
+            let active = cluster.on(node, "systemctl is-active etcd");
+            assert_eq!(active.trim(), "active", "node{}", node + 1);
+        }
+
+        let after = certs_check(cluster);
+        assert_eq!(
+            after.keys().collect::<Vec<_>>(),
+            before.keys().collect::<Vec<_>>()
+        );
+        for ((node, path), not_after) in &after {
+            let was = before[&(node.clone(), path.clone())];
+            if path.ends_with("ca.crt") {
+                assert_eq!(*not_after, was, "{node} {path}: a CA is not renewed");
+            } else {
+                assert!(*not_after > was, "{node} {path}: {was} -> {not_after}");
+            }
+        }
+        // The install, run again, finds every certificate in place.
+        let unchanged = cluster.fingerprint();
+        run_ok(&mut cluster.kk_install(&[]));
+        assert_eq!(
+            cluster.fingerprint(),
+            unchanged,
+            "the install after a renewal changed something"
         );
     }
 

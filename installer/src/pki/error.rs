@@ -138,4 +138,22 @@ pub enum PkiError {
         #[source]
         source: rcgen::Error,
     },
+    /// A certificate name kk does not hold in its master copy by that name.
+    #[error(
+        "`{name}` is not a certificate kk renews; hint: kk renews `{known}`, and kubeadm's kubeconfigs (`admin.conf`, ...) through `kubeadm certs renew`"
+    )]
+    UnknownCertificate {
+        /// The name as given.
+        name: String,
+        /// The names kk knows, joined with `` `, ` ``.
+        known: String,
+    },
+    /// A certificate asked for that the master copy does not hold.
+    #[error("`{name}` is not in kk's master copy `{}`: this install did not make it; hint: leave it out, or run from the work directory of the install that made it (`--work-dir`)", dir.display())]
+    NotHeld {
+        /// The certificate's name (or file).
+        name: String,
+        /// The master copy.
+        dir: PathBuf,
+    },
 }

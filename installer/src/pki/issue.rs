@@ -63,14 +63,29 @@ pub(super) fn new_ca(
     Ok((made, issuer))
 }
 
-/// A new leaf certificate for `leaf`, signed by `issuer`.
+/// A new leaf certificate for `leaf` with a new key, signed by `issuer`.
 pub(super) fn new_leaf(
     leaf: &LeafSpec,
     issuer: &Issuer<'_, KeyPair>,
     now: SystemTime,
 ) -> Result<Made, rcgen::Error> {
+    let key = new_key()?;
+    Ok(Made {
+        cert_pem: sign_leaf(leaf, &key, issuer, now)?,
+        key_pem: key.serialize_pem(),
+    })
+}
+
+/// A leaf certificate for `leaf` with the key `key`, signed by `issuer`, valid from `now`
+/// (less [`BACKDATE`]): what a renewal makes.
+pub(super) fn sign_leaf(
+    leaf: &LeafSpec,
+    key: &KeyPair,
+    issuer: &Issuer<'_, KeyPair>,
+    now: SystemTime,
+) -> Result<String, rcgen::Error> {
     let mut params = CertificateParams::default();
-    params.distinguished_name = subject(&leaf.common_name, leaf.organization);
+    params.distinguished_name = subject(&leaf.common_name, leaf.organization.as_deref());
     params.subject_alt_names = sans(leaf)?;
     params.is_ca = IsCa::ExplicitNoCa;
     params.key_usages = vec![
@@ -87,12 +102,7 @@ pub(super) fn new_leaf(
     };
     params.use_authority_key_identifier_extension = true;
     set_validity(&mut params, now, LEAF_VALIDITY);
-    let key = new_key()?;
-    let cert = params.signed_by(&key, issuer)?;
-    Ok(Made {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    Ok(params.signed_by(key, issuer)?.pem())
 }
 
 fn subject(common_name: &str, organization: Option<&str>) -> DistinguishedName {

@@ -49,6 +49,7 @@
 
 mod error;
 mod issue;
+mod renew;
 mod spec;
 mod store;
 mod tree;
@@ -57,13 +58,14 @@ mod verify;
 #[cfg(test)]
 mod handshake_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub use error::PkiError;
+pub use renew::{CaExpiry, KK_CERTIFICATES, Renewed, ca_expiries, holds, renew};
 
 /// Where kubeadm keeps the cluster PKI on a node.
 pub const KUBERNETES_PKI: &str = "/etc/kubernetes/pki";

@@ -70,7 +70,7 @@ pub(super) struct LeafSpec {
     /// Subject common name.
     pub(super) common_name: String,
     /// Subject organisation, if any.
-    pub(super) organization: Option<&'static str>,
+    pub(super) organization: Option<String>,
     /// Extended key usages.
     pub(super) usage: Usage,
     /// DNS subject alternative names, sorted and deduplicated.
@@ -80,12 +80,12 @@ pub(super) struct LeafSpec {
 }
 
 impl LeafSpec {
-    fn client(base: &str, ca: CaId, common_name: &str, organization: Option<&'static str>) -> Self {
+    fn client(base: &str, ca: CaId, common_name: &str, organization: Option<&str>) -> Self {
         Self {
             base: PathBuf::from(base),
             ca,
             common_name: common_name.to_owned(),
-            organization,
+            organization: organization.map(str::to_owned),
             usage: Usage::Client,
             dns: Vec::new(),
             ips: Vec::new(),

@@ -20,7 +20,7 @@ pub(super) fn member(name: &str, ip: &str) -> Member {
 }
 
 /// 3 control planes that are also the 3 etcd members.
-pub(super) fn spec3() -> PkiSpec {
+pub(crate) fn spec3() -> PkiSpec {
     let nodes = vec![
         member("cp1", "10.0.0.1"),
         member("cp2", "10.0.0.2"),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use rcgen::{Issuer, KeyPair};
+use x509_parser::certificate::X509Certificate;
 
 use super::PkiError;
 use super::issue::{self, Made};
@@ -20,6 +21,28 @@ pub(super) struct LoadedCa {
     cert_pem: String,
     cert: CertFile,
     key: KeyPair,
+}
+
+impl LoadedCa {
+    /// Its certificate.
+    pub(super) fn cert(&self) -> &CertFile {
+        &self.cert
+    }
+
+    /// Its certificate, parsed (`path` names it in an error).
+    pub(super) fn x509(&self, path: &Path) -> Result<X509Certificate<'_>, PkiError> {
+        self.cert.x509(path)
+    }
+
+    /// The issuer that signs with it (`path`, its certificate, names it in an error).
+    pub(super) fn into_issuer(self, path: &Path) -> Result<Issuer<'static, KeyPair>, PkiError> {
+        Issuer::from_ca_cert_der(&self.cert.der().into(), self.key).map_err(|e| {
+            PkiError::CertParse {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            }
+        })
+    }
 }
 
 /// A CA ready to sign: its certificate and its issuer.
@@ -149,17 +172,9 @@ pub(super) fn ready_ca(
     created: &mut Vec<PathBuf>,
 ) -> Result<ReadyCa, PkiError> {
     let paths = PairPaths::new(dir, Path::new(ca.base()));
-    if let Some(LoadedCa {
-        cert_pem,
-        cert,
-        key,
-    }) = loaded
-    {
-        let issuer =
-            Issuer::from_ca_cert_der(&cert.der().into(), key).map_err(|e| PkiError::CertParse {
-                path: paths.cert.clone(),
-                reason: e.to_string(),
-            })?;
+    if let Some(loaded) = loaded {
+        let cert_pem = loaded.cert_pem.clone();
+        let issuer = loaded.into_issuer(&paths.cert)?;
         return Ok(ReadyCa {
             cert_path: paths.cert,
             cert_pem,

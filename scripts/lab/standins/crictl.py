@@ -9,6 +9,7 @@ exec python3 "$0" "$@"
 # let `sh crictl ...` run it too. scripts/lab/catalog.py replaces VERSION when it writes the
 # stand-in for a catalog, and the `from common import *` line with common.py (what the stand-ins share).
 
+import hashlib
 import json
 import os
 import re
@@ -61,6 +62,25 @@ def images():
     return [r for r in ctr_images() if not r.startswith("sha256:")]
 
 
+def static_containers(flags):
+    """One running container per static pod manifest in /etc/kubernetes/manifests (the kubelet
+    stand-in runs none; this stands for the pods the kubelet would run from them): (id, name),
+    the id new whenever the manifest changes, filtered by `--name` (a regex) and `--state`."""
+    directory = P("/etc/kubernetes/manifests")
+    if flags.get("state") not in (None, "running", "Running") or not os.path.isdir(directory):
+        return []
+    found = []
+    for entry in sorted(os.listdir(directory)):
+        if not entry.endswith(".yaml"):
+            continue
+        name = entry[:-5]
+        if flags.get("name") and not re.search(flags["name"], name):
+            continue
+        stamp = os.stat(os.path.join(directory, entry)).st_mtime_ns
+        found.append((hashlib.sha256(f"{name} {stamp}".encode()).hexdigest()[:13], name))
+    return found
+
+
 def main(argv):
     flags, positional, _ = parse_args(argv, VALUE_FLAGS)
     if flags.get("version") or flags.get("v") is True:
@@ -83,9 +103,13 @@ def main(argv):
                  "message": "Network plugin returns error: cni plugin not initialized"}]},
                 "config": {"kk-standin": True, "endpoint": where}}, indent=2))
         elif command == "ps":
-            if not flags.get("q") and not flags.get("quiet"):
+            quiet = flags.get("q") or flags.get("quiet")
+            if not quiet:
                 print("CONTAINER           IMAGE               CREATED             STATE               NAME"
                       "                ATTEMPT             POD ID              POD")
+            for cid, name in static_containers(flags):
+                print(cid if quiet else f"{cid:<20}{'-':<20}{'-':<20}{'Running':<20}{name:<20}{'0':<20}"
+                                        f"{cid:<20}{name}")
         elif command == "pods":
             if not flags.get("q") and not flags.get("quiet"):
                 print("POD ID              CREATED             STATE               NAME                NAMESPACE"

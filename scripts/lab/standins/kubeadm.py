@@ -1474,13 +1474,106 @@ The reset process does not clean your kubeconfig files and you must remove them 
 Please, check the contents of the $HOME/.kube/config file.""")
 
 
+# ---- certs renew ----
+
+# kubeadm's `certs renew` names: (file under the cert dir or /etc/kubernetes, CA base), in kubeadm's order.
+RENEWABLE = {
+    "admin.conf": ("admin.conf", "ca"),
+    "super-admin.conf": ("super-admin.conf", "ca"),
+    "apiserver": ("apiserver.crt", "ca"),
+    "apiserver-etcd-client": ("apiserver-etcd-client.crt", "etcd/ca"),
+    "apiserver-kubelet-client": ("apiserver-kubelet-client.crt", "ca"),
+    "controller-manager.conf": ("controller-manager.conf", "ca"),
+    "etcd-healthcheck-client": ("etcd/healthcheck-client.crt", "etcd/ca"),
+    "etcd-peer": ("etcd/peer.crt", "etcd/ca"),
+    "etcd-server": ("etcd/server.crt", "etcd/ca"),
+    "front-proxy-client": ("front-proxy-client.crt", "front-proxy-ca"),
+    "scheduler.conf": ("scheduler.conf", "ca"),
+}
+
+
+def resign(cert_pem, key_pem, cert_dir, ca):
+    """The certificate cert_pem signed again by ca with its own key (key_pem): same subject and
+    extensions, one year from now, as kubeadm's renewal."""
+    for part in ("crt", "key"):
+        if not os.path.isfile(P(f"{cert_dir}/{ca}.{part}")):
+            kind = "certificate" if part == "crt" else "private key"
+            raise Fail(f"failed to load the {ca} CA: couldn't load the {kind} file {cert_dir}/{ca}.{part}: "
+                       f"{missing(f'{cert_dir}/{ca}.{part}')}")
+    with tempfile.TemporaryDirectory() as tmp:
+        # Plain files of this process (write and read would put them under KK_STANDIN_ROOT).
+        with open(f"{tmp}/c", "w") as c, open(os.open(f"{tmp}/k", os.O_WRONLY | os.O_CREAT, 0o600), "w") as k:
+            c.write(cert_pem)
+            k.write(key_pem)
+        rc, _, err = openssl("x509", "-x509toreq", "-in", f"{tmp}/c", "-signkey", f"{tmp}/k", "-copy_extensions",
+                             "copy", "-out", f"{tmp}/r")
+        if rc == 0:
+            rc, _, err = openssl("x509", "-req", "-in", f"{tmp}/r", "-CA", P(f"{cert_dir}/{ca}.crt"), "-CAkey",
+                                 P(f"{cert_dir}/{ca}.key"), "-copy_extensions", "copyall", "-set_serial",
+                                 str(secrets.randbits(63)), "-days", "365", "-out", f"{tmp}/n")
+        if rc != 0:
+            raise Fail(f"failed to renew the certificate: {err}")
+        with open(f"{tmp}/n") as n:
+            return n.read()
+
+
+def renew_one(name, cert_dir):
+    file, ca = RENEWABLE[name]
+    if file.endswith(".conf"):
+        path = f"/etc/kubernetes/{file}"
+        if not os.path.isfile(P(path)):
+            print(f"MISSING! {name}")
+            return
+        doc = yaml_module("kubeadm").safe_load(read(path))
+        user = get(doc, "users", default=[{}])[0].get("user", {})
+        if "client-certificate-data" not in user:
+            raise Fail(f"failed to renew the certificate embedded in {path}: it has no embedded client certificate")
+        cert = base64.b64decode(user["client-certificate-data"]).decode()
+        key = base64.b64decode(user["client-key-data"]).decode()
+        user["client-certificate-data"] = b64(resign(cert, key, cert_dir, ca))
+        write_yaml(path, doc, 0o600)
+    else:
+        crt, key = f"{cert_dir}/{file}", f"{cert_dir}/{file[:-4]}.key"
+        if not os.path.isfile(P(crt)):
+            print(f"MISSING! {name}")
+            return
+        load_pair(cert_dir, file[:-4], f"{name} certificate")
+        write(crt, resign(read(crt), read(key), cert_dir, ca))
+    print(f"[renew] {name} renewed")
+
+
+def cmd_certs(pos, flags):
+    if not pos or pos[0] not in ("renew", "check-expiration"):
+        raise Fail(f'unknown command "{pos[0] if pos else ""}" for "kubeadm certs"')
+    cert_dir = flags.get("cert-dir") or "/etc/kubernetes/pki"
+    if pos[0] == "check-expiration":
+        for name, (file, _) in RENEWABLE.items():
+            path = f"/etc/kubernetes/{file}" if file.endswith(".conf") else f"{cert_dir}/{file}"
+            if os.path.isfile(P(path)) and not file.endswith(".conf"):
+                rc, out, _ = openssl("x509", "-in", P(path), "-noout", "-enddate")
+                print(f"{name} {out.decode().strip().removeprefix('notAfter=')}")
+        return
+    names = pos[1:]
+    if not names:
+        raise Fail('"kubeadm certs renew" requires a subcommand (all, or a certificate name)')
+    for name in names:
+        if name != "all" and name not in RENEWABLE:
+            raise Fail(f'unknown command "{name}" for "kubeadm certs renew"')
+    if "all" in names:
+        names = list(RENEWABLE)
+    for name in names:
+        renew_one(name, cert_dir)
+    print("\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, "
+          "kube-scheduler and etcd, so that they can use the new certificates.")
+
+
 def main(argv):
     positional, flags, order = parse(argv)
     if not positional:
         if flags.get("version"):
             cmd_version([], flags)
             return 0
-        raise Fail("kk stand-in kubeadm: a command is required (version, config, init, join, token, reset)")
+        raise Fail("kk stand-in kubeadm: a command is required (version, config, init, join, token, reset, certs)")
     command, rest = positional[0], positional[1:]
     if command == "version":
         cmd_version(rest, flags)
@@ -1496,6 +1589,8 @@ def main(argv):
         cmd_token(rest, flags)
     elif command == "reset":
         cmd_reset(rest, flags, order)
+    elif command == "certs":
+        cmd_certs(rest, flags)
     else:
         raise Fail(f'unknown command "{command}" for "kubeadm"')
 

@@ -263,6 +263,18 @@ check "kubelet ready file lists the control-plane images" grep -qx 'registry.k8s
 expect "token create" ok '^abcdef.fedcba9876543210$' kubeadm130 token create abcdef.fedcba9876543210 --ttl 1h
 expect "token create with a bad token" fail 'was not of the form' kubeadm130 token create abc --ttl 1h
 expect "token list" ok 'abcdef.fedcba9876543210 1h' kubeadm130 token list
+before=$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['users'][0]['user']['client-certificate-data'])" "$K/admin.conf")
+expect "certs renew of a kubeconfig and a certificate" ok '\[renew\] admin.conf renewed' kubeadm130 certs renew admin.conf apiserver
+check "certs renew kept admin.conf's key and changed its certificate" bash -c '
+  python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))[\"users\"][0][\"user\"][\"client-certificate-data\"])" "$0/admin.conf" | grep -vqx "$1"' "$K" "$before"
+check "the renewed apiserver certificate is the CA's and its key's" bash -c '
+  openssl verify -CAfile "$0/pki/ca.crt" "$0/pki/apiserver.crt" >/dev/null &&
+  [ "$(openssl x509 -in "$0/pki/apiserver.crt" -noout -pubkey)" = "$(openssl pkey -in "$0/pki/apiserver.key" -pubout)" ]' "$K"
+expect "certs renew of an unknown name" fail 'unknown command "ca" for "kubeadm certs renew"' kubeadm130 certs renew ca
+mv "$K/pki/ca.key" "$W/ca.key"
+expect "certs renew without the CA key" fail "couldn't load the private key file /etc/kubernetes/pki/ca.key" \
+  kubeadm130 certs renew apiserver
+mv "$W/ca.key" "$K/pki/ca.key"
 expect "reset without -f refuses" fail 'aborted reset operation' kubeadm130 reset
 expect "reset -f" ok 'does not clean CNI configuration' kubeadm130 reset -f
 check "reset removed what init wrote" bash -c '! ls "$0"/etc/kubernetes/*.conf "$0"/etc/kubernetes/manifests/* "$0"/var/lib/kubelet/* "$0"/etc/kubernetes/pki/* >/dev/null 2>&1 && [ ! -e "$0/etc/kubernetes/kk-standin" ]' "$ROOT"
@@ -358,6 +370,10 @@ expect "kubectl version --client" ok '^Client Version: v1.33.0' kubectl version 
 # ---- crictl ----
 expect "crictl version" ok 'RuntimeName:  containerd' crictl --runtime-endpoint unix:///run/containerd/containerd.sock version
 expect "crictl images" ok 'IMAGE' crictl -r unix:///run/containerd/containerd.sock images
+mkdir -p "$ROOT/etc/kubernetes/manifests" && touch "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+expect "crictl ps lists the static pods" ok 'Running +kube-apiserver' crictl -r unix:///run/containerd/containerd.sock ps --name '^kube-apiserver$'
+rm "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+check "crictl ps without the manifest lists nothing" bash -c 'out=$(python3 "$0/crictl.py" -r unix:///run/containerd/containerd.sock ps -q --name kube-apiserver) && [ -z "$out" ]' "$HERE"
 expect "crictl unknown command" fail "No help topic for 'frob'" crictl frob
 rm "$ROOT/run/containerd/containerd.sock"
 expect "crictl without a runtime" fail 'validate service connection' crictl -r unix:///run/containerd/containerd.sock ps
