@@ -85,6 +85,16 @@ pub struct Facts {
     pub addresses: BTreeMap<String, Vec<String>>,
     /// TCP ports something listens on, with the address it listens on.
     pub listening: Vec<Listener>,
+    /// The process holding each listening TCP port, as `ss -ltnp` names its first user (the
+    /// kernel's `comm`, at most 15 characters: `kube-apiserver`, `kubelet`, `etcd`), by port.
+    /// Empty where `ss` is missing or names no process, and in facts recorded before it was read.
+    #[serde(default)]
+    pub port_holders: BTreeMap<u16, String>,
+    /// The phases kk's own record on the node (`/etc/kubekey/installed.json`, written by every
+    /// install) says are done there. `None` where the node has no such record (kk never
+    /// installed there), where it is not kk's, and in facts recorded before it was read.
+    #[serde(default)]
+    pub kk_phases: Option<Vec<String>>,
     /// The sysctls the rules read, by dotted name; absent when the key does not exist.
     pub sysctls: BTreeMap<String, String>,
     /// Loaded kernel modules (`/proc/modules`).
@@ -225,6 +235,18 @@ impl Facts {
     /// Whether something listens on TCP `port` on any address.
     pub fn port_in_use(&self, port: u16) -> Option<&Listener> {
         self.listening.iter().find(|l| l.port == port)
+    }
+
+    /// The process holding TCP `port`, as `ss` named it; `None` when unknown.
+    pub fn port_holder(&self, port: u16) -> Option<&str> {
+        self.port_holders.get(&port).map(String::as_str)
+    }
+
+    /// Whether kk's record on the node says `phase` is done there.
+    pub fn kk_installed(&self, phase: &str) -> bool {
+        self.kk_phases
+            .as_ref()
+            .is_some_and(|phases| phases.iter().any(|p| p == phase))
     }
 
     /// Whether `address` is one of the node's interface addresses.

@@ -27,7 +27,7 @@ grep -H '' /etc/os-release /proc/meminfo /proc/net/tcp /proc/net/tcp6 /proc/modu
   /proc/filesystems /proc/sys/kernel/osrelease /proc/sys/kernel/arch /proc/sys/kernel/hostname \
   /proc/self/status /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding \
   /proc/sys/net/ipv6/conf/default/forwarding /proc/sys/net/bridge/bridge-nf-call-iptables \
-  /proc/sys/net/bridge/bridge-nf-call-ip6tables 2>/dev/null
+  /proc/sys/net/bridge/bridge-nf-call-ip6tables /etc/kubekey/installed.json 2>/dev/null
 # /proc/sys/kernel/arch is younger than some supported kernels.
 [ -r /proc/sys/kernel/arch ] || { s machine; uname -m; }
 s cpus; nproc 2>/dev/null || getconf _NPROCESSORS_ONLN
@@ -43,6 +43,8 @@ s "proxy login shell"; timeout 5 sh -lc env </dev/null 2>/dev/null | grep -iE '^
 s "proxy /etc/environment"
 grep -iE '^[[:space:]]*(export[[:space:]]+)?(https?|no)_proxy=' /etc/environment 2>/dev/null | sed -e "$m"
 s addresses; ip -o addr show 2>/dev/null
+# Which process holds each listening port: tells kk's own components from anything else.
+s holders; ss -Hltnp 2>/dev/null
 s cgroup; if [ -e /sys/fs/cgroup/cgroup.controllers ]; then echo cgroup2fs; elif [ -d /sys/fs/cgroup/cpu ] || [ -d /sys/fs/cgroup/memory ]; then echo tmpfs; fi
 s commands
 for c in {commands}; do command -v "$c" >/dev/null 2>&1 && echo "$c"; done
@@ -114,6 +116,8 @@ impl Facts {
             name_resolves: resolves.1,
             addresses: addresses(text("addresses")),
             listening: listeners(&tcp),
+            port_holders: port_holders(text("holders")),
+            kk_phases: kk_phases(file("/etc/kubekey/installed.json")),
             sysctls: files
                 .iter()
                 .filter_map(|(path, value)| {
@@ -390,6 +394,45 @@ fn listeners(text: &str) -> Vec<Listener> {
     found.sort_by(|a, b| (a.port, &a.address).cmp(&(b.port, &b.address)));
     found.dedup();
     found
+}
+
+/// `ss -Hltnp` output: by local port, the first process of `users:(("name",pid=…,fd=…))`. A
+/// line naming no process (not permitted to see it) holds nothing here.
+fn port_holders(text: &str) -> BTreeMap<u16, String> {
+    let mut holders = BTreeMap::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // State, Recv-Q, Send-Q, then the local address (`*:6443`, `[::]:5443`, `%lo:53`…).
+        let Some(port) = fields
+            .get(3)
+            .and_then(|local| local.rsplit_once(':'))
+            .and_then(|(_, port)| port.parse::<u16>().ok())
+        else {
+            continue;
+        };
+        let name = line
+            .split_once("users:((\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(name, _)| name);
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            holders.entry(port).or_insert_with(|| name.to_owned());
+        }
+    }
+    holders
+}
+
+/// The phases of kk's record (`/etc/kubekey/installed.json`); `None` when absent or not kk's
+/// (no `bundle` identity and `phases`).
+fn kk_phases(text: &str) -> Option<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Record {
+        bundle: String,
+        phases: Vec<String>,
+    }
+    serde_json::from_str::<Record>(text)
+        .ok()
+        .filter(|record| record.bundle.starts_with("sha256:"))
+        .map(|record| record.phases)
 }
 
 /// An address as `/proc/net/tcp*` prints it: 32-bit words in hex, each in host (little-endian)

@@ -2,6 +2,7 @@
 //! the bundle covers the node's architecture, the disks hold what the bundle brings, the
 //! registry's port is free, and the clocks agree.
 
+use super::own::{self, Component, Holder};
 use super::{CheckResult, Node, gib};
 use crate::inventory::ImageRegistry;
 
@@ -89,20 +90,21 @@ fn disk_space(node: &Node) -> CheckResult {
     CheckResult::pass(ID, shown.join("; "))
 }
 
-/// `airgap.registry_port`: the registry's port is free on its host.
+/// `airgap.registry_port`: the registry's port is free on its host, or held by kk's own
+/// registry there (a node kk installed).
 fn registry_port(node: &Node) -> CheckResult {
     const ID: &str = "airgap.registry_port";
     if !runs_registry(node) {
         return CheckResult::skip(ID, "does not run kk's registry");
     }
     let port = node.cx.config.registry_address.port;
-    match node.facts.port_in_use(port) {
-        None => CheckResult::pass(ID, format!("{port} free")),
-        Some(listener) => CheckResult::fail(
+    match own::port(node, port, Component::Registry) {
+        Holder::Free => CheckResult::pass(ID, format!("{port} free")),
+        Holder::Own(detail) => CheckResult::pass(ID, detail),
+        Holder::Other(who) => CheckResult::fail(
             ID,
             format!(
-                "port {port}, for kk's registry, is in use (something listens on {}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it)",
-                listener.address
+                "port {port}, for kk's registry, is in use ({who}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it)"
             ),
         ),
     }

@@ -113,6 +113,8 @@ fn installed(node: &Node) -> CheckResult {
     }
     if found.is_empty() {
         CheckResult::pass(ID, "no etcd installed")
+    } else if super::own::etcd_data(node) {
+        CheckResult::pass(ID, format!("kk's own etcd member: {}", found.join(" and ")))
     } else {
         CheckResult::warn(
             ID,

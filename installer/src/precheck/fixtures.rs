@@ -62,6 +62,8 @@ pub(super) fn debian() -> Facts {
             address: "0.0.0.0".to_owned(),
             port: 22,
         }],
+        port_holders: BTreeMap::from([(22, "sshd".to_owned())]),
+        kk_phases: None,
         sysctls: BTreeMap::from([
             ("net.ipv4.ip_forward".to_owned(), "1".to_owned()),
             (

@@ -5,6 +5,7 @@ use super::kubernetes::MIN_VERSION;
 use super::packages::{Command, from_bundle, set_by_packages};
 use super::system::{self, CGROUP_V1_MAINTENANCE, CGROUP_V1_REFUSED, Verdict};
 use super::version::Version;
+use super::own::{self, Component, Holder};
 use super::{CheckResult, Node, Status, list, mib};
 use crate::inventory::{EndpointKind, EtcdDeploymentType, KubeProxyMode};
 
@@ -95,14 +96,28 @@ enum PortUser {
     Etcd,
 }
 
+/// One fixed port kubeadm checks: the port, who it is for (in messages), which nodes need it,
+/// and kk's component that listens on it once installed.
+type Port = (u16, &'static str, PortUser, Component);
+
 /// The fixed ports kubeadm checks besides the API server's, which is the configured
 /// `control_plane_endpoint.port` (see [`api_server_port`]).
-const PORTS: &[(u16, &str, PortUser)] = &[
-    (10250, "the kubelet", PortUser::Kubernetes),
-    (10257, "kube-controller-manager", PortUser::ControlPlane),
-    (10259, "kube-scheduler", PortUser::ControlPlane),
-    (2379, "etcd clients", PortUser::Etcd),
-    (2380, "etcd peers", PortUser::Etcd),
+const PORTS: &[Port] = &[
+    (10250, "the kubelet", PortUser::Kubernetes, Component::Kubelet),
+    (
+        10257,
+        "kube-controller-manager",
+        PortUser::ControlPlane,
+        Component::ControllerManager,
+    ),
+    (
+        10259,
+        "kube-scheduler",
+        PortUser::ControlPlane,
+        Component::Scheduler,
+    ),
+    (2379, "etcd clients", PortUser::Etcd, Component::Etcd),
+    (2380, "etcd peers", PortUser::Etcd, Component::Etcd),
 ];
 
 pub(super) fn node(node: &Node) -> Vec<CheckResult> {
@@ -111,8 +126,8 @@ pub(super) fn node(node: &Node) -> Vec<CheckResult> {
     results.extend(
         PORTS
             .iter()
-            .filter(|&&(port, _, _)| port != api)
-            .map(|&(port, user, who)| port_free(node, port, user, who)),
+            .filter(|&&(port, ..)| port != api)
+            .map(|port| port_free(node, port)),
     );
     results.extend([
         on_kubernetes(node, "kubeadm.manifests", manifests),
@@ -199,14 +214,17 @@ fn api_server_port(node: &Node) -> CheckResult {
         node.cx.config.kubernetes.control_plane_endpoint.kind,
         EndpointKind::Haproxy
     );
-    let user = if node.host.roles.is_control_plane() {
-        "kube-apiserver"
+    let (user, component) = if node.host.roles.is_control_plane() {
+        ("kube-apiserver", Component::ApiServer)
     } else if haproxy && node.is_kubernetes() {
-        "the local haproxy in front of the API servers"
-    } else if let Some(&(port, user, who)) = PORTS.iter().find(|&&(other, _, _)| other == port) {
+        (
+            "the local haproxy in front of the API servers",
+            Component::Haproxy,
+        )
+    } else if let Some(other) = PORTS.iter().find(|&&(other, ..)| other == port) {
         // Not the API server's here, but still that component's (which fails the clash on the
         // control plane).
-        return port_free(node, port, user, who);
+        return port_free(node, other);
     } else if haproxy {
         return CheckResult::skip(id, "not a Kubernetes node");
     } else {
@@ -214,8 +232,8 @@ fn api_server_port(node: &Node) -> CheckResult {
     };
     let clash = PORTS
         .iter()
-        .find(|&&(other, _, who)| other == port && port_needed(node, who))
-        .map(|&(_, other_user, _)| other_user)
+        .find(|&&(other, _, who, _)| other == port && port_needed(node, who))
+        .map(|&(_, other_user, ..)| other_user)
         .or_else(|| {
             (super::airgap::runs_registry(node) && node.cx.config.registry_address.port == port)
                 .then_some("kk's registry")
@@ -229,14 +247,14 @@ fn api_server_port(node: &Node) -> CheckResult {
             ),
         );
     }
-    match node.facts.port_in_use(port) {
-        None => CheckResult::pass(id, format!("{port} free for {user}")),
-        Some(listener) => CheckResult::fail(
+    match own::port(node, port, component) {
+        Holder::Free => CheckResult::pass(id, format!("{port} free for {user}")),
+        Holder::Own(detail) => CheckResult::pass(id, detail),
+        Holder::Other(who) => CheckResult::fail(
             id,
             format!(
-                "node `{}`: port `{port}` (`control_plane_endpoint.port`), needed by {user}, is in use (something listens on {}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it), reset the old cluster, or choose another `control_plane_endpoint.port`",
+                "node `{}`: port `{port}` (`control_plane_endpoint.port`), needed by {user}, is in use ({who}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it), reset the old cluster, or choose another `control_plane_endpoint.port`",
                 node.name(),
-                listener.address
             ),
         ),
     }
@@ -251,8 +269,9 @@ fn port_needed(node: &Node, who: PortUser) -> bool {
     }
 }
 
-/// `kubeadm.port.<n>`: the port is free on the nodes that will listen on it.
-fn port_free(node: &Node, port: u16, user: &str, who: PortUser) -> CheckResult {
+/// `kubeadm.port.<n>`: the port is free on the nodes that will listen on it, or held by kk's
+/// own component there (a node kk installed).
+fn port_free(node: &Node, &(port, user, who, component): &Port) -> CheckResult {
     let id = format!("kubeadm.port.{port}");
     let (applies, reason) = match who {
         PortUser::Kubernetes => (node.is_kubernetes(), "not a Kubernetes node"),
@@ -265,23 +284,32 @@ fn port_free(node: &Node, port: u16, user: &str, who: PortUser) -> CheckResult {
     if !applies {
         return CheckResult::skip(id, reason);
     }
-    match node.facts.port_in_use(port) {
-        None => CheckResult::pass(id, format!("{port} free for {user}")),
-        Some(listener) => CheckResult::fail(
+    match own::port(node, port, component) {
+        Holder::Free => CheckResult::pass(id, format!("{port} free for {user}")),
+        Holder::Own(detail) => CheckResult::pass(id, detail),
+        Holder::Other(who) => CheckResult::fail(
             id,
             format!(
-                "port {port}, needed by {user}, is in use (something listens on {}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it), or reset the old cluster",
-                listener.address
+                "port {port}, needed by {user}, is in use ({who}); fix: stop it (`ss -ltnp 'sport = :{port}'` names it), or reset the old cluster"
             ),
         ),
     }
 }
 
-/// `kubeadm.manifests`: no static pod manifests are left over.
+/// `kubeadm.manifests`: no static pod manifests are left over, but kk's own on a node it
+/// installed.
 fn manifests(node: &Node, id: &str) -> CheckResult {
     let pods = &node.facts.static_pods;
     if pods.is_empty() {
         CheckResult::pass(id, "/etc/kubernetes/manifests is empty")
+    } else if own::manifests(node) {
+        CheckResult::pass(
+            id,
+            format!(
+                "/etc/kubernetes/manifests holds kk's own {}",
+                list(pods)
+            ),
+        )
     } else {
         CheckResult::fail(
             id,
@@ -511,7 +539,9 @@ fn etcd_data_dir(node: &Node) -> CheckResult {
     if !node.is_etcd_member() {
         return CheckResult::skip(ID, "not an etcd member");
     }
-    if node.facts.etcd_data_present {
+    if node.facts.etcd_data_present && own::etcd_data(node) {
+        CheckResult::pass(ID, "/var/lib/etcd holds kk's own etcd member")
+    } else if node.facts.etcd_data_present {
         CheckResult::fail(
             ID,
             "/var/lib/etcd is not empty; fix: back it up if it matters, then empty it (`kubeadm reset` does)",

@@ -71,6 +71,7 @@ mod kubernetes;
 mod network;
 mod nfs;
 mod os;
+mod own;
 mod packages;
 mod report;
 mod services;

@@ -26,6 +26,15 @@ const NODE: &str = r#"
 /proc/self/status:Uid:    0       0       0       0
 /proc/sys/net/ipv4/ip_forward:1
 /proc/sys/net/bridge/bridge-nf-call-iptables:1
+/etc/kubekey/installed.json:{
+/etc/kubekey/installed.json:  "bundle": "sha256:aa",
+/etc/kubekey/installed.json:  "kubernetes_version": "v1.31.4",
+/etc/kubekey/installed.json:  "phases": [
+/etc/kubekey/installed.json:    "os",
+/etc/kubekey/installed.json:    "kubernetes"
+/etc/kubekey/installed.json:  ],
+/etc/kubekey/installed.json:  "files": []
+/etc/kubekey/installed.json:}
 
 @@machine
 x86_64
@@ -50,6 +59,12 @@ export HTTP_PROXY="http://proxy.example:3128"
 1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever
 2: eth0@if9    inet 10.250.0.11/16 brd 10.250.255.255 scope global eth0\       valid_lft forever
 2: eth0@if9    inet6 fe80::1/64 scope link \       valid_lft forever preferred_lft forever
+
+@@holders
+LISTEN 0      128          0.0.0.0:22        0.0.0.0:*    users:(("sshd",pid=301,fd=3))
+LISTEN 0      4096       127.0.0.1:6443      0.0.0.0:*    users:(("kube-apiserver",pid=812,fd=3),("kube-apiserver",pid=812,fd=7))
+LISTEN 0      4096           [::1]:6667         [::]:*
+LISTEN 0      4096     [::]:5443         [::]:*    users:(("kk-install",pid=90,fd=9))
 
 @@cgroup
 tmpfs
@@ -132,6 +147,21 @@ fn parses_every_section_of_a_node() {
         .map(|l| (l.port, l.address.as_str()))
         .collect();
     assert_eq!(ports, [(22, "0.0.0.0"), (6443, "127.0.0.1"), (6667, "::1")]);
+    // A socket `ss` names no process for has no holder.
+    assert_eq!(
+        facts.port_holders,
+        BTreeMap::from([
+            (22, "sshd".to_owned()),
+            (5443, "kk-install".to_owned()),
+            (6443, "kube-apiserver".to_owned()),
+        ])
+    );
+    assert_eq!(facts.port_holder(6667), None);
+    assert_eq!(
+        facts.kk_phases.as_deref(),
+        Some(["os".to_owned(), "kubernetes".to_owned()].as_slice())
+    );
+    assert!(facts.kk_installed("kubernetes") && !facts.kk_installed("etcd"));
     assert_eq!(facts.sysctl("net.ipv4.ip_forward"), Some("1"));
     assert_eq!(facts.sysctl("net.ipv6.conf.all.forwarding"), None);
     assert_eq!(facts.modules, ["overlay", "br_netfilter"]);
@@ -481,4 +511,31 @@ fn the_script_names_every_command_of_the_rules() {
     ] {
         assert!(script.contains(file), "{file}");
     }
+}
+
+#[test]
+fn only_kks_record_names_phases() {
+    for (text, phases) in [
+        (r#"{"bundle": "sha256:aa", "phases": ["os"], "files": []}"#, Some(vec!["os"])),
+        // Another tool's file at that path, or a torn one, is no record of kk's.
+        (r#"{"bundle": "mine", "phases": ["os"]}"#, None),
+        (r#"{"phases": ["os"]}"#, None),
+        (r#"{"bundle": "sha256:aa", "phases": ["os""#, None),
+        ("", None),
+    ] {
+        let expected = phases.map(|p: Vec<&str>| p.into_iter().map(str::to_owned).collect());
+        assert_eq!(kk_phases(text), expected, "{text}");
+    }
+}
+
+#[test]
+fn port_holders_survive_odd_ss_lines() {
+    let text = "LISTEN 0 4096 *:10250 *:* users:((\"kubelet\",pid=1,fd=2))\n\
+                LISTEN 0 4096 %lo:53 *:* users:((\"\",pid=2,fd=3))\n\
+                garbage\n\
+                LISTEN 0 4096 *:notaport *:* users:((\"x\",pid=3,fd=4))\n";
+    assert_eq!(
+        port_holders(text),
+        BTreeMap::from([(10250, "kubelet".to_owned())])
+    );
 }
