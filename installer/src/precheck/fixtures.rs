@@ -91,6 +91,45 @@ pub(super) fn debian() -> Facts {
     }
 }
 
+/// The phases kk's record names on a node it installed every phase on.
+pub(super) const INSTALLED_PHASES: &[&str] = &[
+    "os",
+    "pki",
+    "registry",
+    "packages",
+    "runtime",
+    "etcd",
+    "kubernetes",
+    "network",
+];
+
+/// `facts` as kk leaves a node it installed: its record naming `phases`, each of `holders`
+/// (port, process) listening on every address (an empty process: one `ss` could not name),
+/// kubeadm's static pods, etcd's data and version.
+pub(super) fn installed(facts: &mut Facts, phases: &[&str], holders: &[(u16, &str)]) {
+    facts.kk_phases = Some(phases.iter().map(|p| (*p).to_owned()).collect());
+    for &(port, process) in holders {
+        facts.listening.push(Listener {
+            address: "0.0.0.0".to_owned(),
+            port,
+        });
+        if !process.is_empty() {
+            facts.port_holders.insert(port, process.to_owned());
+        }
+    }
+    facts.static_pods = [
+        "kube-apiserver.yaml",
+        "kube-controller-manager.yaml",
+        "kube-scheduler.yaml",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    facts.etcd_data_present = true;
+    facts
+        .versions
+        .insert("etcd".to_owned(), "etcd Version: 3.5.16".to_owned());
+}
+
 /// Healthy facts of a node with `address` on `eth0`.
 pub(super) fn node_facts(address: &str) -> Facts {
     let mut facts = debian();

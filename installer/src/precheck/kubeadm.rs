@@ -2,10 +2,10 @@
 //! that every node's problems are reported at once.
 
 use super::kubernetes::MIN_VERSION;
+use super::own::{self, Component, Holder};
 use super::packages::{Command, from_bundle, set_by_packages};
 use super::system::{self, CGROUP_V1_MAINTENANCE, CGROUP_V1_REFUSED, Verdict};
 use super::version::Version;
-use super::own::{self, Component, Holder};
 use super::{CheckResult, Node, Status, list, mib};
 use crate::inventory::{EndpointKind, EtcdDeploymentType, KubeProxyMode};
 
@@ -103,7 +103,12 @@ type Port = (u16, &'static str, PortUser, Component);
 /// The fixed ports kubeadm checks besides the API server's, which is the configured
 /// `control_plane_endpoint.port` (see [`api_server_port`]).
 const PORTS: &[Port] = &[
-    (10250, "the kubelet", PortUser::Kubernetes, Component::Kubelet),
+    (
+        10250,
+        "the kubelet",
+        PortUser::Kubernetes,
+        Component::Kubelet,
+    ),
     (
         10257,
         "kube-controller-manager",
@@ -305,10 +310,7 @@ fn manifests(node: &Node, id: &str) -> CheckResult {
     } else if own::manifests(node) {
         CheckResult::pass(
             id,
-            format!(
-                "/etc/kubernetes/manifests holds kk's own {}",
-                list(pods)
-            ),
+            format!("/etc/kubernetes/manifests holds kk's own {}", list(pods)),
         )
     } else {
         CheckResult::fail(

@@ -63,9 +63,7 @@ impl Component {
 /// The phase that installs `component` on `node`, as kk's record names it.
 fn phase(node: &Node, component: Component) -> &'static str {
     match component {
-        Component::Etcd
-            if node.cx.config.etcd.deployment_type == EtcdDeploymentType::External =>
-        {
+        Component::Etcd if node.cx.config.etcd.deployment_type == EtcdDeploymentType::External => {
             "etcd"
         }
         Component::Registry => "registry",
@@ -124,4 +122,227 @@ pub(super) fn manifests(node: &Node) -> bool {
 /// done there).
 pub(super) fn etcd_data(node: &Node) -> bool {
     node.is_etcd_member() && node.facts.kk_installed(phase(node, Component::Etcd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Status::{self, Fail, Pass, Warn};
+    use super::super::fixtures::{Fixture, INSTALLED_PHASES, config, expect, installed};
+
+    /// What kk's components hold on node1 (control plane, etcd, registry, worker) once
+    /// installed.
+    const KK_PORTS: &[(u16, &str)] = &[
+        (6443, "kube-apiserver"),
+        (10250, "kubelet"),
+        (10257, "kube-controller"),
+        (10259, "kube-scheduler"),
+        (2379, "etcd"),
+        (2380, "etcd"),
+        (5443, "kk-install"),
+    ];
+
+    /// node1 installed by kk (every phase), with `holders` instead of kk's where they say.
+    fn node1(phases: &[&str], holders: &[(u16, &str)]) -> Fixture {
+        let mut fixture = Fixture::three_nodes();
+        let ports: Vec<(u16, &str)> = KK_PORTS
+            .iter()
+            .map(|&(port, process)| {
+                let other = holders.iter().find(|&&(p, _)| p == port);
+                other.map_or((port, process), |&(p, holder)| (p, holder))
+            })
+            .collect();
+        installed(fixture.node("node1"), phases, &ports);
+        fixture
+    }
+
+    #[test]
+    fn kks_own_ports_pass_naming_the_component() {
+        let fixture = node1(INSTALLED_PHASES, &[]);
+        for (id, words) in [
+            ("kubeadm.port.6443", "6443 held by kk's kube-apiserver"),
+            ("kubeadm.port.10250", "10250 held by kk's kubelet"),
+            (
+                "kubeadm.port.10257",
+                "10257 held by kk's kube-controller-manager",
+            ),
+            ("kubeadm.port.10259", "10259 held by kk's kube-scheduler"),
+            ("kubeadm.port.2379", "2379 held by kk's etcd"),
+            ("kubeadm.port.2380", "2380 held by kk's etcd"),
+            ("airgap.registry_port", "5443 held by kk's registry"),
+            ("kubeadm.manifests", "kk's own `kube-apiserver.yaml`"),
+            ("etcd.installed", "kk's own etcd member"),
+        ] {
+            expect(&fixture.on("node1", id), Pass, &[words]);
+        }
+    }
+
+    #[test]
+    fn an_installed_node_passes_every_node_rule() {
+        let fixture = node1(INSTALLED_PHASES, &[]);
+        let report = fixture.evaluate(&std::collections::BTreeSet::new());
+        let failed: Vec<_> = report.nodes["node1"]
+            .iter()
+            .filter(|r| r.status == Fail)
+            .collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+
+    /// A case: node1 installed with `phases`, `holders` on its ports; rule `id` comes out
+    /// `status`, its message naming `words`.
+    type Case = (
+        &'static str,
+        &'static [&'static str],
+        &'static [(u16, &'static str)],
+        &'static str,
+        Status,
+        &'static [&'static str],
+    );
+
+    #[test]
+    fn what_kk_did_not_install_still_fails() {
+        const NOT_ETCD: &[&str] = &["os", "registry", "kubernetes"];
+        const NOT_REGISTRY: &[&str] = &["os", "etcd", "kubernetes"];
+        const NOTHING: &[&str] = &[];
+        let cases: &[Case] = &[
+            (
+                "a foreign process on the API server's port",
+                INSTALLED_PHASES,
+                &[(6443, "nginx")],
+                "kubeadm.port.6443",
+                Fail,
+                &["`nginx` listens on 0.0.0.0", "fix: "],
+            ),
+            (
+                "a process ss could not name",
+                INSTALLED_PHASES,
+                &[(10250, "")],
+                "kubeadm.port.10250",
+                Fail,
+                &["something listens on 0.0.0.0"],
+            ),
+            (
+                "kk's name on a port that is another component's",
+                INSTALLED_PHASES,
+                &[(2379, "kube-apiserver")],
+                "kubeadm.port.2379",
+                Fail,
+                &["`kube-apiserver` listens on"],
+            ),
+            (
+                "a kube-apiserver where kk's record names no kubernetes phase",
+                NOTHING,
+                &[],
+                "kubeadm.port.6443",
+                Fail,
+                &["`kube-apiserver` listens on"],
+            ),
+            (
+                "an etcd where kk's etcd phase is not done",
+                NOT_ETCD,
+                &[],
+                "kubeadm.port.2379",
+                Fail,
+                &["`etcd` listens on"],
+            ),
+            (
+                "etcd data where kk's etcd phase is not done",
+                NOT_ETCD,
+                &[],
+                "etcd.installed",
+                Warn,
+                &["/var/lib/etcd holds data"],
+            ),
+            (
+                "a registry where kk's registry phase is not done",
+                NOT_REGISTRY,
+                &[],
+                "airgap.registry_port",
+                Fail,
+                &["`kk-install` listens on"],
+            ),
+            (
+                "static pods where kk's kubernetes phase is not done",
+                &["os"],
+                &[],
+                "kubeadm.manifests",
+                Fail,
+                &["kubeadm reset"],
+            ),
+        ];
+        for &(what, phases, holders, id, status, words) in cases {
+            let fixture = node1(phases, holders);
+            let result = fixture.on("node1", id);
+            assert_eq!(result.status, status, "{what}: {result:?}");
+            for word in words {
+                assert!(
+                    result.message.contains(word),
+                    "{what}: {result:?} lacks `{word}`"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_foreign_static_pod_beside_kks_fails() {
+        let mut fixture = node1(INSTALLED_PHASES, &[]);
+        fixture
+            .node("node1")
+            .static_pods
+            .push("nginx.yaml".to_owned());
+        expect(
+            &fixture.on("node1", "kubeadm.manifests"),
+            Fail,
+            &["`nginx.yaml`", "kubeadm reset"],
+        );
+    }
+
+    #[test]
+    fn stacked_etcd_data_is_kks_once_its_kubernetes_phase_is_done() {
+        let mut fixture = node1(INSTALLED_PHASES, &[]);
+        fixture.config = config("  etcd: {deployment_type: internal}\n");
+        expect(
+            &fixture.on("node1", "kubeadm.etcd_data_dir"),
+            Pass,
+            &["kk's own etcd member"],
+        );
+        expect(
+            &fixture.on("node1", "kubeadm.port.2379"),
+            Pass,
+            &["held by kk's etcd"],
+        );
+        // The etcd phase (external etcd's) is not what installs a stacked member.
+        let mut fixture = node1(&["os", "etcd"], &[]);
+        fixture.config = config("  etcd: {deployment_type: internal}\n");
+        expect(
+            &fixture.on("node1", "kubeadm.etcd_data_dir"),
+            Fail,
+            &["/var/lib/etcd is not empty"],
+        );
+    }
+
+    #[test]
+    fn a_workers_local_haproxy_is_kks() {
+        let mut fixture = Fixture::three_nodes();
+        fixture.config = config("  kubernetes: {control_plane_endpoint: {type: haproxy}}\n");
+        installed(
+            fixture.node("node2"),
+            INSTALLED_PHASES,
+            &[(6443, "haproxy")],
+        );
+        expect(
+            &fixture.on("node2", "kubeadm.port.6443"),
+            Pass,
+            &["6443 held by kk's haproxy"],
+        );
+        installed(
+            fixture.node("node3"),
+            INSTALLED_PHASES,
+            &[(6443, "kube-apiserver")],
+        );
+        expect(
+            &fixture.on("node3", "kubeadm.port.6443"),
+            Fail,
+            &["`kube-apiserver` listens on", "haproxy"],
+        );
+    }
 }

@@ -516,7 +516,10 @@ fn the_script_names_every_command_of_the_rules() {
 #[test]
 fn only_kks_record_names_phases() {
     for (text, phases) in [
-        (r#"{"bundle": "sha256:aa", "phases": ["os"], "files": []}"#, Some(vec!["os"])),
+        (
+            r#"{"bundle": "sha256:aa", "phases": ["os"], "files": []}"#,
+            Some(vec!["os"]),
+        ),
         // Another tool's file at that path, or a torn one, is no record of kk's.
         (r#"{"bundle": "mine", "phases": ["os"]}"#, None),
         (r#"{"phases": ["os"]}"#, None),
