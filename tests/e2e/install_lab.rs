@@ -349,6 +349,7 @@ pub(crate) mod lab {
         assert_eq!(cluster.fingerprint(), before, "a rerun changed something");
         cluster.assert_hooks_ran_once();
         assert_eq!(rerun["sent"]["node2"].as_u64().unwrap_or(0), 0, "{rerun}");
+        assert_the_precheck_knows_what_kk_installed(&cluster);
 
         // Node fetch: after a fresh os/runtime/etcd on node3, the installer machine sent it
         // kk-install and small files only.
@@ -369,6 +370,53 @@ pub(crate) mod lab {
         }
         assert!(cluster.on(2, "sha256sum /usr/local/bin/etcd").len() > 64);
         assert_a_drop_in_overriding_the_mirrors_is_named(&cluster);
+    }
+
+    /// The precheck run again on the installed nodes (`--phase precheck`) passes: kk's own etcd
+    /// on every member and its registry on node1 hold their ports, which the precheck names as
+    /// kk's (`kk-install precheck --output json` judges by the same rules and shows the details).
+    fn assert_the_precheck_knows_what_kk_installed(cluster: &Cluster) {
+        run_ok(&mut cluster.kk_install(&["--phase", "precheck"]));
+        let mut cmd = cluster.kk_install(&["precheck", "--output", "json"]);
+        let out = run(&mut cmd);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", crate::support::describe(&cmd, &out)));
+        let nodes = report["nodes"].as_object().expect("nodes");
+        let failed: Vec<&Value> = nodes
+            .values()
+            .chain([&report["cluster"]])
+            .flat_map(|checks| checks.as_array().expect("checks"))
+            .filter(|check| check["status"] == "fail")
+            .collect();
+        assert!(
+            failed.is_empty() && out.status.success(),
+            "the precheck fails on nodes kk installed: {failed:#?}"
+        );
+        let message = |node: &str, id: &str| -> String {
+            report["nodes"][node]
+                .as_array()
+                .and_then(|checks| checks.iter().find(|c| c["id"] == id))
+                .and_then(|check| check["message"].as_str())
+                .unwrap_or_else(|| panic!("no {id} for {node}: {report:#}"))
+                .to_owned()
+        };
+        assert_eq!(
+            message("node1", "airgap.registry_port"),
+            "5443 held by kk's registry"
+        );
+        for node in ["node1", "node2", "node3"] {
+            for port in [2379, 2380] {
+                assert_eq!(
+                    message(node, &format!("kubeadm.port.{port}")),
+                    format!("{port} held by kk's etcd"),
+                    "{node}"
+                );
+            }
+            assert!(
+                message(node, "etcd.installed").starts_with("kk's own etcd member"),
+                "{node}: {report:#}"
+            );
+        }
     }
 
     /// containerd's effective config: another tool's drop-in that brings its own registry
