@@ -111,15 +111,21 @@ fn kube_vip(cx: &Context) -> CheckResult {
             ),
         );
     }
-    match cx.cluster.vip_answers {
-        Some(true) => CheckResult::fail(
+    // On a cluster kk installed, kk's own kube-vip answers.
+    let own = super::own::kube_vip(cx, address);
+    match (cx.cluster.vip_answers, own) {
+        (Some(true), Some(node)) => CheckResult::pass(
+            ID,
+            format!("{address} held by kk's kube-vip on node `{node}`"),
+        ),
+        (Some(true), None) => CheckResult::fail(
             ID,
             format!(
                 "kube-vip address {address} already answers: another machine uses it; fix: choose a free address"
             ),
         ),
-        Some(false) => CheckResult::pass(ID, format!("{address}, free")),
-        None => CheckResult::pass(ID, format!("{address} (not probed whether it is free)")),
+        (Some(false), _) => CheckResult::pass(ID, format!("{address}, free")),
+        (None, _) => CheckResult::pass(ID, format!("{address} (not probed whether it is free)")),
     }
 }
 

@@ -42,6 +42,15 @@
 //! gathered again after the packages phase ([`Stage::AfterPackages`]): those rules judged for
 //! real, a root package still missing failing.
 //!
+//! # What kk installed
+//!
+//! Run again on nodes kk installed (`kk-install --phase precheck`), the rules meet kk's own
+//! cluster: its API server, kubelet, etcd and registry on their ports, kubeadm's static pods,
+//! etcd's data, kube-vip on the virtual IP. `own` alone decides what is kk's, from the process
+//! holding a port and kk's record of its phases on the node (`Facts::kk_phases`); such a rule
+//! passes naming it ("6443 held by kk's kube-apiserver"), while anything else still fails,
+//! naming the process.
+//!
 //! # Why pure
 //!
 //! No rule touches a node: facts are gathered once, in one round trip per node

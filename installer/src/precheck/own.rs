@@ -9,7 +9,9 @@
 //! Either alone is not enough: a port of an installed node held by another process, or a
 //! `kube-apiserver` of a cluster kk did not install, is still judged as foreign.
 
-use super::Node;
+use std::net::IpAddr;
+
+use super::{Context, Node};
 use crate::inventory::EtcdDeploymentType;
 
 /// A component kk installs that listens on a port.
@@ -122,6 +124,25 @@ pub(super) fn manifests(node: &Node) -> bool {
 /// done there).
 pub(super) fn etcd_data(node: &Node) -> bool {
     node.is_etcd_member() && node.facts.kk_installed(phase(node, Component::Etcd))
+}
+
+/// The control-plane node whose kk's kube-vip holds the virtual IP `address`: one kk's
+/// kubernetes phase is done on, that runs kk's `kube-vip.yaml` static pod and has `address` on an
+/// interface (kube-vip puts it on its leader's). `None`: not kk's, or the node was unreachable.
+pub(super) fn kube_vip<'a>(cx: &'a Context, address: IpAddr) -> Option<&'a str> {
+    let address = address.to_string();
+    cx.inventory
+        .hosts()
+        .iter()
+        .filter(|host| host.roles.is_control_plane())
+        .find(|host| {
+            cx.facts.get(&host.name).is_some_and(|facts| {
+                facts.kk_installed("kubernetes")
+                    && facts.static_pods.iter().any(|pod| pod == "kube-vip.yaml")
+                    && facts.has_address(&address)
+            })
+        })
+        .map(|host| host.name.as_str())
 }
 
 #[cfg(test)]
@@ -344,5 +365,70 @@ mod tests {
             Fail,
             &["`kube-apiserver` listens on", "haproxy"],
         );
+    }
+
+    /// What, node1's phases, its static pod, the address beside its own, status, words.
+    type VipCase = (
+        &'static str,
+        &'static [&'static str],
+        &'static str,
+        &'static str,
+        Status,
+        &'static str,
+    );
+
+    #[test]
+    fn an_answering_virtual_ip_is_kks_only_where_its_kube_vip_holds_it() {
+        let vip = config(
+            "  kubernetes:\n    control_plane_endpoint:\n      type: kube-vip\n      kube_vip: {address: '10.0.0.100'}\n",
+        );
+        let cases: &[VipCase] = &[
+            (
+                "kk's kube-vip holds it",
+                INSTALLED_PHASES,
+                "kube-vip.yaml",
+                "10.0.0.100",
+                Pass,
+                "10.0.0.100 held by kk's kube-vip on node `node1`",
+            ),
+            (
+                "another machine answers",
+                INSTALLED_PHASES,
+                "kube-vip.yaml",
+                "10.0.0.1",
+                Fail,
+                "already answers",
+            ),
+            (
+                "no kube-vip of kk's",
+                INSTALLED_PHASES,
+                "kube-apiserver.yaml",
+                "10.0.0.100",
+                Fail,
+                "already answers",
+            ),
+            (
+                "kk's kubernetes phase not done",
+                &["os"],
+                "kube-vip.yaml",
+                "10.0.0.100",
+                Fail,
+                "already answers",
+            ),
+        ];
+        for &(what, phases, pod, address, status, words) in cases {
+            let mut fixture = node1(phases, &[]);
+            fixture.config = vip.clone();
+            fixture.cluster.vip_answers = Some(true);
+            let facts = fixture.node("node1");
+            facts.static_pods = vec![pod.to_owned()];
+            facts.addresses.insert(
+                "eth0".to_owned(),
+                vec!["10.0.0.1".to_owned(), address.to_owned()],
+            );
+            let result = fixture.cluster("kubernetes.kube_vip");
+            assert_eq!(result.status, status, "{what}: {result:?}");
+            assert!(result.message.contains(words), "{what}: {result:?}");
+        }
     }
 }
