@@ -15,6 +15,7 @@ use crate::inventory::{Config, EtcdDeploymentType, Host, Inventory, Role};
 mod charts;
 mod content;
 mod docker;
+pub mod etcd;
 mod hosts;
 mod kube_vip;
 mod kubernetes;

@@ -299,12 +299,43 @@ fn url_host(ip: IpAddr) -> String {
 /// `/etc/etcd.env` of `member` in a cluster of `members` (name, address), with TLS and
 /// client-certificate authentication for clients and peers.
 pub fn etcd_env(member: &str, ip: IpAddr, members: &[(String, IpAddr)]) -> String {
-    let host = url_host(ip);
     let cluster = members
         .iter()
         .map(|(name, ip)| format!("{name}=https://{}:2380", url_host(*ip)))
         .collect::<Vec<_>>()
         .join(",");
+    etcd_env_of(member, ip, &cluster, "new")
+}
+
+/// `/etc/etcd.env` of `member` joining a running cluster: `initial_cluster` names the current
+/// members plus itself, and the state is `existing`.
+pub fn etcd_env_joining(member: &str, ip: IpAddr, initial_cluster: &str) -> String {
+    etcd_env_of(member, ip, initial_cluster, "existing")
+}
+
+/// The bootstrap settings etcd reads only when a member first starts.
+const ETCD_BOOTSTRAP_KEYS: [&str; 2] = ["ETCD_INITIAL_CLUSTER=", "ETCD_INITIAL_CLUSTER_STATE="];
+
+/// `rendered` with the bootstrap settings (`ETCD_INITIAL_CLUSTER*`) of `current`, the member's
+/// file as it is: a member with data ignores them, so a member added later changes nothing in
+/// the others' files (and restarts none of them).
+pub fn etcd_env_keeping_bootstrap(rendered: &str, current: &str) -> String {
+    let kept = |key: &str| current.lines().find(|line| line.starts_with(key));
+    rendered
+        .lines()
+        .map(|line| {
+            ETCD_BOOTSTRAP_KEYS
+                .iter()
+                .find(|key| line.starts_with(*key))
+                .and_then(|key| kept(key))
+                .unwrap_or(line)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+fn etcd_env_of(member: &str, ip: IpAddr, cluster: &str, state: &str) -> String {
+    let host = url_host(ip);
     let pki = paths::ETCD_PKI;
     let loopback = if ip.is_ipv4() { "127.0.0.1" } else { "[::1]" };
     format!(
@@ -316,7 +347,7 @@ pub fn etcd_env(member: &str, ip: IpAddr, members: &[(String, IpAddr)]) -> Strin
          ETCD_LISTEN_CLIENT_URLS=https://{host}:2379,https://{loopback}:2379\n\
          ETCD_ADVERTISE_CLIENT_URLS=https://{host}:2379\n\
          ETCD_INITIAL_CLUSTER={cluster}\n\
-         ETCD_INITIAL_CLUSTER_STATE=new\n\
+         ETCD_INITIAL_CLUSTER_STATE={state}\n\
          ETCD_INITIAL_CLUSTER_TOKEN=kk-etcd\n\
          ETCD_CERT_FILE={pki}/server.crt\n\
          ETCD_KEY_FILE={pki}/server.key\n\

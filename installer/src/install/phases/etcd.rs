@@ -8,15 +8,19 @@
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, sh};
 use crate::install::error::StepError;
+use crate::install::plan::{self, etcd::EtcdStart};
 use crate::install::render::{self, paths};
-use crate::ssh::Node;
+use crate::ssh::{Node, quote};
 
 /// `etcd.service`: data directory (0700), `/etc/etcd.env`, the unit; the member started, and
 /// restarted only when its settings changed — a healthy member is not touched on a rerun.
+///
+/// A member without data joins a cluster that already runs (a host added to the `etcd` group
+/// of an installed cluster): `member add` on a healthy member unless it is listed already,
+/// then it starts with `initial-cluster-state: existing` (see [`plan::etcd`]).
 pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
-    let (_, ip) = cx
-        .plan
-        .etcd_members
+    let members = &cx.plan.etcd_members;
+    let (_, ip) = members
         .iter()
         .find(|(name, _)| name == node.name())
         .ok_or_else(|| {
@@ -31,7 +35,34 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
          [ \"$(stat -c %a /var/lib/etcd)\" = 700 ] || { chmod 0700 /var/lib/etcd && echo mode; }",
     )
     .await?;
-    let env = render::etcd_env(node.name(), *ip, &cx.plan.etcd_members);
+    let has_data = sh(node, "[ -d /var/lib/etcd/member ] && echo data || true")
+        .await?
+        .contains("data");
+    let running = if has_data {
+        None
+    } else {
+        running_cluster(node, members).await?
+    };
+    let listed = running.as_ref().map(|(_, listed)| listed.as_slice());
+    let start = plan::etcd::etcd_start(node.name(), *ip, has_data, listed, members);
+    let rendered = render::etcd_env(node.name(), *ip, members);
+    let env = match &start {
+        EtcdStart::OwnData => {
+            let current = sh(node, "cat /etc/etcd.env 2>/dev/null || true").await?;
+            render::etcd_env_keeping_bootstrap(&rendered, &current)
+        }
+        EtcdStart::Bootstrap => rendered,
+        EtcdStart::Join {
+            add,
+            initial_cluster,
+        } => {
+            if *add {
+                let endpoints = running.as_ref().map_or("", |(e, _)| e.as_str());
+                member_add(node, endpoints, *ip).await?;
+            }
+            render::etcd_env_joining(node.name(), *ip, initial_cluster)
+        }
+    };
     let mut outcome = put(cx, node, env.as_bytes(), "/etc/etcd.env", 0o644).await?;
     let unit = put(
         cx,
@@ -45,7 +76,73 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
     let started = ensure_unit(node, "etcd.service", outcome.changed, Start::NoWait).await?;
     outcome.merge(started);
     outcome.changed |= !said.trim().is_empty();
+    if let EtcdStart::Join { add: true, .. } = start {
+        outcome.changed = true;
+        outcome
+            .notes
+            .push("joined the running etcd cluster (`member add`)".to_owned());
+    }
     Ok(outcome)
+}
+
+/// `etcdctl` with the healthcheck client certificate, as a shell function `e`.
+fn etcdctl_function() -> String {
+    let pki = paths::ETCD_PKI;
+    format!(
+        "e() {{ ETCDCTL_API=3 /usr/local/bin/etcdctl --cacert {pki}/ca.crt \
+           --cert {pki}/healthcheck-client.crt --key {pki}/healthcheck-client.key \
+           --dial-timeout 3s --command-timeout 5s \"$@\"; }}"
+    )
+}
+
+/// The other members of the plan that answer healthy (comma-separated client URLs) and the
+/// members they list; `None` when none answers: no cluster runs yet (or it has no quorum, and
+/// a member then bootstraps with the plan's members as it always did).
+async fn running_cluster(
+    node: &Node,
+    members: &[(String, std::net::IpAddr)],
+) -> Result<Option<(String, Vec<plan::etcd::ListedMember>)>, StepError> {
+    let others: Vec<_> = members
+        .iter()
+        .filter(|(name, _)| name != node.name())
+        .cloned()
+        .collect();
+    if others.is_empty() {
+        return Ok(None);
+    }
+    // `endpoint health` commits a read through raft: an endpoint is healthy only in a cluster
+    // with quorum, so the members of a fresh install that are still waiting for each other do
+    // not count as a running cluster. etcdctl 3.4 prints health lines on stderr.
+    let command = format!(
+        "{e}; h=$(e --endpoints {endpoints} endpoint health 2>&1 \
+           | sed -n 's/^\\(https:[^ ]*\\) is healthy.*/\\1/p' | paste -sd, -); \
+         if [ -n \"$h\" ]; then echo \"running $h\"; e --endpoints \"$h\" member list; fi",
+        e = etcdctl_function(),
+        endpoints = render::etcd_endpoints(&others),
+    );
+    let said = sh(node, &command).await?;
+    let mut lines = said.lines();
+    let Some(endpoints) = lines.next().and_then(|l| l.strip_prefix("running ")) else {
+        return Ok(None);
+    };
+    let rest: Vec<&str> = lines.collect();
+    Ok(Some((
+        endpoints.to_owned(),
+        plan::etcd::parse_member_list(&rest.join("\n")),
+    )))
+}
+
+/// `etcdctl member add` of `node` at `ip` through the healthy `endpoints`.
+async fn member_add(node: &Node, endpoints: &str, ip: std::net::IpAddr) -> Result<(), StepError> {
+    let command = format!(
+        "{e}; e --endpoints {endpoints} member add {name} --peer-urls={url}",
+        e = etcdctl_function(),
+        endpoints = quote(endpoints),
+        name = quote(node.name()),
+        url = plan::etcd::peer_url(ip),
+    );
+    sh(node, &command).await?;
+    Ok(())
 }
 
 /// `etcd.health`: `etcdctl endpoint health --cluster` with the healthcheck client certificate

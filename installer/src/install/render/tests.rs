@@ -133,6 +133,26 @@ fn etcd_members_know_each_other_and_demand_client_certificates() {
 }
 
 #[test]
+fn a_joining_member_starts_existing_and_members_with_data_keep_their_bootstrap_settings() {
+    let ip = "10.0.0.5".parse().expect("ip");
+    let cluster = "node1=https://10.0.0.1:2380,node5=https://10.0.0.5:2380";
+    let joining = etcd_env_joining("node5", ip, cluster);
+    assert!(joining.contains(&format!("ETCD_INITIAL_CLUSTER={cluster}\n")));
+    assert!(joining.contains("ETCD_INITIAL_CLUSTER_STATE=existing\n"));
+    // The member that joined, on its next run: the plan's cluster is rendered, its own
+    // bootstrap settings are kept, so its file is byte for byte what it has.
+    let members = vec![
+        ("node1".to_owned(), "10.0.0.1".parse().expect("ip")),
+        ("node5".to_owned(), ip),
+    ];
+    let rendered = etcd_env("node5", ip, &members);
+    assert_ne!(rendered, joining);
+    assert_eq!(etcd_env_keeping_bootstrap(&rendered, &joining), joining);
+    // Without a current file the rendered settings stand.
+    assert_eq!(etcd_env_keeping_bootstrap(&rendered, ""), rendered);
+}
+
+#[test]
 fn units_are_systemd_units_with_an_install_section() {
     for unit in [
         containerd_unit().to_owned(),
