@@ -274,6 +274,32 @@ pub(crate) enum Command {
     /// The cluster's certificates: their expiries, and renewing them.
     #[command(subcommand)]
     Certs(CertsCommand),
+    /// Takes one node out of the cluster (drain, etcd member, `kubeadm reset`, `/etc/hosts`).
+    ///
+    /// The node is drained and deleted from Kubernetes, removed from kk's etcd when it is a
+    /// member, reset as `kk-install reset` resets a node (its etcd data removed too), its lines
+    /// taken out of kk's `/etc/hosts` block on the other nodes and its steps out of the install
+    /// state. Refused for the first control plane, the registry host and an etcd member whose
+    /// removal would lose quorum. Then remove the host from the inventory.
+    DeleteNode(DeleteNodeArgs),
+}
+
+/// `kk-install delete-node`.
+#[derive(Debug, Args)]
+pub(crate) struct DeleteNodeArgs {
+    /// The node, by its inventory name.
+    pub(crate) name: String,
+    /// The inventory (KubeKey `kind: Inventory`) that still has the node.
+    #[arg(short = 'i', long)]
+    pub(crate) inventory: PathBuf,
+    /// The cluster config (KubeKey `kind: Config`); defaults apply without one.
+    #[arg(short = 'c', long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Confirms: the node's workloads are evicted and Kubernetes is taken off it.
+    #[arg(long)]
+    pub(crate) yes: bool,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
 }
 
 #[derive(Debug, Subcommand)]

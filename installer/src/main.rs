@@ -71,6 +71,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Registry(RegistryCommand::Prune(args)) => serving::prune(&args),
         Command::Certs(CertsCommand::Check(args)) => nodes::certs_check(&runtime, &args),
         Command::Certs(CertsCommand::Renew(args)) => nodes::certs_renew(&runtime, &args),
+        Command::DeleteNode(args) => nodes::delete_node(&runtime, &args),
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context as _, bail};
 use kk_install::cluster::{self, Reach};
+use kk_install::install::delete_node;
 use kk_install::install::run::Checks;
 use kk_install::install::{Event, Install, Phase, Plan, RunOptions, StateLock, StepStatus};
 use kk_install::inventory::{Config, Inventory};
@@ -165,6 +166,55 @@ pub(crate) fn reset(runtime: &Runtime, args: &crate::cli::ResetArgs) -> anyhow::
             if reset.purged { ", data purged" } else { "" }
         );
     }
+    crate::print(&text)
+}
+
+/// `kk-install delete-node`: one node taken out of the cluster; one line of what was done.
+pub(crate) fn delete_node(
+    runtime: &Runtime,
+    args: &crate::cli::DeleteNodeArgs,
+) -> anyhow::Result<()> {
+    let (inventory, config) = read_files(&args.inventory, args.config.as_deref())?;
+    // Refusals come before the confirmation: they need no node and say what to do instead.
+    let deletion = delete_node::deletion(&inventory, &config, &args.name)?;
+    if !args.yes {
+        bail!(
+            "delete-node drains `{}` and takes Kubernetes and everything kk installed off it; hint: add `--yes` to go ahead",
+            args.name
+        );
+    }
+    let reach = reach_of(&args.reach);
+    let lock = StateLock::acquire(&reach.work_dir)?;
+    let deleted = runtime.block_on(async {
+        let nodes = cluster::connect(&inventory, &reach).await?;
+        let result = delete_node::delete_node(&deletion, &nodes, &reach.work_dir, &lock).await;
+        close(nodes).await;
+        result.map_err(anyhow::Error::from)
+    })?;
+    let text = format!(
+        "{node}: {kubernetes}{etcd}units removed [{units}], {files} files removed, /etc/hosts changed on [{hosts}]{state}\n\
+         hint: remove `{node}` from `{inventory}` now\n",
+        node = args.name,
+        kubernetes = if deleted.kubernetes {
+            "drained and deleted, "
+        } else {
+            ""
+        },
+        etcd = if deleted.etcd {
+            "removed from etcd, "
+        } else {
+            ""
+        },
+        units = deleted.reset.units.join(" "),
+        files = deleted.reset.files,
+        hosts = deleted.hosts.join(" "),
+        state = if deleted.state {
+            ", forgotten in the install state"
+        } else {
+            ""
+        },
+        inventory = args.inventory.display(),
+    );
     crate::print(&text)
 }
 

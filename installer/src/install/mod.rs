@@ -29,6 +29,7 @@
 //!   hooks only run after everything else succeeded.
 
 pub mod bootstrap;
+pub mod delete_node;
 pub mod error;
 pub mod lock;
 pub mod plan;

@@ -321,17 +321,17 @@ const ETCD_BOOTSTRAP_KEYS: [&str; 2] = ["ETCD_INITIAL_CLUSTER=", "ETCD_INITIAL_C
 /// the others' files (and restarts none of them).
 pub fn etcd_env_keeping_bootstrap(rendered: &str, current: &str) -> String {
     let kept = |key: &str| current.lines().find(|line| line.starts_with(key));
-    rendered
-        .lines()
-        .map(|line| {
-            ETCD_BOOTSTRAP_KEYS
-                .iter()
-                .find(|key| line.starts_with(*key))
-                .and_then(|key| kept(key))
-                .unwrap_or(line)
-        })
-        .map(|line| format!("{line}\n"))
-        .collect()
+    let mut text = String::new();
+    for line in rendered.lines() {
+        let line = ETCD_BOOTSTRAP_KEYS
+            .iter()
+            .find(|key| line.starts_with(*key))
+            .and_then(|key| kept(key))
+            .unwrap_or(line);
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
 }
 
 fn etcd_env_of(member: &str, ip: IpAddr, cluster: &str, state: &str) -> String {
@@ -414,6 +414,33 @@ pub fn hosts_file(current: &str, entries: &[(IpAddr, Vec<String>)]) -> String {
         .map(|(ip, names)| format!("{ip} {}", names.join(" ")))
         .collect();
     with_block(current, &lines)
+}
+
+/// `/etc/hosts` with the lines naming `name` taken out of kk's block (`delete-node`); the file
+/// as it is when the block has none.
+pub fn hosts_file_without(current: &str, name: &str) -> String {
+    let mut inside = false;
+    let mut kept = Vec::new();
+    let mut dropped = false;
+    for line in current.lines() {
+        match line.trim() {
+            HOSTS_BEGIN => inside = true,
+            HOSTS_END => inside = false,
+            entry if inside => {
+                if entry.split_whitespace().skip(1).any(|n| n == name) {
+                    dropped = true;
+                } else {
+                    kept.push(line.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    if dropped {
+        with_block(current, &kept)
+    } else {
+        current.to_owned()
+    }
 }
 
 /// The options of kk's export: read-write, synchronous writes (a volume's data is on disk when

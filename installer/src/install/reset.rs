@@ -124,7 +124,8 @@ pub async fn reset(
     Ok(done)
 }
 
-async fn reset_node(
+/// Resets the one `node` (`delete-node` too); `configured_share`: see [`reset`].
+pub(super) async fn reset_node(
     node: &Node,
     purge: bool,
     configured_share: Option<&str>,

@@ -91,6 +91,14 @@ impl State {
         }
     }
 
+    /// Forgets the node `name`: its steps and its files (`delete-node`); returns whether the
+    /// state had any.
+    pub fn forget_node(&mut self, name: &str) -> bool {
+        let done = self.done.remove(&Target::node(name)).is_some();
+        let files = self.files.remove(name).is_some();
+        done || files
+    }
+
     /// Records files kk wrote on `node`.
     pub fn add_files(&mut self, node: &str, files: impl IntoIterator<Item = String>) {
         self.files.entry(node.to_owned()).or_default().extend(files);
@@ -124,6 +132,10 @@ mod tests {
         let mut again = read.clone();
         again.forget("os.swap");
         assert!(!again.is_done(&node1, "os.swap"));
+        assert!(again.is_done(&Target::Cluster, "pki.issue"));
+        assert!(again.forget_node("node1"));
+        assert!(!again.has_node("node1") && !again.files.contains_key("node1"));
+        assert!(!again.forget_node("node1"), "forgotten once");
         assert!(again.is_done(&Target::Cluster, "pki.issue"));
     }
 

@@ -98,7 +98,7 @@ fn etcdctl_function() -> String {
 /// The other members of the plan that answer healthy (comma-separated client URLs) and the
 /// members they list; `None` when none answers: no cluster runs yet (or it has no quorum, and
 /// a member then bootstraps with the plan's members as it always did).
-async fn running_cluster(
+pub(crate) async fn running_cluster(
     node: &Node,
     members: &[(String, std::net::IpAddr)],
 ) -> Result<Option<(String, Vec<plan::etcd::ListedMember>)>, StepError> {
@@ -172,4 +172,16 @@ pub(super) async fn health(cx: &Cx<'_>, node: &Node) -> StepResult {
         });
     }
     Ok(Outcome::default())
+}
+
+/// `etcdctl member remove` of the member `id` through the healthy `endpoints` (`delete-node`).
+pub(crate) async fn member_remove(node: &Node, endpoints: &str, id: &str) -> Result<(), StepError> {
+    let command = format!(
+        "{e}; e --endpoints {endpoints} member remove {id}",
+        e = etcdctl_function(),
+        endpoints = quote(endpoints),
+        id = quote(id),
+    );
+    sh(node, &command).await?;
+    Ok(())
 }

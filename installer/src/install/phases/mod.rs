@@ -5,7 +5,7 @@
 //! changed, so running a step twice changes nothing the second time.
 
 mod docker;
-mod etcd;
+pub(crate) mod etcd;
 pub(crate) mod hooks;
 pub(crate) mod kubernetes;
 mod network;

@@ -139,14 +139,17 @@ mod tests {
 
     #[test]
     fn member_list_lines_are_parsed_and_noise_skipped() {
-        let listed = parse_member_list(
-            &format!("{LISTED}a8266ecf031671f3, unstarted, , https://10.0.0.5:2380, , false\n"),
-        );
+        let listed = parse_member_list(&format!(
+            "{LISTED}a8266ecf031671f3, unstarted, , https://10.0.0.5:2380, , false\n"
+        ));
         assert_eq!(listed.len(), 3);
         assert_eq!(listed[0].id, "8e9e05c52164694d");
         assert!(listed[1].started && listed[1].name == "node2");
         assert!(!listed[2].started && listed[2].name.is_empty());
-        assert_eq!(listed_at(&listed, "https://10.0.0.5:2380"), Some(&listed[2]));
+        assert_eq!(
+            listed_at(&listed, "https://10.0.0.5:2380"),
+            Some(&listed[2])
+        );
         assert_eq!(listed_at(&listed, "https://10.0.0.9:2380"), None);
     }
 
@@ -161,9 +164,19 @@ mod tests {
         let cluster = "node1=https://10.0.0.1:2380,node2=https://10.0.0.2:2380,\
                        node5=https://10.0.0.5:2380";
         let cases: [(&str, bool, Option<&[ListedMember]>, EtcdStart); 5] = [
-            ("data, cluster running", true, Some(&running), EtcdStart::OwnData),
+            (
+                "data, cluster running",
+                true,
+                Some(&running),
+                EtcdStart::OwnData,
+            ),
             ("data, nothing running", true, None, EtcdStart::OwnData),
-            ("no data, nothing running", false, None, EtcdStart::Bootstrap),
+            (
+                "no data, nothing running",
+                false,
+                None,
+                EtcdStart::Bootstrap,
+            ),
             (
                 "no data, cluster running without it",
                 false,

@@ -325,3 +325,22 @@ fn registry_credentials_go_where_each_containerd_reads_them() {
     }
     assert_eq!(containerd_registry_auth(2, &[]), "");
 }
+
+#[test]
+fn a_deleted_node_leaves_kks_hosts_block_and_nothing_else() {
+    let entries = |ips: &[(&str, &str)]| -> Vec<(IpAddr, Vec<String>)> {
+        ips.iter()
+            .map(|(ip, name)| (ip.parse().expect("ip"), vec![(*name).to_owned()]))
+            .collect()
+    };
+    let own = "127.0.0.1 localhost\n10.0.0.5 node5-by-hand\n";
+    let before = hosts_file(
+        own,
+        &entries(&[("10.0.0.1", "node1"), ("10.0.0.5", "node5")]),
+    );
+    let after = hosts_file_without(&before, "node5");
+    // What the install writes once node5 is out of the inventory: a rerun changes nothing.
+    assert_eq!(after, hosts_file(own, &entries(&[("10.0.0.1", "node1")])));
+    assert_eq!(hosts_file_without(&after, "node5"), after);
+    assert_eq!(hosts_file_without(own, "node5"), own);
+}
