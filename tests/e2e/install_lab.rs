@@ -174,8 +174,8 @@ pub(crate) mod lab {
         /// `kk-install ARGS` against this cluster, with the lab's `known_hosts`.
         pub(crate) fn kk_install(&self, args: &[&str]) -> Command {
             let mut cmd = kk_install_command(args);
-            // `reset` and `certs` read no bundle.
-            let bundle_less = matches!(args.first(), Some(&"reset" | &"certs"));
+            // `reset`, `certs` and `delete-node` read no bundle.
+            let bundle_less = matches!(args.first(), Some(&"reset" | &"certs" | &"delete-node"));
             if !bundle_less {
                 cmd.arg("--bundle").arg(&self.bundle);
             }

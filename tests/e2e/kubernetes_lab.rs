@@ -83,6 +83,7 @@ pub(crate) mod lab {
 
         certs_check_renew_and_check_again(&cluster);
         add_node5_with_the_token_expired(&cluster, token);
+        delete_node5(&cluster);
         reset_then_install_again(&cluster);
     }
 
@@ -291,13 +292,39 @@ pub(crate) mod lab {
         );
     }
 
-    /// node5 added to the inventory, with the token expired meanwhile: the same command
-    /// replaces the token and joins node5, touching nothing else.
+    /// The groups with node5 a worker and, when `etcd`, a fourth etcd member.
+    fn groups_with_node5(etcd: bool) -> String {
+        let groups = HA_GROUPS.replace("[node3, node4]", "[node3, node4, node5]");
+        if etcd {
+            groups.replace("[node1, node2, node3]", "[node1, node2, node3, node5]")
+        } else {
+            groups
+        }
+    }
+
+    /// Four etcd members are one more than the precheck's odd count, which etcd's runtime
+    /// reconfiguration passes through when members are added one at a time.
+    const EVEN_ETCD: [&str; 2] = ["--ignore", "etcd.deployment_type"];
+
+    /// `etcdctl` on node1 with the healthcheck client certificate, against node1.
+    fn etcdctl(cluster: &Cluster, args: &str) -> String {
+        let pki = "/etc/kubernetes/pki/etcd";
+        cluster.on(
+            0,
+            &format!(
+                "ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints https://{}:2379 --cacert {pki}/ca.crt \
+                 --cert {pki}/healthcheck-client.crt --key {pki}/healthcheck-client.key {args} 2>&1",
+                cluster.nodes.ips()[0]
+            ),
+        )
+    }
+
+    /// node5 added to the inventory as a worker and an etcd member, with the token expired
+    /// meanwhile: the same command replaces the token, joins node5 to Kubernetes and to the
+    /// running etcd (`member add`, `initial-cluster-state existing`), touching nothing else —
+    /// the other members' config is not rewritten and they are not restarted.
     fn add_node5_with_the_token_expired(cluster: &Cluster, mut token: Value) {
-        cluster.write_inventory(
-            5,
-            &HA_GROUPS.replace("[node3, node4]", "[node3, node4, node5]"),
-        );
+        cluster.write_inventory(5, &groups_with_node5(true));
         token["expires"] = Value::from("2020-01-01T00:00:00Z");
         fs::write(
             cluster.work_dir().join("kubeadm-token.json"),
@@ -305,7 +332,7 @@ pub(crate) mod lab {
         )
         .expect("expire token");
         let before = cluster.fingerprint();
-        let (_, out) = run_ok(&mut cluster.kk_install(&[]));
+        let (_, out) = run_ok(&mut cluster.kk_install(&EVEN_ETCD));
         let progress = String::from_utf8_lossy(&out.stderr);
         assert!(
             progress.contains("node5") && progress.contains("precheck passed: 1 node,"),
@@ -330,6 +357,82 @@ pub(crate) mod lab {
         let mut after = cluster.fingerprint();
         after.remove(&cluster.nodes.ips()[4]);
         assert_eq!(after, before, "adding node5 touched another node");
+        let ip5 = &cluster.nodes.ips()[4];
+        let members = etcdctl(cluster, "member list");
+        assert!(
+            members.contains(&format!(", started, node5, https://{ip5}:2380")),
+            "{members}"
+        );
+        let env = cluster.on(4, "cat /etc/etcd.env");
+        assert!(env.contains("ETCD_INITIAL_CLUSTER_STATE=existing"), "{env}");
+        let health = etcdctl(cluster, "endpoint health --cluster");
+        assert_eq!(health.matches("is healthy").count(), 4, "{health}");
+        // The install run again changes nothing, node5's etcd included.
+        let joined = cluster.fingerprint();
+        run_ok(&mut cluster.kk_install(&EVEN_ETCD));
+        assert_eq!(
+            cluster.fingerprint(),
+            joined,
+            "a rerun after the join changed something"
+        );
+    }
+
+    /// `delete-node node5`: refused for the first control plane and without `--yes`; then
+    /// node5 leaves etcd (the others not restarted), is reset, and leaves kk's `/etc/hosts`
+    /// blocks and the install state; run again it changes nothing, and so does the install
+    /// once node5 is out of the inventory.
+    fn delete_node5(cluster: &Cluster) {
+        let refused = run_failing(&mut cluster.kk_install(&["delete-node", "node1", "--yes"]));
+        assert!(refused.contains("first control plane"), "{refused}");
+        let unconfirmed = run_failing(&mut cluster.kk_install(&["delete-node", "node5"]));
+        assert!(unconfirmed.contains("--yes"), "{unconfirmed}");
+        let mut before = cluster.fingerprint();
+        before.remove(&cluster.nodes.ips()[4]);
+        let (said, _) = run_ok(&mut cluster.kk_install(&["delete-node", "node5", "--yes"]));
+        assert!(said.contains("removed from etcd"), "{said}");
+        let ip5 = &cluster.nodes.ips()[4];
+        let members = etcdctl(cluster, "member list");
+        assert!(!members.contains(ip5.as_str()), "{members}");
+        let health = etcdctl(cluster, "endpoint health --cluster");
+        assert_eq!(health.matches("is healthy").count(), 3, "{health}");
+        assert_eq!(count(&standin_log(cluster, 4), "kubeadm reset -f"), 1);
+        let left = cluster.on(
+            4,
+            "systemctl is-active etcd kubelet 2>/dev/null; ls -A /var/lib/etcd; test -e /etc/kubekey/installed.json && echo record; true",
+        );
+        assert!(
+            !left
+                .lines()
+                .any(|l| l == "active" || l == "member" || l == "record"),
+            "{left}"
+        );
+        for node in 0..4 {
+            let hosts = cluster.on(node, "cat /etc/hosts");
+            assert!(!hosts.contains(" node5"), "node{}: {hosts}", node + 1);
+        }
+        let state =
+            fs::read_to_string(cluster.work_dir().join("install-state.json")).expect("state");
+        assert!(!state.contains("node5"), "{state}");
+        assert_eq!(
+            cluster.fingerprint(),
+            before,
+            "deleting node5 touched another node"
+        );
+        run_ok(&mut cluster.kk_install(&["delete-node", "node5", "--yes"]));
+        assert_eq!(
+            cluster.fingerprint(),
+            before,
+            "delete-node run again changed something"
+        );
+        cluster.write_inventory(4, HA_GROUPS);
+        run_ok(&mut cluster.kk_install(&[]));
+        assert_eq!(
+            cluster.fingerprint(),
+            before,
+            "the install without node5 changed something"
+        );
+        // Back to node5 as a worker, for the reset and the install from nothing that follow.
+        cluster.write_inventory(5, &groups_with_node5(false));
     }
 
     /// Reset: kubeadm reset everywhere, kk's units and files gone, the CNI's chains too; then
@@ -355,7 +458,12 @@ pub(crate) mod lab {
                 said.trim_end().ends_with('0'),
                 "{name}: kk's hosts block stays: {said}"
             );
-            assert_eq!(count(&standin_log(cluster, node), "kubeadm reset -f"), 1);
+            // node5 was reset once already, by `delete-node`.
+            let resets = if node == 4 { 2 } else { 1 };
+            assert_eq!(
+                count(&standin_log(cluster, node), "kubeadm reset -f"),
+                resets
+            );
         }
         let chains = cluster.on(0, "iptables -S");
         assert!(

@@ -12,6 +12,9 @@ use crate::install::plan::{self, etcd::EtcdStart};
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
+/// Held by a member without data from finding the running cluster until it has started.
+static UNSTARTED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `etcd.service`: data directory (0700), `/etc/etcd.env`, the unit; the member started, and
 /// restarted only when its settings changed — a healthy member is not touched on a rerun.
 ///
@@ -38,6 +41,14 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
     let has_data = sh(node, "[ -d /var/lib/etcd/member ] && echo data || true")
         .await?
         .contains("data");
+    // Members without data decide and start one at a time: hosts added together (two, to keep
+    // the count odd) must each see the other's `member add` to name it in their
+    // `initial-cluster`, which etcd checks against the running cluster's member list.
+    let _one_at_a_time = if has_data {
+        None
+    } else {
+        Some(UNSTARTED.lock().await)
+    };
     let running = if has_data {
         None
     } else {
