@@ -48,4 +48,4 @@ mod run;
 pub mod table;
 
 pub use error::CertsError;
-pub use run::{Done, ca_notes, check, renew};
+pub use run::{Done, ca_notes, check, renew, spread};

@@ -53,7 +53,8 @@ pub async fn renew(
     selection: &Selection,
     concurrency: usize,
 ) -> Result<Vec<Done>, CertsError> {
-    let facts = facts(nodes, control_planes, concurrency).await?;
+    let targets: Vec<&Node> = nodes.iter().collect();
+    let facts = facts(&targets, control_planes, concurrency).await?;
     let renewed = pki::renew(dir, &selection.kk, SystemTime::now())?;
     let keys = key_ids(dir)?;
     let mut done: Vec<Done> = renewed
@@ -73,10 +74,75 @@ pub async fn renew(
     Ok(done)
 }
 
+/// Puts `files` (certificates of the master copy `dir`, relative to it) on the nodes that hold
+/// one with the same key but other content, then restarts what reads them, one node at a time
+/// (the install's share of a certificate it reissued for a control plane added). Content that
+/// already matches is left alone, so a run killed half-way converges on the next one and a
+/// cluster in step changes nothing. `control_planes`: their inventory names.
+pub async fn spread(
+    nodes: &[&Node],
+    control_planes: &[String],
+    dir: &Path,
+    files: &[PathBuf],
+    concurrency: usize,
+) -> Result<Vec<Done>, CertsError> {
+    let facts = facts(nodes, control_planes, concurrency).await?;
+    let keys = key_ids(dir)?;
+    // Named as `certs renew` names them: the file is `<name>.crt` at the master copy's root.
+    let renewed: Vec<pki::Renewed> = files
+        .iter()
+        .filter_map(|file| {
+            let name = pki::KK_CERTIFICATES
+                .into_iter()
+                .find(|name| Path::new(&format!("{name}.crt")) == file)?;
+            Some(pki::Renewed {
+                name,
+                file: file.clone(),
+            })
+        })
+        .collect();
+    let mut done = Vec::new();
+    for mut node_plan in plan::plan(dir, &Selection::default(), &renewed, &keys, &facts) {
+        let Some(node) = nodes.iter().find(|n| n.name() == node_plan.node) else {
+            continue;
+        };
+        node_plan.files = differing(node, node_plan.files).await?;
+        if !node_plan.files.is_empty() {
+            execute(node, &node_plan, &mut done).await?;
+        }
+    }
+    Ok(done)
+}
+
+/// The `(local, remote)` pairs whose remote file differs from the local one.
+async fn differing(
+    node: &Node,
+    files: Vec<(PathBuf, String)>,
+) -> Result<Vec<(PathBuf, String)>, CertsError> {
+    let mut differ = Vec::new();
+    for (local, remote) in files {
+        let bytes = std::fs::read(&local).map_err(|source| pki::PkiError::Read {
+            path: local.clone(),
+            source,
+        })?;
+        let wanted = bundle_spec::Sha256Digest::of(&bytes).hex();
+        let have = sh(
+            node,
+            &format!("sha256sum < {} | cut -d' ' -f1", quote(&remote)),
+            "read a certificate's digest",
+        )
+        .await?;
+        if have.trim() != wanted {
+            differ.push((local, remote));
+        }
+    }
+    Ok(differ)
+}
+
 /// What [`plan::plan`] needs of every node: which of [`NODE_FILES`] it has, and the key of
 /// each certificate (read whole: certificates are public, and a node may lack openssl).
 async fn facts(
-    nodes: &[Node],
+    nodes: &[&Node],
     control_planes: &[String],
     concurrency: usize,
 ) -> Result<Vec<NodeFacts>, CertsError> {
@@ -87,8 +153,7 @@ async fn facts(
            case \"$f\" in *.crt) cat \"$f\"; echo ;; esac; done; true",
         list.join(" ")
     );
-    let targets: Vec<&Node> = nodes.iter().collect();
-    let read = fan_out(&targets, concurrency, |node| {
+    let read = fan_out(nodes, concurrency, |node| {
         let command = &command;
         async move { sh(node, command, "read the certificates kk may renew").await }
     })

@@ -501,6 +501,9 @@ pub enum StepError {
     /// A blocking task of the step panicked or was cancelled.
     #[error("a task of the step ended abnormally")]
     Task(#[from] tokio::task::JoinError),
+    /// A reissued certificate could not be put on a node, or what reads it not restarted.
+    #[error(transparent)]
+    Certs(Box<crate::certs::CertsError>),
 }
 
 /// `From` for the variants that box their source (a step's error travels in every `Result`
@@ -522,6 +525,7 @@ boxed_from!(
     Token(TokenError),
     Plan(PlanError),
     Push(crate::push::PushError),
+    Certs(crate::certs::CertsError),
 );
 
 impl StepError {

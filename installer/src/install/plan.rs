@@ -240,6 +240,11 @@ pub enum Action {
         /// The label and its nodes.
         label: NodeLabel,
     },
+    /// Puts the certificates that name control planes and the registry (`apiserver.crt`,
+    /// `registry.crt`) on the nodes that hold an older one with the same key — reissued by
+    /// `pki.issue` when the inventory gained a control plane — restarting what reads them one
+    /// node at a time (cluster-wide step over its nodes, always run).
+    SpreadCertificates,
 }
 
 /// Multus, the secondary CNI: upstream's manifest (multus publishes no chart) and what kk
@@ -278,6 +283,7 @@ impl Action {
                 | Self::VerifyOs
                 | Self::VerifyPackages
                 | Self::BootstrapToken
+                | Self::SpreadCertificates
         )
     }
 }

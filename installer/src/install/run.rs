@@ -363,9 +363,10 @@ async fn run_cluster_step(
     // as skipped.
     // Likewise the bootstrap token: joins in this run need it, and an expired one is replaced.
     let done = Progress::lock(&progress.state).is_done(&Target::Cluster, &step.id);
+    // And the certificates reissued for a control plane added reach the nodes that hold them.
     let always = matches!(
         step.action,
-        Action::IssueCertificates | Action::BootstrapToken
+        Action::IssueCertificates | Action::BootstrapToken | Action::SpreadCertificates
     );
     if step.action == Action::Precheck {
         return precheck(cx, nodes, step, progress, done).await;

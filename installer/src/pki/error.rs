@@ -122,7 +122,7 @@ pub enum PkiError {
         ca: PathBuf,
     },
     /// A leaf certificate that lacks names the cluster now needs.
-    #[error("`{}` does not name {missing}, which the cluster now needs; kk does not reissue certificates by itself; hint: delete `{}` and its key to have them made anew, then copy them to the nodes again", path.display(), path.display())]
+    #[error("`{}` does not name {missing}, which the cluster now needs; hint: run the install again, which reissues it with its own key", path.display())]
     SansMissing {
         /// The certificate.
         path: PathBuf,

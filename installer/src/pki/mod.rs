@@ -30,12 +30,14 @@
 //!   node-local proxy needs them.
 //! - **Made centrally, before any node runs.** No key is copied back from a node, and every
 //!   etcd member's certificates exist before the first member starts.
-//! - **Never reissued, never overwritten.** A new CA would orphan everything the old one signed
-//!   (kubeconfigs, kubelet certificates, the registry trust on every node), and a reissued leaf
-//!   on the master copy would silently differ from the one on the nodes. So an existing pair is
-//!   kept as long as it is sound; one that is not — half a pair, a key that is not the
-//!   certificate's, a leaf not signed by its CA, a leaf missing SANs the cluster now needs —
-//!   is an error naming the file, and deleting it to have it remade is the operator's decision.
+//! - **Never overwritten; reissued only to name what the cluster grew.** A new CA would orphan
+//!   everything the old one signed (kubeconfigs, kubelet certificates, the registry trust on
+//!   every node). So an existing pair is kept as long as it is sound; one that is not — half a
+//!   pair, a key that is not the certificate's, a leaf not signed by its CA — is an error
+//!   naming the file, and deleting it to have it remade is the operator's decision. A sound
+//!   leaf that lacks SANs the cluster now needs (the apiserver's, once a control plane is
+//!   added) is reissued with its own key from its CA and reported in [`Issued::reissued`], so
+//!   the install copies it to the nodes that hold the old one and restarts what reads it.
 //! - **RSA 2048**, kubeadm's default `encryptionAlgorithm`, which every consumer (kubeadm,
 //!   etcd, containerd, old clients) accepts. aws-lc generates it fast enough: a whole tree for
 //!   3 control planes and 3 etcd members (16 keys) takes about 1.5 s in a debug build.
@@ -142,6 +144,7 @@ pub struct Issued {
     members: Vec<String>,
     ca_cert_pem: String,
     created: Vec<PathBuf>,
+    reissued: Vec<PathBuf>,
 }
 
 /// Makes every certificate `spec` needs under `dir` (the master copy in the installer's work
@@ -152,12 +155,13 @@ pub struct Issued {
 pub fn ensure(dir: &Path, spec: &PkiSpec) -> Result<Issued, PkiError> {
     let leaves = spec::leaves(spec)?;
     let found = tree::inspect(dir, &leaves)?;
-    let (cluster_ca, created) = tree::complete(dir, &leaves, found, SystemTime::now())?;
+    let completed = tree::complete(dir, &leaves, found, SystemTime::now())?;
     Ok(Issued {
         dir: dir.to_owned(),
         members: spec.etcd_members.iter().map(|m| m.name.clone()).collect(),
-        ca_cert_pem: cluster_ca.cert_pem,
-        created,
+        ca_cert_pem: completed.cluster_ca.cert_pem,
+        created: completed.created,
+        reissued: completed.reissued,
     })
 }
 
@@ -256,6 +260,12 @@ impl Issued {
     /// The files this call created, in the order written (empty on a rerun).
     pub fn created(&self) -> &[PathBuf] {
         &self.created
+    }
+
+    /// The certificates reissued with their own key because they lacked names the cluster now
+    /// needs, relative to [`Issued::dir`] (`apiserver.crt`).
+    pub fn reissued(&self) -> &[PathBuf] {
+        &self.reissued
     }
 
     /// The master copy.

@@ -303,22 +303,31 @@ fn rm(dir: &Path, file: &str) {
 }
 
 #[test]
-fn a_leaf_lacking_new_sans_is_refused_until_deleted_then_only_it_is_made() {
+fn a_leaf_lacking_new_sans_is_reissued_with_its_key_and_a_deleted_one_made() {
     let tmp = tempfile::tempdir().expect("tmp");
     ensure(tmp.path(), &spec3()).expect("ensure");
     let mut grown = spec3();
     grown.control_planes.push(member("cp4", "10.0.0.4"));
-    let before = snapshot(tmp.path());
-    let err = ensure(tmp.path(), &grown).expect_err("cp4 is not in apiserver.crt");
-    let text = err.to_string();
-    assert!(text.contains("apiserver.crt"), "{text}");
-    assert!(text.contains("`cp4`, `10.0.0.4`"), "{text}");
-    assert!(text.contains("hint: delete"), "{text}");
-    assert_eq!(snapshot(tmp.path()), before);
+    let key = fs::read(tmp.path().join("apiserver.key")).expect("key");
+    let cert = fs::read(tmp.path().join("apiserver.crt")).expect("cert");
+    let issued = ensure(tmp.path(), &grown).expect("cp4 added");
+    assert_eq!(issued.reissued(), [PathBuf::from("apiserver.crt")]);
+    assert!(issued.created().is_empty(), "{:?}", issued.created());
+    assert_eq!(
+        fs::read(tmp.path().join("apiserver.key")).expect("key"),
+        key
+    );
+    assert_ne!(
+        fs::read(tmp.path().join("apiserver.crt")).expect("cert"),
+        cert
+    );
+    // The reissued certificate names cp4 now, is sound, and is kept from then on.
+    let again = ensure(tmp.path(), &grown).expect("again");
+    assert!(again.reissued().is_empty() && again.created().is_empty());
 
     rm(tmp.path(), "apiserver.crt");
     rm(tmp.path(), "apiserver.key");
-    let issued = ensure(tmp.path(), &grown).expect("reissue");
+    let issued = ensure(tmp.path(), &grown).expect("made anew");
     assert_eq!(
         issued.created(),
         [

@@ -99,12 +99,36 @@ impl<T> PerCa<T> {
     }
 }
 
-/// What [`inspect`] found: the CAs present, whether `sa.*` is, and which leaves are.
+/// What [`inspect`] found: the CAs present, whether `sa.*` is, and each leaf.
 #[derive(Debug)]
 pub(super) struct Found {
     cas: PerCa<Option<LoadedCa>>,
     service_account: bool,
-    leaves: Vec<bool>,
+    leaves: Vec<LeafFound>,
+}
+
+/// What [`inspect`] found of one leaf.
+#[derive(Debug)]
+enum LeafFound {
+    /// Not there: made.
+    Absent,
+    /// There and sound: kept.
+    Sound,
+    /// Sound but lacking names the cluster now needs (a control plane added): reissued with
+    /// its own key, so what pinned the key keeps working and the nodes only need the new
+    /// certificate.
+    Stale(KeyPair),
+}
+
+/// What [`complete`] wrote.
+#[derive(Debug)]
+pub(super) struct Completed {
+    /// The cluster CA.
+    pub(super) cluster_ca: ReadyCa,
+    /// The files made.
+    pub(super) created: Vec<PathBuf>,
+    /// The certificates reissued with their own key, relative to the directory.
+    pub(super) reissued: Vec<PathBuf>,
 }
 
 /// Reads and checks every pair of the catalogue that exists; writes nothing.
@@ -122,29 +146,46 @@ pub(super) fn inspect(dir: &Path, leaves: &[LeafSpec]) -> Result<Found, PkiError
     })
 }
 
-/// Makes everything [`inspect`] did not find. Returns the cluster CA and the files created.
+/// Makes everything [`inspect`] did not find and reissues the leaves that lack names.
 pub(super) fn complete(
     dir: &Path,
     leaves: &[LeafSpec],
     found: Found,
     now: SystemTime,
-) -> Result<(ReadyCa, Vec<PathBuf>), PkiError> {
+) -> Result<Completed, PkiError> {
     let mut created = Vec::new();
+    let mut reissued = Vec::new();
     let ready = found
         .cas
         .try_map(|ca, loaded| ready_ca(dir, ca, loaded, now, &mut created))?;
     if !found.service_account {
         make_service_account(dir, &mut created)?;
     }
-    for (leaf, _) in leaves
-        .iter()
-        .zip(found.leaves)
-        .filter(|(_, present)| !present)
-    {
+    for (leaf, found) in leaves.iter().zip(found.leaves) {
         let ca = ready.get(leaf.ca);
-        make_leaf(dir, leaf, ca, now, &mut created, store::write_new)?;
+        match found {
+            LeafFound::Sound => {}
+            LeafFound::Absent => {
+                make_leaf(dir, leaf, ca, now, &mut created, store::write_new)?;
+            }
+            LeafFound::Stale(key) => {
+                let paths = PairPaths::new(dir, &leaf.base);
+                let cert_pem = issue::sign_leaf(leaf, &key, &ca.issuer, now).map_err(|source| {
+                    PkiError::Sign {
+                        path: paths.cert.clone(),
+                        source,
+                    }
+                })?;
+                store::write_replacing(&paths.cert, cert_pem.as_bytes(), CERT_MODE)?;
+                reissued.push(leaf.base.with_extension("crt"));
+            }
+        }
     }
-    Ok((ready.cluster, created))
+    Ok(Completed {
+        cluster_ca: ready.cluster,
+        created,
+        reissued,
+    })
 }
 
 /// The CA pair `ca`, if present, checked.
@@ -243,10 +284,10 @@ fn make_service_account(dir: &Path, created: &mut Vec<PathBuf>) -> Result<(), Pk
     Ok(())
 }
 
-fn inspect_leaf(dir: &Path, leaf: &LeafSpec, ca: Option<&LoadedCa>) -> Result<bool, PkiError> {
+fn inspect_leaf(dir: &Path, leaf: &LeafSpec, ca: Option<&LoadedCa>) -> Result<LeafFound, PkiError> {
     let paths = PairPaths::new(dir, &leaf.base);
     let Some((cert_pem, key_pem)) = store::read_pair(&paths)? else {
-        return Ok(false);
+        return Ok(LeafFound::Absent);
     };
     let ca_path = PairPaths::new(dir, Path::new(leaf.ca.base())).cert;
     let Some(ca) = ca else {
@@ -257,8 +298,11 @@ fn inspect_leaf(dir: &Path, leaf: &LeafSpec, ca: Option<&LoadedCa>) -> Result<bo
     };
     let cert = CertFile::parse(&paths.cert, &cert_pem)?;
     let key = verify::parse_key(&paths.key, &key_pem)?;
-    verify::check_leaf(&paths, &cert, &key, (&ca_path, &ca.cert), leaf)?;
-    Ok(true)
+    match verify::check_leaf(&paths, &cert, &key, (&ca_path, &ca.cert), leaf) {
+        Ok(()) => Ok(LeafFound::Sound),
+        Err(PkiError::SansMissing { .. }) => Ok(LeafFound::Stale(key)),
+        Err(error) => Err(error),
+    }
 }
 
 /// Writes the key, then the certificate: a crash in between leaves a key without its

@@ -113,7 +113,8 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         | Action::IssueCertificates
         | Action::VerifyOs
         | Action::VerifyPackages
-        | Action::BootstrapToken => Err(StepError::not_in_plan(format!(
+        | Action::BootstrapToken
+        | Action::SpreadCertificates => Err(StepError::not_in_plan(format!(
             "`{action:?}` is a cluster-wide step, not a node step"
         ))),
     }
@@ -242,6 +243,7 @@ pub(crate) async fn run_cluster(
             tokio::task::block_in_place(|| pki::issue(cx))?;
             Ok(None)
         }
+        Action::SpreadCertificates => pki::spread(cx, nodes).await,
         Action::VerifyOs => os::verify(cx, nodes).await.map(|()| None),
         Action::VerifyPackages => packages::verify(cx, nodes).await.map(|()| None),
         Action::BootstrapToken => {

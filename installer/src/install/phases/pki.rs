@@ -45,3 +45,51 @@ pub(super) async fn copy(cx: &Cx<'_>, node: &Node) -> StepResult {
     }
     Ok(outcome)
 }
+
+/// The master copy's certificates that name control planes or the registry: the ones
+/// `pki.issue` reissues when the inventory grew.
+const NAMING: [&str; 2] = ["apiserver.crt", "registry.crt"];
+
+/// `pki.spread`: [`NAMING`]'s certificates put where a node holds an older one with the same
+/// key, what reads them restarted one node at a time (`certs renew`'s machinery).
+pub(super) async fn spread(cx: &Cx<'_>, nodes: &[&Node]) -> Result<Option<String>, StepError> {
+    let issued = cx.pki.get().ok_or(NOT_ISSUED)?;
+    let files: Vec<std::path::PathBuf> = NAMING
+        .iter()
+        .map(std::path::PathBuf::from)
+        .filter(|file| issued.dir().join(file).is_file())
+        .collect();
+    let control_planes: Vec<String> = cx
+        .plan
+        .kubernetes
+        .as_ref()
+        .map(|k| {
+            k.control_planes
+                .iter()
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let done = crate::certs::spread(
+        nodes,
+        &control_planes,
+        issued.dir(),
+        &files,
+        cx.checks.reach.concurrency,
+    )
+    .await?;
+    let reissued: Vec<String> = issued
+        .reissued()
+        .iter()
+        .map(|f| format!("`{}`", f.display()))
+        .collect();
+    let mut lines = Vec::new();
+    if !reissued.is_empty() {
+        lines.push(format!(
+            "pki: reissued {} with its own key to name what the cluster gained",
+            reissued.join(", ")
+        ));
+    }
+    lines.extend(done.iter().map(|d| format!("pki: {}: {}", d.node, d.what)));
+    Ok((!lines.is_empty()).then(|| lines.join("\n")))
+}

@@ -69,6 +69,7 @@ pub(super) fn steps(
     add(Phase::Os, "verify", Action::VerifyOs, runtime_nodes);
     add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
     add(Phase::Pki, "copy", Action::Certificates, all);
+    add(Phase::Pki, "spread", Action::SpreadCertificates, all);
     let registry_node = groups.registry.as_slice();
     add(
         Phase::Registry,

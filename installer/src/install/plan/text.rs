@@ -173,6 +173,10 @@ fn describe(action: &Action) -> String {
             "share dir, kk's block of /etc/exports, exportfs -ra, nfs-server".to_owned()
         }
         Action::IssueCertificates => "make the cluster's certificates in <work dir>/pki".to_owned(),
+        Action::SpreadCertificates => {
+            "put a reissued apiserver/registry certificate where an older one is; restart"
+                .to_owned()
+        }
         Action::Certificates => "copy this node's certificates".to_owned(),
         Action::UnpackBundle => "copy the bundle, unpack it into /var/lib/kk/store".to_owned(),
         Action::RegistryService => "install and start kk-registry.service".to_owned(),
