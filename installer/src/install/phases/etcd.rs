@@ -52,7 +52,12 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
     let running = if has_data {
         None
     } else {
-        running_cluster(node, members).await?
+        let others: Vec<_> = members
+            .iter()
+            .filter(|(name, _)| name != node.name())
+            .cloned()
+            .collect();
+        running_cluster(node, &others).await?
     };
     let listed = running.as_ref().map(|(_, listed)| listed.as_slice());
     let start = plan::etcd::etcd_start(node.name(), *ip, has_data, listed, members);
@@ -106,19 +111,14 @@ fn etcdctl_function() -> String {
     )
 }
 
-/// The other members of the plan that answer healthy (comma-separated client URLs) and the
+/// Asked from `node`: the `members` that answer healthy (comma-separated client URLs) and the
 /// members they list; `None` when none answers: no cluster runs yet (or it has no quorum, and
 /// a member then bootstraps with the plan's members as it always did).
 pub(crate) async fn running_cluster(
     node: &Node,
     members: &[(String, std::net::IpAddr)],
 ) -> Result<Option<(String, Vec<plan::etcd::ListedMember>)>, StepError> {
-    let others: Vec<_> = members
-        .iter()
-        .filter(|(name, _)| name != node.name())
-        .cloned()
-        .collect();
-    if others.is_empty() {
+    if members.is_empty() {
         return Ok(None);
     }
     // `endpoint health` commits a read through raft: an endpoint is healthy only in a cluster
@@ -129,7 +129,7 @@ pub(crate) async fn running_cluster(
            | sed -n 's/^\\(https:[^ ]*\\) is healthy.*/\\1/p' | paste -sd, -); \
          if [ -n \"$h\" ]; then echo \"running $h\"; e --endpoints \"$h\" member list; fi",
         e = etcdctl_function(),
-        endpoints = render::etcd_endpoints(&others),
+        endpoints = render::etcd_endpoints(members),
     );
     let said = sh(node, &command).await?;
     let mut lines = said.lines();
