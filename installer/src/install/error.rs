@@ -501,6 +501,14 @@ pub enum StepError {
     /// A blocking task of the step panicked or was cancelled.
     #[error("a task of the step ended abnormally")]
     Task(#[from] tokio::task::JoinError),
+    /// `ctr images ls` on a node printed a line that is not an image.
+    #[error("`ctr -n k8s.io images ls` on `{node}` printed a line kk cannot read: `{line}`")]
+    CtrImages {
+        /// The inventory name.
+        node: String,
+        /// The line.
+        line: String,
+    },
 }
 
 /// `From` for the variants that box their source (a step's error travels in every `Result`

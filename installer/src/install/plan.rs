@@ -20,6 +20,7 @@ mod kube_vip;
 mod kubernetes;
 mod nfs;
 mod packages;
+mod pins;
 mod pki;
 mod registry;
 pub mod runtime;
@@ -35,6 +36,9 @@ pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
 pub use nfs::{NfsPlan, PROVISIONER_CHART};
 pub use packages::{PACKAGES_DIR, PackagesPlan, PlannedSet, set_key};
+pub use pins::{
+    CRI_PINNED_LABEL, CRI_PINNED_VALUE, KK_PINNED_LABEL, ListedImage, PinChange, PinPlan,
+};
 pub use pki::{CertificateSet, PkiPlan};
 pub use registry::{
     EXTERNAL_REGISTRY_CA, ExternalPlan, RegistryAuth, RegistryPlan, RegistryServer,
@@ -239,6 +243,9 @@ pub enum Action {
         /// The label and its nodes.
         label: NodeLabel,
     },
+    /// Pins the images of [`Plan::pins`] the node holds in containerd's `k8s.io` namespace
+    /// and unpins those kk pinned that the bundle no longer names (see [`PinPlan`]).
+    PinImages,
 }
 
 /// Multus, the secondary CNI: upstream's manifest (multus publishes no chart) and what kk
@@ -399,6 +406,9 @@ pub struct Plan {
     pub nfs: Option<NfsPlan>,
     /// Every image of the bundle by its original reference.
     pub images: Vec<String>,
+    /// The images pinned in containerd; `None` with docker, whose image store is not
+    /// containerd's CRI (kubelet's image GC goes through cri-dockerd, which has no pins).
+    pub pins: Option<PinPlan>,
     /// Every step, in order.
     pub steps: Vec<Step>,
 }
@@ -479,11 +489,25 @@ impl Plan {
             (runtime.binaries, runtime.action),
             etcd_binary,
         );
+        let post = steps.pop();
         if let Some(kubernetes) = &kubernetes {
-            let post = steps.pop();
             steps.extend(kubernetes.steps());
-            steps.extend(post);
         }
+        let pins = runtime
+            .docker
+            .is_none()
+            .then(|| PinPlan::new(&identity, description));
+        // The last step before the post hooks: the cluster's own images are on the nodes.
+        if pins.is_some() {
+            add_step(
+                &mut steps,
+                Phase::Addons,
+                "pins",
+                Action::PinImages,
+                &groups.runtime,
+            );
+        }
+        steps.extend(post);
         let containerd = ContainerdPlan::of_runtime(
             runtime.docker.is_none(),
             &runtime.containerd_version,
@@ -509,6 +533,7 @@ impl Plan {
             packages,
             nfs,
             images: content.images,
+            pins,
             steps,
         })
     }
