@@ -482,32 +482,18 @@ impl Plan {
                 .unwrap_or_default(),
             nfs_node: nfs.as_ref().map(|n| n.node.clone()),
         };
-        let mut steps = steps(
+        let pin_nodes = runtime
+            .docker
+            .is_none()
+            .then_some(groups.runtime.as_slice());
+        let base = steps(
             &groups,
             &extra,
             ipv6,
             (runtime.binaries, runtime.action),
             etcd_binary,
         );
-        let post = steps.pop();
-        if let Some(kubernetes) = &kubernetes {
-            steps.extend(kubernetes.steps());
-        }
-        let pins = runtime
-            .docker
-            .is_none()
-            .then(|| PinPlan::new(&identity, description));
-        // The last step before the post hooks: the cluster's own images are on the nodes.
-        if pins.is_some() {
-            add_step(
-                &mut steps,
-                Phase::Addons,
-                "pins",
-                Action::PinImages,
-                &groups.runtime,
-            );
-        }
-        steps.extend(post);
+        let steps = with_kubernetes_and_pins(base, kubernetes.as_ref(), pin_nodes);
         let containerd = ContainerdPlan::of_runtime(
             runtime.docker.is_none(),
             &runtime.containerd_version,
@@ -533,7 +519,7 @@ impl Plan {
             packages,
             nfs,
             images: content.images,
-            pins,
+            pins: pin_nodes.map(|_| PinPlan::new(&identity, description)),
             steps,
         })
     }
@@ -542,6 +528,25 @@ impl Plan {
     pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(move |step| step.phase == phase)
     }
+}
+
+/// `steps` with the Kubernetes plan's and the pins step (on `pin_nodes`, when the runtime
+/// pins) before the post hooks, which stay last.
+fn with_kubernetes_and_pins(
+    mut steps: Vec<Step>,
+    kubernetes: Option<&KubernetesPlan>,
+    pin_nodes: Option<&[String]>,
+) -> Vec<Step> {
+    let post = steps.pop();
+    if let Some(kubernetes) = kubernetes {
+        steps.extend(kubernetes.steps());
+    }
+    // Last before the post hooks: the cluster's own images are on the nodes by then.
+    if let Some(nodes) = pin_nodes {
+        add_step(&mut steps, Phase::Addons, "pins", Action::PinImages, nodes);
+    }
+    steps.extend(post);
+    steps
 }
 
 fn names(hosts: &[&Host]) -> Vec<String> {

@@ -174,7 +174,7 @@ example.org/app:1                            application/vnd.oci.image.manifest.
     fn a_pin_and_an_unpin_are_one_ctr_label_each() {
         let pins = PinPlan {
             owner: "sha256:11".to_owned(),
-            names: Default::default(),
+            names: std::collections::BTreeSet::new(),
         };
         assert_eq!(
             label_command(

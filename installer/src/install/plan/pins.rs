@@ -158,6 +158,14 @@ mod tests {
         }
     }
 
+    /// A case of the reconcile table: its name, an image's name and labels, the change expected.
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        Option<PinChange>,
+    );
+
     #[test]
     fn the_reconcile_pins_what_the_bundle_names_and_unpins_only_kks_own() {
         let pause = "registry.k8s.io/pause:3.10";
@@ -168,7 +176,7 @@ mod tests {
         let old = (KK_PINNED_LABEL, "sha256:0000");
         let pin = |name: &str| Some(PinChange::Pin(name.to_owned()));
         let unpin = |name: &str| Some(PinChange::Unpin(name.to_owned()));
-        let table: [(&str, &str, &[(&str, &str)], Option<PinChange>); 12] = [
+        let table: [Case<'_>; 12] = [
             ("named, unlabelled", pause, &[], pin(pause)),
             (
                 "named by digest, unlabelled",
