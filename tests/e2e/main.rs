@@ -23,7 +23,6 @@ mod nodekit;
 mod nodes_lab;
 mod nspawn_lab;
 mod packages_lab;
-mod pins_lab;
 mod precheck_lab;
 mod rebuild_lab;
 mod registry_load;

@@ -18,6 +18,10 @@
 //! cannot be garbage collected there, so pinning what is present once the cluster's own images
 //! are running covers every image the cluster runs, without filling every node's disk with
 //! images it never runs; the next run (or the upgrade) pins what arrived since.
+//!
+//! The CRI plugin's own pulls (kubelet's) keep an image's pinned label, but `ctr images pull`
+//! of a name already present replaces that name's labels: after such a manual pull, the next
+//! run pins the name again.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::install_lab::lab::{Cluster, images};
+use super::{Cluster, images};
 use crate::support::{run_ok, workspace_root};
 
 /// containerd's CRI label of a pinned image, and kk's own mark on what it pinned.
