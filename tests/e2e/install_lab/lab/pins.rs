@@ -82,6 +82,25 @@ fn cri_pinned(cluster: &Cluster, node: usize, names: &[String]) -> BTreeMap<Stri
         .collect()
 }
 
+/// [`cri_pinned`] once it holds `expected` for every name, or as it is after a while: the
+/// CRI plugin learns of a label change from containerd's events, asynchronously.
+fn cri_pinned_once(
+    cluster: &Cluster,
+    node: usize,
+    names: &[String],
+    expected: Option<bool>,
+) -> BTreeMap<String, Option<bool>> {
+    let mut reported = cri_pinned(cluster, node, names);
+    for _ in 0..50 {
+        if reported.values().all(|pinned| *pinned == expected) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        reported = cri_pinned(cluster, node, names);
+    }
+    reported
+}
+
 /// The node's PID 1: the child of its systemd-nspawn, whose PID the lab recorded.
 fn leader(nspawn: u32) -> u32 {
     let children = fs::read_to_string(format!("/proc/{nspawn}/task/{nspawn}/children"))
@@ -165,7 +184,7 @@ pub(crate) fn assert_the_bundle_s_images_are_pinned(cluster: &Cluster, tmp: &Pat
                 node + 1
             );
         }
-        let reported = cri_pinned(cluster, node, &names);
+        let reported = cri_pinned_once(cluster, node, &names, Some(true));
         assert!(
             reported.values().all(|pinned| *pinned == Some(true)),
             "node{}: the CRI plugin reports {reported:#?}",
