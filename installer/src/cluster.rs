@@ -12,6 +12,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bundle_spec::member::MemberKind;
 use bundle_spec::{ArtifactKind, Bundle};
 use serde::Deserialize;
 
@@ -275,6 +276,14 @@ pub fn bundle_facts(bundle: &Bundle) -> BundleFacts {
         platforms,
         kubernetes_version,
         content_bytes: bundle.content_size(),
+        blobs: bundle
+            .checksums()
+            .iter()
+            .filter_map(|(path, _)| match path.kind() {
+                MemberKind::Blob(digest) => Some(digest.hex()),
+                _ => None,
+            })
+            .collect(),
         binaries: of_kind(ArtifactKind::Binary),
         images: of_kind(ArtifactKind::Image),
         packages: description.packages.clone(),

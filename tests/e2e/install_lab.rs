@@ -7,6 +7,8 @@
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
 pub(crate) mod lab {
+    mod pins;
+
     use std::collections::BTreeMap;
     use std::fmt::Write as _;
     use std::fs;
@@ -315,11 +317,13 @@ pub(crate) mod lab {
             );
             assert!(progress.contains(&note), "{note}:\n{progress}");
         }
+        pins::assert_the_install_pinned_the_pause_image(&cluster);
 
         assert_the_node_contract(&cluster);
         assert_etcd_healthy_over_tls(&cluster);
         assert_images_pull_by_name_and_digest_and_run(&cluster);
         assert_registry_serves_tls_for_the_ca_only(&cluster, tmp.path());
+        pins::assert_the_bundle_s_images_are_pinned(&cluster, tmp.path());
         // The record names the bundle and every phase done on the node.
         let record: Value =
             serde_json::from_str(&cluster.on(2, "cat /etc/kubekey/installed.json")).expect("json");
@@ -345,8 +349,11 @@ pub(crate) mod lab {
 
         // A rerun changes nothing: no file rewritten, no service restarted, no hook run again.
         let before = cluster.fingerprint();
+        let pins_before: Vec<_> = (0..3).map(|n| pins::labels(&cluster, n)).collect();
         let rerun = summary(&["--output", "json"]);
         assert_eq!(cluster.fingerprint(), before, "a rerun changed something");
+        let pins_after: Vec<_> = (0..3).map(|n| pins::labels(&cluster, n)).collect();
+        assert_eq!(pins_after, pins_before, "a rerun changed an image's labels");
         cluster.assert_hooks_ran_once();
         assert_eq!(rerun["sent"]["node2"].as_u64().unwrap_or(0), 0, "{rerun}");
         assert_the_precheck_knows_what_kk_installed(&cluster);
@@ -404,6 +411,9 @@ pub(crate) mod lab {
             message("node1", "airgap.registry_port"),
             "5443 held by kk's registry"
         );
+        // The bundle is in kk's store already: its blobs need no new room.
+        let disk = message("node1", "airgap.disk_space");
+        assert!(disk.contains("already in kk's store"), "{disk}");
         for node in ["node1", "node2", "node3"] {
             for port in [2379, 2380] {
                 assert_eq!(

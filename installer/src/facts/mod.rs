@@ -124,6 +124,10 @@ pub struct Facts {
     pub etcd_data_present: bool,
     /// Free bytes on the file systems of the paths the install writes, by path.
     pub free_bytes: BTreeMap<String, u64>,
+    /// The blobs of kk's store on the node (`/var/lib/kk/store/blobs/sha256`): size by hex
+    /// digest. Empty where there is no store, and in facts recorded before it was read.
+    #[serde(default)]
+    pub store_blobs: BTreeMap<String, u64>,
     /// The node's clock, in seconds since the epoch, as the script started.
     pub clock: f64,
     /// Proxy variables (`http_proxy`, `HTTPS_PROXY`, `no_proxy`… as spelled) by where they

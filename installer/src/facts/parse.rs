@@ -71,6 +71,8 @@ for d in / /var/lib /usr/local/bin /etc /opt; do
   echo "$d"; set -- "$@" "$p"
 done
 s df; df -P -B1 "$@" 2>/dev/null
+# kk's store: the name and size of every blob (an unpack skips those, so they need no new room).
+s store-blobs; find /var/lib/kk/store/blobs/sha256 -maxdepth 1 -type f -printf '%f %s\n' 2>/dev/null
 s end
 "#;
 
@@ -156,6 +158,7 @@ impl Facts {
             static_pods: lines(text("manifests")),
             etcd_data_present: text("etcd-data") == "yes",
             free_bytes: free_bytes(text("disk-paths"), text("df")),
+            store_blobs: store_blobs(text("store-blobs")),
             // `inf` and `NaN` parse as floats; no clock reads either.
             clock: text("clock")
                 .parse()
@@ -273,6 +276,21 @@ fn free_bytes(paths: &str, df: &str) -> BTreeMap<String, u64> {
         .lines()
         .zip(available)
         .filter_map(|(path, free)| Some((path.to_owned(), free?)))
+        .collect()
+}
+
+/// The `store-blobs` section: `<hex> <size>` a line; anything else (a temporary file of an
+/// unpack under way) is not a blob.
+fn store_blobs(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let (hex, size) = line.split_once(' ')?;
+            let is_digest = hex.len() == 64
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            Some((hex.to_owned(), size.trim().parse().ok()?)).filter(|_| is_digest)
+        })
         .collect()
 }
 

@@ -504,6 +504,14 @@ pub enum StepError {
     /// A reissued certificate could not be put on a node, or what reads it not restarted.
     #[error(transparent)]
     Certs(Box<crate::certs::CertsError>),
+    /// `ctr images ls` on a node printed a line that is not an image.
+    #[error("`ctr -n k8s.io images ls` on `{node}` printed a line kk cannot read: `{line}`")]
+    CtrImages {
+        /// The inventory name.
+        node: String,
+        /// The line.
+        line: String,
+    },
 }
 
 /// `From` for the variants that box their source (a step's error travels in every `Result`

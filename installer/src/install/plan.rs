@@ -21,6 +21,7 @@ mod kube_vip;
 mod kubernetes;
 mod nfs;
 mod packages;
+mod pins;
 mod pki;
 mod registry;
 pub mod runtime;
@@ -36,6 +37,9 @@ pub use kube_vip::{KubeVipPlan, VipAnnounce, VipInterface};
 pub use kubernetes::KubernetesPlan;
 pub use nfs::{NfsPlan, PROVISIONER_CHART};
 pub use packages::{PACKAGES_DIR, PackagesPlan, PlannedSet, set_key};
+pub use pins::{
+    CRI_PINNED_LABEL, CRI_PINNED_VALUE, KK_PINNED_LABEL, ListedImage, PinChange, PinPlan,
+};
 pub use pki::{CertificateSet, PkiPlan};
 pub use registry::{
     EXTERNAL_REGISTRY_CA, ExternalPlan, RegistryAuth, RegistryPlan, RegistryServer,
@@ -245,6 +249,9 @@ pub enum Action {
     /// `pki.issue` when the inventory gained a control plane — restarting what reads them one
     /// node at a time (cluster-wide step over its nodes, always run).
     SpreadCertificates,
+    /// Pins the images of [`Plan::pins`] the node holds in containerd's `k8s.io` namespace
+    /// and unpins those kk pinned that the bundle no longer names (see [`PinPlan`]).
+    PinImages,
 }
 
 /// Multus, the secondary CNI: upstream's manifest (multus publishes no chart) and what kk
@@ -406,6 +413,9 @@ pub struct Plan {
     pub nfs: Option<NfsPlan>,
     /// Every image of the bundle by its original reference.
     pub images: Vec<String>,
+    /// The images pinned in containerd; `None` with docker, whose image store is not
+    /// containerd's CRI (kubelet's image GC goes through cri-dockerd, which has no pins).
+    pub pins: Option<PinPlan>,
     /// Every step, in order.
     pub steps: Vec<Step>,
 }
@@ -479,18 +489,18 @@ impl Plan {
                 .unwrap_or_default(),
             nfs_node: nfs.as_ref().map(|n| n.node.clone()),
         };
-        let mut steps = steps(
+        let pin_nodes = runtime
+            .docker
+            .is_none()
+            .then_some(groups.runtime.as_slice());
+        let base = steps(
             &groups,
             &extra,
             ipv6,
             (runtime.binaries, runtime.action),
             etcd_binary,
         );
-        if let Some(kubernetes) = &kubernetes {
-            let post = steps.pop();
-            steps.extend(kubernetes.steps());
-            steps.extend(post);
-        }
+        let steps = with_kubernetes_and_pins(base, kubernetes.as_ref(), pin_nodes);
         let containerd = ContainerdPlan::of_runtime(
             runtime.docker.is_none(),
             &runtime.containerd_version,
@@ -516,6 +526,7 @@ impl Plan {
             packages,
             nfs,
             images: content.images,
+            pins: pin_nodes.map(|_| PinPlan::new(&identity, description)),
             steps,
         })
     }
@@ -524,6 +535,25 @@ impl Plan {
     pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(move |step| step.phase == phase)
     }
+}
+
+/// `steps` with the Kubernetes plan's and the pins step (on `pin_nodes`, when the runtime
+/// pins) before the post hooks, which stay last.
+fn with_kubernetes_and_pins(
+    mut steps: Vec<Step>,
+    kubernetes: Option<&KubernetesPlan>,
+    pin_nodes: Option<&[String]>,
+) -> Vec<Step> {
+    let post = steps.pop();
+    if let Some(kubernetes) = kubernetes {
+        steps.extend(kubernetes.steps());
+    }
+    // Last before the post hooks: the cluster's own images are on the nodes by then.
+    if let Some(nodes) = pin_nodes {
+        add_step(&mut steps, Phase::Addons, "pins", Action::PinImages, nodes);
+    }
+    steps.extend(post);
+    steps
 }
 
 fn names(hosts: &[&Host]) -> Vec<String> {

@@ -54,16 +54,21 @@ fn arch_in_bundle(node: &Node) -> CheckResult {
 }
 
 /// `airgap.disk_space`: the registry host holds the unpacked bundle under `/var/lib`; every
-/// node holds the binaries under `/usr/local/bin`.
+/// node holds the binaries under `/usr/local/bin`. The bundle's blobs already in kk's store
+/// (an earlier install, the base of a delta) need no new room: the unpack verifies and keeps
+/// them. A blob is named by its digest, so whoever put it there, it is the bundle's.
 fn disk_space(node: &Node) -> CheckResult {
     const ID: &str = "airgap.disk_space";
     let mut needs = vec![("/usr/local/bin", BINARIES_BYTES, "the binaries")];
+    let mut stored = None;
     if runs_registry(node) {
+        let present = stored_bytes(node);
         needs.push((
             "/var/lib",
-            node.cx.bundle.content_bytes,
+            node.cx.bundle.content_bytes.saturating_sub(present),
             "the unpacked bundle",
         ));
+        stored = (present > 0).then_some(present);
     }
     let mut shown = Vec::new();
     for (path, need, what) in needs {
@@ -79,15 +84,38 @@ fn disk_space(node: &Node) -> CheckResult {
             return CheckResult::fail(
                 ID,
                 format!(
-                    "{path} has {} free, less than the {} {what} need; fix: free or add space on {path}",
+                    "{path} has {} free, less than the {} {what} need{}; fix: free or add space on {path}",
                     gib(free),
-                    gib(need)
+                    gib(need),
+                    already(stored.filter(|_| path == "/var/lib")),
                 ),
             );
         }
-        shown.push(format!("{path}: {} free, {} needed", gib(free), gib(need)));
+        shown.push(format!(
+            "{path}: {} free, {} needed{}",
+            gib(free),
+            gib(need),
+            already(stored.filter(|_| path == "/var/lib")),
+        ));
     }
     CheckResult::pass(ID, shown.join("; "))
+}
+
+/// Bytes of the bundle's blobs that kk's store on the node holds already.
+fn stored_bytes(node: &Node) -> u64 {
+    node.facts
+        .store_blobs
+        .iter()
+        .filter(|(hex, _)| node.cx.bundle.blobs.contains(*hex))
+        .map(|(_, size)| size)
+        .sum()
+}
+
+/// ` (N of the bundle already in kk's store)`, when some is.
+fn already(stored: Option<u64>) -> String {
+    stored.map_or_else(String::new, |bytes| {
+        format!(" ({} of the bundle already in kk's store)", gib(bytes))
+    })
 }
 
 /// `airgap.registry_port`: the registry's port is free on its host, or held by kk's own
@@ -136,7 +164,7 @@ fn clock_skew(node: &Node) -> CheckResult {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Status::{Fail, Pass, Skip, Warn};
+    use super::super::Status::{self, Fail, Pass, Skip, Warn};
     use super::super::fixtures::{Fixture, config, expect};
     use crate::facts::Listener;
 
@@ -205,6 +233,62 @@ mod tests {
             Warn,
             &["unknown"],
         );
+    }
+
+    /// Free bytes on `/var/lib`, the store's blobs (by a digest's repeated character) with
+    /// their sizes, the status expected and words of its message.
+    type StoreCase<'a> = (u64, &'a [(char, u64)], Status, &'a [&'a str]);
+
+    #[test]
+    fn the_store_s_own_blobs_of_the_bundle_need_no_new_room() {
+        let hex = |c: char| c.to_string().repeat(64);
+        let table: [StoreCase<'_>; 5] = [
+            (9 << 30, &[], Fail, &["less than the 10.0 GiB"]),
+            (
+                9 << 30,
+                &[('a', 2 << 30)],
+                Pass,
+                &["8.0 GiB needed (2.0 GiB of the bundle already in kk's store)"],
+            ),
+            (
+                7 << 30,
+                &[('a', 2 << 30)],
+                Fail,
+                &[
+                    "less than the 8.0 GiB",
+                    "2.0 GiB of the bundle already in kk's store",
+                ],
+            ),
+            // A blob the bundle does not carry gives no room.
+            (
+                9 << 30,
+                &[('c', 5 << 30)],
+                Fail,
+                &["less than the 10.0 GiB"],
+            ),
+            // Everything there: nothing more needed.
+            (
+                0,
+                &[('a', 4 << 30), ('b', 6 << 30)],
+                Pass,
+                &["0.0 GiB needed (10.0 GiB of the bundle already in kk's store)"],
+            ),
+        ];
+        for (free, stored, status, words) in table {
+            let mut fixture = Fixture::three_nodes();
+            fixture.bundle.content_bytes = 10 << 30;
+            fixture.bundle.blobs = [hex('a'), hex('b')].into();
+            let node = fixture.node("node1");
+            node.free_bytes.insert("/var/lib".to_owned(), free);
+            node.store_blobs = stored.iter().map(|(c, size)| (hex(*c), *size)).collect();
+            expect(&fixture.on("node1", "airgap.disk_space"), status, words);
+        }
+        // A worker's blobs (no registry there) count for nothing.
+        let mut fixture = Fixture::three_nodes();
+        fixture.bundle.blobs = [hex('a')].into();
+        fixture.node("node2").store_blobs = [(hex('a'), 1 << 30)].into();
+        let result = fixture.on("node2", "airgap.disk_space");
+        assert!(!result.message.contains("kk's store"), "{result:?}");
     }
 
     #[test]

@@ -84,6 +84,7 @@ pub(super) fn debian() -> Facts {
             .into_iter()
             .map(|path| (path.to_owned(), 50 << 30))
             .collect(),
+        store_blobs: BTreeMap::new(),
         proxy_env: BTreeMap::new(),
         clock: 1_795_000_000.0,
         uid: 0,
@@ -254,6 +255,7 @@ impl Fixture {
                 platforms: vec!["linux/amd64".to_owned()],
                 kubernetes_version: Some("v1.31.4".to_owned()),
                 content_bytes: 3 << 30,
+                blobs: BTreeSet::new(),
                 binaries: [
                     "kubeadm",
                     "kubelet",

@@ -165,6 +165,9 @@ pub struct BundleFacts {
     pub kubernetes_version: Option<String>,
     /// Bytes the store and binaries need on disk once unpacked.
     pub content_bytes: u64,
+    /// The hex digests of the blobs the bundle carries: those already in kk's store on the
+    /// registry host need no new room there.
+    pub blobs: BTreeSet<String>,
     /// Names of the binary artifacts (`kubeadm`, `etcd`, `containerd`…).
     pub binaries: Vec<String>,
     /// Image references.

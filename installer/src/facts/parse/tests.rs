@@ -107,6 +107,11 @@ Filesystem       1-blocks        Used    Available Capacity Mounted on
 /dev/vda     270000000000 10000000000 53687091200      16% /
 /dev/vdb      10000000000  1000000000  9000000000      10% /
 
+@@store-blobs
+aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1048576
+bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 42
+.tmp-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 9
+
 @@end
 "#;
 
@@ -180,6 +185,20 @@ fn parses_every_section_of_a_node() {
     assert!(facts.etcd_data_present);
     assert_eq!(facts.free_bytes["/var/lib"], 53_687_091_200);
     assert_eq!(facts.free_bytes["/opt"], 9_000_000_000);
+    // An unpack's temporary file is no blob.
+    assert_eq!(
+        facts.store_blobs,
+        BTreeMap::from([
+            (
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_owned(),
+                1_048_576
+            ),
+            (
+                "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb".to_owned(),
+                42
+            )
+        ])
+    );
     assert!((facts.clock - 1_795_000_000.25).abs() < 1e-6);
     assert_eq!(facts.uid, 0);
     assert!(is_complete(NODE));

@@ -12,6 +12,7 @@ mod network;
 pub(crate) mod nfs;
 pub(crate) mod os;
 mod packages;
+mod pins;
 pub(crate) mod pki;
 pub(crate) mod precheck;
 mod push;
@@ -105,6 +106,7 @@ pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult
         Action::Chart { chart } => network::chart(cx, node, chart).await,
         Action::Multus { multus } => network::multus(cx, node, multus).await,
         Action::LabelNodes { label } => network::label(node, label).await,
+        Action::PinImages => pins::reconcile(cx, node).await,
         Action::Hooks
         | Action::RegistryLogin
         | Action::PushStore

@@ -7,6 +7,7 @@ mod cni;
 mod decisions;
 mod docker;
 pub(crate) mod packages_nfs;
+mod pins;
 
 fn artifact(kind: ArtifactKind, name: &str, version: &str, reference: &str) -> Artifact {
     Artifact {

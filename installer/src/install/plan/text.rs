@@ -54,6 +54,7 @@ impl Plan {
                 count(nfs.clients.len(), "cluster node")
             );
         }
+        text.push_str(&pins_summary(self));
         // Step ids in one column, as wide as the longest.
         let width = self.steps.iter().map(|s| s.id.len()).max().unwrap_or(0);
         for host in inventory.hosts() {
@@ -70,6 +71,18 @@ impl Plan {
             }
         }
         text
+    }
+}
+
+/// Which images are pinned, or why none are.
+fn pins_summary(plan: &Plan) -> String {
+    match &plan.pins {
+        Some(pins) => format!(
+            "pins: {} of the bundle's images ({} names) pinned in containerd where a node holds them\n",
+            plan.images.len(),
+            pins.names.len()
+        ),
+        None => "pins: none, docker's image store is not containerd's CRI (kubelet's image GC may remove the bundle's images; they pull again from the registry)\n".to_owned(),
     }
 }
 
@@ -218,5 +231,8 @@ fn describe(action: &Action) -> String {
             label.label,
             label.nodes.join(", ")
         ),
+        Action::PinImages => {
+            "pin the bundle's images the node holds (ctr label), unpin kk's others".to_owned()
+        }
     }
 }
