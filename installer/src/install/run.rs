@@ -294,6 +294,8 @@ fn starting_state(
             state.forget(&step.id);
         }
     }
+    // The same bundle always installs the same versions: recorded (again) for an upgrade.
+    state.versions.clone_from(&plan.versions);
     state.save(work_dir)?;
     Ok(state)
 }
