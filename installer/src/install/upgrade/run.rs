@@ -84,6 +84,9 @@ pub async fn run(
                 let seconds = precheck_started.elapsed().as_secs_f64();
                 progress.finish(&cx, &Target::Cluster, step, StepStatus::Unchanged, seconds)?;
             }
+            UpgradeAction::Record if progress.state.is_done(&Target::Cluster, &step.id) => {
+                progress.finish(&cx, &Target::Cluster, step, StepStatus::Done, 0.0)?;
+            }
             UpgradeAction::Record => {
                 let started = Instant::now();
                 record(&cx, nodes, &progress.state).await?;
