@@ -138,8 +138,8 @@ async fn ready(first: &Node, node: &Node) -> Result<(), StepError> {
     kubectl(
         first,
         &format!(
-            "wait --for=condition=Ready node/{} --timeout=300s",
-            node.name()
+            "wait --for=condition=Ready {} --timeout=300s",
+            quote(&format!("node/{}", node.name()))
         ),
     )
     .await
