@@ -184,6 +184,7 @@ fn plan_upgrade_prints_kubeadms_order_and_refuses_a_skipped_minor_before_any_con
             "upgrade.unpack",
             "upgrade.kubeadm",
             "upgrade.apply",
+            "upgrade.node",
             "upgrade.kubelet",
             "upgrade.network.helm",
             "upgrade.network.cni",

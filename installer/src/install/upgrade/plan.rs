@@ -63,7 +63,7 @@ pub enum UpgradeAction {
         /// What the node fetches.
         binary: BinaryFetch,
     },
-    /// The next kubeadm fetched on a control plane.
+    /// The next kubeadm fetched on a node.
     Kubeadm {
         /// What the node fetches.
         binary: BinaryFetch,
@@ -73,7 +73,8 @@ pub enum UpgradeAction {
         /// The Kubernetes version.
         version: String,
     },
-    /// `kubeadm upgrade node` on another control plane.
+    /// `kubeadm upgrade node` on another control plane (its control plane and kubelet
+    /// configuration) or a worker (its kubelet configuration).
     Node,
     /// The node drained, its kubelet and kubectl swapped in, the kubelet restarted, the node
     /// uncordoned and Ready again.
@@ -230,18 +231,16 @@ impl UpgradePlan {
                 .collect()
         };
         let binary = pick(&["kubeadm"]).pop().ok_or_else(missing("kubeadm"))?;
-        steps.add(
-            "kubeadm",
-            UpgradeAction::Kubeadm { binary },
-            &control_planes,
-        );
+        // kubeadm's guide upgrades kubeadm on every node: `upgrade node` on a worker upgrades
+        // its kubelet configuration, after the other control planes.
+        steps.add("kubeadm", UpgradeAction::Kubeadm { binary }, &k8s_nodes);
         let version = to_version.text.clone();
         steps.add(
             "apply",
             UpgradeAction::Apply { version },
             &control_planes[..1],
         );
-        steps.add("node", UpgradeAction::Node, &control_planes[1..]);
+        steps.add("node", UpgradeAction::Node, &k8s_nodes[1..]);
         let binaries = pick(&["kubelet", "kubectl"]);
         steps.add("kubelet", UpgradeAction::Kubelet { binaries }, &k8s_nodes);
         for step in target

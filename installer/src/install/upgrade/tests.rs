@@ -128,8 +128,9 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
         [
             ("upgrade.precheck", vec!["cp1", "w1"]),
             ("upgrade.unpack", vec!["cp1"]),
-            ("upgrade.kubeadm", vec!["cp1"]),
+            ("upgrade.kubeadm", vec!["cp1", "w1"]),
             ("upgrade.apply", vec!["cp1"]),
+            ("upgrade.node", vec!["w1"]),
             ("upgrade.kubelet", vec!["cp1", "w1"]),
             ("upgrade.network.helm", vec!["cp1"]),
             ("upgrade.network.cni", vec!["cp1"]),
@@ -144,8 +145,8 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
             version: "v1.33.1".to_owned()
         }
     );
-    let UpgradeAction::Kubelet { binaries } = &plan.steps[4].action else {
-        panic!("{:?}", plan.steps[4]);
+    let UpgradeAction::Kubelet { binaries } = &plan.steps[5].action else {
+        panic!("{:?}", plan.steps[5]);
     };
     let names: Vec<&str> = binaries.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["kubelet", "kubectl"]);
@@ -167,9 +168,9 @@ fn three_control_planes_with_external_etcd_upgrade_runtime_and_members_first() {
             ("upgrade.unpack", vec!["cp1"]),
             ("upgrade.runtime", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.etcd", vec!["cp1", "cp2", "cp3"]),
-            ("upgrade.kubeadm", vec!["cp1", "cp2", "cp3"]),
+            ("upgrade.kubeadm", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.apply", vec!["cp1"]),
-            ("upgrade.node", vec!["cp2", "cp3"]),
+            ("upgrade.node", vec!["cp2", "cp3", "w1"]),
             ("upgrade.kubelet", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.network.helm", vec!["cp1"]),
             ("upgrade.network.cni", vec!["cp1"]),
@@ -307,7 +308,13 @@ fn the_rendered_plan_names_both_versions_and_each_nodes_steps() {
         .collect();
     assert_eq!(
         w1,
-        ["upgrade.precheck", "upgrade.kubelet", "upgrade.record"]
+        [
+            "upgrade.precheck",
+            "upgrade.kubeadm",
+            "upgrade.node",
+            "upgrade.kubelet",
+            "upgrade.record"
+        ]
     );
     assert!(
         text.contains("kubeadm upgrade apply v1.33.1 --yes"),
