@@ -416,6 +416,10 @@ pub struct Plan {
     /// The images pinned in containerd; `None` with docker, whose image store is not
     /// containerd's CRI (kubelet's image GC goes through cri-dockerd, which has no pins).
     pub pins: Option<PinPlan>,
+    /// The version of every binary of the bundle, by name: recorded in the install state for
+    /// a later upgrade to compare with (not printed: the bundle's `inspect` shows them).
+    #[serde(skip)]
+    pub versions: BTreeMap<String, String>,
     /// Every step, in order.
     pub steps: Vec<Step>,
 }
@@ -525,6 +529,7 @@ impl Plan {
             kubernetes,
             packages,
             nfs,
+            versions: content.versions,
             images: content.images,
             pins: pin_nodes.map(|_| PinPlan::new(&identity, description)),
             steps,
