@@ -28,3 +28,4 @@ mod rebuild_lab;
 mod registry_load;
 mod ssh_lab;
 mod support;
+mod upgrade_lab;
