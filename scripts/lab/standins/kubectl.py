@@ -13,6 +13,7 @@ exec python3 "$0" "$@"
 import json
 import os
 import re
+import shutil
 import socket
 import sys
 
@@ -447,6 +448,26 @@ def cmd_drain(flags, positional):
     print(f"node/{name} drained")
 
 
+def cmd_delete(flags, positional):
+    """`delete node NAME...`: the Node objects go (the kubelet's record and cordon); a kubelet
+    that starts again registers anew, as the real one does."""
+    kubeconfig(flags)
+    pairs = targets(positional)
+    if not all(kind_matches(kind, "node") for kind, _ in pairs):
+        raise Fail("error: the kk lab stand-in kubectl deletes nodes only")
+    errors = []
+    for _, name in pairs:
+        if name is None:
+            raise Fail("error: resource(s) were provided, but no name was specified")
+        if name not in cluster_nodes():
+            errors.append(f'Error from server (NotFound): nodes "{name}" not found')
+            continue
+        shutil.rmtree(node_dir(name), ignore_errors=True)
+        print(f'node "{name}" deleted')
+    if errors:
+        raise Fail("\n".join(errors))
+
+
 def cmd_version(flags, positional):
     client = flags.get("client") not in (None, False, "false")
     output = flags.get("o") or flags.get("output")
@@ -468,14 +489,14 @@ def main(argv):
     flags, positional = parse(argv)
     if not positional:
         raise Fail("error: the kk lab stand-in kubectl needs a command (version, apply, get, wait, create "
-                   "namespace, label nodes, drain, cordon, uncordon)")
+                   "namespace, label nodes, drain, cordon, uncordon, delete node)")
     verb, rest = positional[0], positional[1:]
     handlers = {"version": cmd_version, "apply": cmd_apply, "get": cmd_get, "wait": cmd_wait,
                 "create": cmd_create, "label": cmd_label, "drain": cmd_drain, "cordon": cmd_cordon,
-                "uncordon": lambda f, p: cmd_cordon(f, p, "uncordon")}
+                "uncordon": lambda f, p: cmd_cordon(f, p, "uncordon"), "delete": cmd_delete}
     if verb not in handlers:
         raise Fail(f'error: unknown command "{verb}" for "kubectl" (the kk lab stand-in implements version, '
-                   "apply, get, wait, create namespace, label nodes, drain, cordon and uncordon)")
+                   "apply, get, wait, create namespace, label nodes, drain, cordon, uncordon and delete node)")
     handlers[verb](flags, rest)
 
 

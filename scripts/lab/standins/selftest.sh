@@ -404,6 +404,8 @@ expect "kubectl uncordon" ok '^node/cp1 uncordoned$' kubectl "${ADMIN[@]}" uncor
 expect "kubectl uncordon again" ok '^node/cp1 already uncordoned$' kubectl "${ADMIN[@]}" uncordon cp1
 expect "kubectl cordon" ok '^node/cp1 cordoned$' kubectl "${ADMIN[@]}" cordon cp1
 expect "kubectl wait for a node's Ready" ok '^node/cp1 condition met$' kubectl "${ADMIN[@]}" wait --for=condition=Ready node/cp1
+expect "kubectl delete node" ok '^node "cp1" deleted$' kubectl "${ADMIN[@]}" delete node cp1
+expect "kubectl delete node again" fail 'Error from server \(NotFound\): nodes "cp1" not found' kubectl "${ADMIN[@]}" delete node/cp1
 check "the cluster's call log keeps the order across stand-ins" bash -c '
   grep -n -e "kubeadm upgrade apply v1.33.0 --yes --certificate-renewal=true" -e "kubectl --kubeconfig /etc/kubernetes/admin.conf drain cp1 --ignore" \
     -e "kubectl --kubeconfig /etc/kubernetes/admin.conf uncordon cp1" "$0" | cut -d: -f1 | sort -nc' "$W/cluster/calls"
