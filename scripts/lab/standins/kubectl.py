@@ -16,6 +16,7 @@ import re
 import shutil
 import socket
 import sys
+import time
 
 VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
 
@@ -293,6 +294,32 @@ def cmd_get(flags, positional):
         raise Fail("\n".join(errors))
 
 
+def seconds(duration):
+    """A Go duration (`300s`, `5m`, `1h30m`, `0`) in seconds."""
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", duration)
+    if duration != "0" and "".join(n + u for n, u in parts) != duration:
+        raise Fail(f'error: invalid argument "{duration}" for "--timeout" flag: time: invalid duration "{duration}"')
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def wait_nodes(name, condition, timeout, errors):
+    """`wait --for=condition=Ready` of nodes: polls the kubelets' records until each is ready or
+    the timeout passes, as kubectl watches the Node objects."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = get_nodes(name, errors)
+        waiting = [n for _, n, _, st in found if condition.lower().startswith("condition=ready") and not st["ready"]]
+        if not waiting or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    for _, n, _, _ in found:
+        if n in waiting:
+            errors.append(f"error: timed out waiting for the condition on nodes/{n}")
+        else:
+            print(f"node/{n} condition met")
+
+
 def cmd_wait(flags, positional):
     kubeconfig(flags)
     condition = flags.get("for")
@@ -304,11 +331,7 @@ def cmd_wait(flags, positional):
     errors = []
     for kind_arg, name in pairs:
         if kind_matches(kind_arg, "node"):
-            for _, n, _, st in get_nodes(name, errors):
-                if condition.lower().startswith("condition=ready") and not st["ready"]:
-                    errors.append(f"error: timed out waiting for the condition on nodes/{n}")
-                else:
-                    print(f"node/{n} condition met")
+            wait_nodes(name, condition, seconds(flags.get("timeout") or "30s"), errors)
             continue
         found = [r for r in dict.fromkeys(records()) if kind_matches(kind_arg, r.split("/", 1)[0])
                  and (name is None or r.split("/", 1)[1] == name)]

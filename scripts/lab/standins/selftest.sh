@@ -403,7 +403,15 @@ expect "a restarted kubelet reports its new version" ok '^cp1 +Ready,SchedulingD
 expect "kubectl uncordon" ok '^node/cp1 uncordoned$' kubectl "${ADMIN[@]}" uncordon cp1
 expect "kubectl uncordon again" ok '^node/cp1 already uncordoned$' kubectl "${ADMIN[@]}" uncordon cp1
 expect "kubectl cordon" ok '^node/cp1 cordoned$' kubectl "${ADMIN[@]}" cordon cp1
-expect "kubectl wait for a node's Ready" ok '^node/cp1 condition met$' kubectl "${ADMIN[@]}" wait --for=condition=Ready node/cp1
+expect "kubectl wait for a node's Ready" ok '^node/cp1 condition met$' kubectl "${ADMIN[@]}" wait --for=condition=Ready node/cp1 --timeout=300s
+mkdir -p "$W/cluster/nodes/w9"
+echo '{"kubeletVersion": "v1.33.0", "ready": false, "controlPlane": false}' > "$W/cluster/nodes/w9/kubelet"
+expect "kubectl wait for a node that stays NotReady" fail 'timed out waiting for the condition on nodes/w9' \
+  kubectl "${ADMIN[@]}" wait --for=condition=Ready node/w9 --timeout=1s
+check "kubectl wait sees a node become Ready" bash -c '
+  (sleep 1; echo "{\"kubeletVersion\": \"v1.33.0\", \"ready\": true}" > "$0/w9.tmp"; mv "$0/w9.tmp" "$0/nodes/w9/kubelet") &
+  python3 "$1/kubectl.py" --kubeconfig /etc/kubernetes/admin.conf wait --for=condition=Ready node/w9 --timeout=1m | grep -qx "node/w9 condition met"' \
+  "$W/cluster" "$HERE"
 expect "kubectl delete node" ok '^node "cp1" deleted$' kubectl "${ADMIN[@]}" delete node cp1
 expect "kubectl delete node again" fail 'Error from server \(NotFound\): nodes "cp1" not found' kubectl "${ADMIN[@]}" delete node/cp1
 check "the cluster's call log keeps the order across stand-ins" bash -c '
