@@ -37,6 +37,7 @@ pub mod reset;
 pub mod run;
 pub mod state;
 mod target;
+pub mod upgrade;
 
 mod phases;
 

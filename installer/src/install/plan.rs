@@ -399,6 +399,10 @@ pub struct Plan {
     pub nfs: Option<NfsPlan>,
     /// Every image of the bundle by its original reference.
     pub images: Vec<String>,
+    /// The version of every binary of the bundle, by name: recorded in the install state for
+    /// a later upgrade to compare with (not printed: the bundle's `inspect` shows them).
+    #[serde(skip)]
+    pub versions: BTreeMap<String, String>,
     /// Every step, in order.
     pub steps: Vec<Step>,
 }
@@ -508,6 +512,7 @@ impl Plan {
             kubernetes,
             packages,
             nfs,
+            versions: content.versions,
             images: content.images,
             steps,
         })

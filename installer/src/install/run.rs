@@ -294,6 +294,8 @@ fn starting_state(
             state.forget(&step.id);
         }
     }
+    // The same bundle always installs the same versions: recorded (again) for an upgrade.
+    state.versions.clone_from(&plan.versions);
     state.save(work_dir)?;
     Ok(state)
 }
@@ -559,6 +561,12 @@ mod tests {
 
         let mut state = starting_state(&plan, dir.path(), &fresh).expect("fresh");
         assert_eq!(state.bundle, plan.bundle.to_string());
+        // Recorded for a later upgrade: what the bundle installs.
+        assert_eq!(
+            state.versions.get("kubeadm").map(String::as_str),
+            Some("v1.33.0")
+        );
+        assert_eq!(state.versions, plan.versions);
         let cp1 = Target::node("cp1");
         state.mark_done(&cp1, "os.swap", 0.1);
         state.mark_done(&cp1, "runtime.pull", 0.1);

@@ -30,6 +30,11 @@ pub struct State {
     /// Per node, the files kk wrote there (for `/etc/kubekey/installed.json` and reset).
     #[serde(default)]
     pub files: BTreeMap<String, BTreeSet<String>>,
+    /// The versions the bundle installs: every binary's by name (`kubeadm` is the Kubernetes
+    /// version), so an upgrade knows what it upgrades from without asking a node. Empty in
+    /// the states of older releases.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub versions: BTreeMap<String, String>,
 }
 
 impl State {
@@ -39,6 +44,7 @@ impl State {
             bundle: bundle.to_owned(),
             done: BTreeMap::new(),
             files: BTreeMap::new(),
+            versions: BTreeMap::new(),
         }
     }
 

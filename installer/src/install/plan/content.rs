@@ -25,6 +25,8 @@ pub(super) struct Content {
     pub(super) kubernetes_version: Option<String>,
     /// By name: reference and the manifest digests of every platform.
     binaries: BTreeMap<String, (String, Vec<Sha256Digest>)>,
+    /// By name: the version of every binary.
+    pub(super) versions: BTreeMap<String, String>,
     /// Every image by its original reference.
     pub(super) images: Vec<String>,
     /// The registry hosts the images are named by, sorted.
@@ -61,6 +63,9 @@ impl Content {
                     if !entry.1.contains(&artifact.digest) {
                         entry.1.push(artifact.digest);
                     }
+                    content
+                        .versions
+                        .insert(artifact.name.clone(), artifact.version.clone());
                     if artifact.name == "kubeadm" {
                         content.kubernetes_version = Some(artifact.version.clone());
                     }
