@@ -15,7 +15,6 @@ pub(crate) mod lab {
     use std::thread;
 
     use bundle_spec::ArtifactKind;
-    use bundle_spec::test_support::{artifact, description};
     use bundle_spec::write::{BundleContents, WriteOptions};
     use serde_json::Value;
 
@@ -93,18 +92,20 @@ pub(crate) mod lab {
         bundle
     }
 
-    /// A bundle whose description alone names Kubernetes `version` (the plan reads nothing else
-    /// before it refuses).
-    fn description_bundle(dir: &Path, version: &str) -> PathBuf {
-        let binaries = ["kubeadm", "kubelet", "kubectl"].map(|name| {
-            artifact(
-                ArtifactKind::Binary,
-                name,
-                version,
-                Some("linux/amd64"),
-                format!("kk.internal/binaries/{name}:{version}"),
-            )
-        });
+    /// A bundle with `base`'s description but Kubernetes `version` (its kubeadm, kubelet and
+    /// kubectl) and no blob: the plan reads nothing else before it refuses.
+    fn relabelled_bundle(dir: &Path, base: &Path, version: &str) -> PathBuf {
+        let mut description = bundle_spec::Bundle::open(base)
+            .expect("open bundle")
+            .description()
+            .clone();
+        for artifact in &mut description.artifacts {
+            if artifact.kind == ArtifactKind::Binary
+                && ["kubeadm", "kubelet", "kubectl"].contains(&artifact.name.as_str())
+            {
+                version.clone_into(&mut artifact.version);
+            }
+        }
         let index = serde_json::from_value(serde_json::json!({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.index.v1+json",
@@ -112,10 +113,7 @@ pub(crate) mod lab {
         }))
         .expect("index");
         let contents = BundleContents {
-            description: description(
-                "2026-11-22T00:00:00Z".parse().expect("time"),
-                binaries.into(),
-            ),
+            description,
             index,
             blobs: Vec::new(),
         };
@@ -230,7 +228,7 @@ pub(crate) mod lab {
         assert_eq!(before, cluster.fingerprint(), "the rerun changed a node");
 
         // A minor skipped is refused at plan time, before any node is touched.
-        let skip = description_bundle(dir, "v1.35.0");
+        let skip = relabelled_bundle(dir, &cluster.bundle, "v1.35.0");
         let err = run_failing(&mut kk_upgrade(&cluster, &["plan", "--upgrade"], &skip));
         assert!(err.contains("skips a minor version"), "{err}");
         let err = run_failing(&mut kk_upgrade(&cluster, &["upgrade"], &skip));
