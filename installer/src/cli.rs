@@ -179,6 +179,10 @@ pub(crate) struct ClusterArgs {
 pub(crate) struct PlanArgs {
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
+    /// The upgrade to the bundle instead, from the install recorded in the work directory: its
+    /// steps per node, or the refusal kubeadm would make.
+    #[arg(long)]
+    pub(crate) upgrade: bool,
     // The plan reaches no node, but takes the install's flags so that any install command line
     // can be turned into its plan by inserting `plan`.
     #[command(flatten)]
@@ -274,6 +278,25 @@ pub(crate) enum Command {
     /// The cluster's certificates: their expiries, and renewing them.
     #[command(subcommand)]
     Certs(CertsCommand),
+    /// Upgrades the installed cluster to the bundle, one node at a time, as kubeadm's guide does.
+    ///
+    /// The bundle is a full bundle or a delta onto the installed one; the steps are those `plan
+    /// --upgrade` prints, refused before any node is touched where kubeadm would refuse them. A
+    /// rerun continues where the last run stopped.
+    Upgrade(UpgradeArgs),
+}
+
+/// `kk-install upgrade`.
+#[derive(Debug, Args)]
+pub(crate) struct UpgradeArgs {
+    /// The bundle upgraded to, the inventory and config of the install, the final table's format
+    /// (progress lines go to stderr).
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+    /// How nodes are reached; `--work-dir` is the install's, whose state names the installed
+    /// bundle.
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,7 +2,7 @@
 //!
 //! This file parses the command line, starts tracing and the async runtime once, and hands each
 //! command to the module that runs it: [`bundles`] (verify, inspect, unpack), [`nodes`] (the
-//! install, precheck, plan, reset, certs), [`serving`] (the registry commands, and `fetch` on a
+//! install, precheck, plan, reset, certs), [`upgrade`] (the upgrade and its plan), [`serving`] (the registry commands, and `fetch` on a
 //! node).
 
 mod bundles;
@@ -10,6 +10,7 @@ mod cli;
 mod nodes;
 mod serving;
 mod tls;
+mod upgrade;
 
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
@@ -57,6 +58,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match command {
         Command::Precheck(args) => nodes::precheck(&runtime, &args),
+        Command::Plan(args) if args.upgrade => upgrade::plan(&args),
         Command::Plan(args) => nodes::plan(&args),
         Command::Reset(args) => nodes::reset(&runtime, &args),
         Command::Fetch(args) => serving::fetch(&runtime, &args),
@@ -71,6 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Registry(RegistryCommand::Prune(args)) => serving::prune(&args),
         Command::Certs(CertsCommand::Check(args)) => nodes::certs_check(&runtime, &args),
         Command::Certs(CertsCommand::Renew(args)) => nodes::certs_renew(&runtime, &args),
+        Command::Upgrade(args) => upgrade::upgrade(&runtime, &args, quiet),
     }
 }
 

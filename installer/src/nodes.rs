@@ -45,7 +45,7 @@ impl Cluster {
 }
 
 /// How nodes are reached, from the command line.
-fn reach_of(reach: &ReachArgs) -> Reach {
+pub(crate) fn reach_of(reach: &ReachArgs) -> Reach {
     let known_hosts = reach.known_hosts.clone().unwrap_or_else(|| {
         std::env::var_os("HOME")
             .map_or_else(|| PathBuf::from("/root"), PathBuf::from)
@@ -63,7 +63,10 @@ fn reach_of(reach: &ReachArgs) -> Reach {
 
 /// The inventory and the config (defaults without one), their warnings printed; the private
 /// key files the inventory names are checked here, before any command reaches a node.
-fn read_files(inventory: &Path, config: Option<&Path>) -> anyhow::Result<(Inventory, Config)> {
+pub(crate) fn read_files(
+    inventory: &Path,
+    config: Option<&Path>,
+) -> anyhow::Result<(Inventory, Config)> {
     let inventory = Inventory::from_path(inventory)?;
     for warning in inventory.warnings() {
         eprintln!("warning: {warning}");
@@ -246,7 +249,7 @@ pub(crate) fn install(
 
 /// Progress for the operator: one line per step and node as it finishes, on stderr (not when
 /// `quiet`; the precheck's table is a finding, shown always).
-fn report(event: Event<'_>, quiet: bool) {
+pub(crate) fn report(event: Event<'_>, quiet: bool) {
     match event {
         Event::Step(_) | Event::Note(_) if quiet => {}
         Event::Step(step) => {
@@ -275,7 +278,7 @@ fn fail_on(report: &Report) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn close(nodes: Vec<Node>) {
+pub(crate) async fn close(nodes: Vec<Node>) {
     for node in nodes {
         node.close().await;
     }

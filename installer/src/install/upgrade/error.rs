@@ -12,9 +12,7 @@ use crate::ssh::SshError;
 #[non_exhaustive]
 pub enum UpgradePlanError {
     /// A version that is not `vX.Y.Z`.
-    #[error(
-        "`{text}` is not a Kubernetes version; hint: kubeadm versions look like `v1.32.3`"
-    )]
+    #[error("`{text}` is not a Kubernetes version; hint: kubeadm versions look like `v1.32.3`")]
     Version {
         /// The text read.
         text: String,
@@ -142,7 +140,9 @@ pub enum UpgradeError {
         source: Box<StepError>,
     },
     /// A step failed after its node was drained: the node stays cordoned.
-    #[error("upgrade step `{step}` failed on node `{node}` after it was drained, so it stays cordoned; the cluster keeps serving; hint: fix the cause and rerun the same command, or `kubectl uncordon {node}` to put it back as it is")]
+    #[error(
+        "upgrade step `{step}` failed on node `{node}` after it was drained, so it stays cordoned; the cluster keeps serving; hint: fix the cause and rerun the same command, or `kubectl uncordon {node}` to put it back as it is"
+    )]
     Cordoned {
         /// The step id.
         step: String,

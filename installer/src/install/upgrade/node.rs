@@ -62,9 +62,9 @@ pub(super) async fn run(
             Ok(outcome)
         }
         UpgradeAction::Install { action, .. } => Ok(phases::run(cx, action, node).await?),
-        UpgradeAction::Precheck | UpgradeAction::Record => Err(StepError::not_in_plan(
-            format!("`{action:?}` is a cluster-wide step, not a node step"),
-        )
+        UpgradeAction::Precheck | UpgradeAction::Record => Err(StepError::not_in_plan(format!(
+            "`{action:?}` is a cluster-wide step, not a node step"
+        ))
         .into()),
     }
 }
@@ -89,7 +89,7 @@ async fn drained(
     let mut outcome = work.await.map_err(cordoned)?;
     kubectl(first, &format!("uncordon {name}"))
         .await
-        .map_err(|e| cordoned(e.into()))?;
+        .map_err(cordoned)?;
     outcome.changed = true;
     Ok(outcome)
 }
@@ -122,7 +122,11 @@ async fn etcd(cx: &Cx<'_>, node: &Node, binary: &BinaryFetch) -> Result<Outcome,
 /// the swap left the old kubelet running with the new binary in place.
 async fn kubelet(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) -> Result<Outcome, StepError> {
     let outcome = fetch(cx, node, binaries.to_vec()).await?;
-    sh(node, "systemctl daemon-reload && systemctl restart kubelet.service").await?;
+    sh(
+        node,
+        "systemctl daemon-reload && systemctl restart kubelet.service",
+    )
+    .await?;
     Ok(outcome)
 }
 

@@ -118,10 +118,16 @@ impl UpgradeAction {
             Self::Precheck => "kubelet versions read on every node, kubeadm's rules".to_owned(),
             Self::Unpack => "the bundle unpacked beside the installed revision".to_owned(),
             Self::Runtime { binaries } => {
-                format!("drain, {} swapped in, containerd restarted, uncordon", names(binaries))
+                format!(
+                    "drain, {} swapped in, containerd restarted, uncordon",
+                    names(binaries)
+                )
             }
             Self::Etcd { binary } => {
-                format!("{} swapped in, the member restarted, health checked", binary.name)
+                format!(
+                    "{} swapped in, the member restarted, health checked",
+                    binary.name
+                )
             }
             Self::Kubeadm { binary } => format!("{} fetched", binary.name),
             Self::Apply { version } => format!("kubeadm upgrade apply {version} --yes"),
@@ -211,9 +217,17 @@ impl UpgradePlan {
                 .collect()
         };
         let binary = pick(&["kubeadm"]).pop().ok_or_else(missing("kubeadm"))?;
-        steps.add("kubeadm", UpgradeAction::Kubeadm { binary }, &control_planes);
+        steps.add(
+            "kubeadm",
+            UpgradeAction::Kubeadm { binary },
+            &control_planes,
+        );
         let version = to_version.text.clone();
-        steps.add("apply", UpgradeAction::Apply { version }, &control_planes[..1]);
+        steps.add(
+            "apply",
+            UpgradeAction::Apply { version },
+            &control_planes[..1],
+        );
         steps.add("node", UpgradeAction::Node, &control_planes[1..]);
         let binaries = pick(&["kubelet", "kubectl"]);
         steps.add("kubelet", UpgradeAction::Kubelet { binaries }, &k8s_nodes);
@@ -307,7 +321,7 @@ fn missing(what: &str) -> impl FnOnce() -> UpgradePlanError + use<'_> {
 }
 
 /// The install's completeness gate for the target version: every image kubeadm's control
-/// plane of `to` runs (its own images tagged `to`, CoreDNS, etcd when stacked) is in the bundle.
+/// plane of `to` runs (its own images tagged `to`, `CoreDNS`, etcd when stacked) is in the bundle.
 fn missing_image(target: &Plan, from: &str, to: &str) -> Result<(), UpgradePlanError> {
     let repository = |reference: &str| {
         bundle_spec::oci::ReferenceParts::split(reference)

@@ -3,7 +3,7 @@
 //! time (kubeadm's guide drains and upgrades one node at a time), recording every finished step
 //! in the upgrade state; it stops at the first failure with the cluster serving.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -99,6 +99,37 @@ pub async fn run(
     Ok(summary)
 }
 
+/// The upgrade of the work directory's install to the bundle `target` installs, from what the
+/// states record alone (`kk-install plan --upgrade`): every node's kubelet taken to run the
+/// installed version, as the install left it.
+pub fn preview(work_dir: &std::path::Path, target: &Plan) -> Result<UpgradePlan, UpgradeError> {
+    let state = UpgradeState::begin(work_dir, &target.bundle.to_string())?;
+    if state.from.kubernetes().is_none() {
+        return Err(UpgradePlanError::UnknownVersion {
+            path: work_dir.join(crate::install::state::STATE_FILE),
+        }
+        .into());
+    }
+    let kubelet = state
+        .from
+        .versions
+        .get("kubelet")
+        .map(|v| KubeVersion::parse(v));
+    let kubelets = match (kubelet, &target.kubernetes) {
+        (Some(version), Some(kubernetes)) => {
+            let version = version?;
+            kubernetes
+                .control_planes
+                .iter()
+                .chain(&kubernetes.workers)
+                .map(|(name, _)| (name.clone(), version.clone()))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    Ok(UpgradePlan::new(&state.from, target, &kubelets)?)
+}
+
 /// Events counted for `step`: one, or one per node.
 fn count(step: &UpgradeStep) -> usize {
     if step.action.is_cluster_wide() {
@@ -168,30 +199,35 @@ fn column(step: &str) -> &str {
     if what.contains('.') { "charts" } else { what }
 }
 
-/// The columns of `plan`'s table, in step order.
-pub fn columns(plan: &UpgradePlan) -> Vec<&str> {
-    let mut columns: Vec<&str> = Vec::new();
-    for step in &plan.steps {
-        let column = column(&step.id);
-        if !columns.contains(&column) {
-            columns.push(column);
-        }
-    }
-    columns
-}
+/// The final table's columns, in step order.
+const COLUMNS: [&str; 10] = [
+    "precheck", "unpack", "runtime", "etcd", "kubeadm", "apply", "node", "kubelet", "charts",
+    "record",
+];
 
-/// The final table as text: a row per node, a column per step.
-pub fn render(summary: &Summary, inventory: &Inventory, columns: &[&str]) -> String {
+/// The final table as text: a row per node, a column per step the upgrade had.
+pub fn render(summary: &Summary, inventory: &Inventory) -> String {
+    let columns: Vec<&str> = COLUMNS
+        .into_iter()
+        .filter(|column| {
+            summary
+                .nodes
+                .values()
+                .any(|cells| cells.contains_key(*column))
+        })
+        .collect();
     let mut text = format!("{:<12}", "node");
-    for column in columns {
+    for column in &columns {
         let _ = write!(text, " {column:<9}");
     }
     text.push('\n');
     for host in inventory.hosts() {
         let _ = write!(text, "{:<12}", host.name);
         let cells = summary.nodes.get(&host.name);
-        for column in columns {
-            let cell = cells.and_then(|c| c.get(*column)).map_or("-", String::as_str);
+        for column in &columns {
+            let cell = cells
+                .and_then(|c| c.get(*column))
+                .map_or("-", String::as_str);
             let _ = write!(text, " {cell:<9}");
         }
         text.push('\n');
@@ -255,15 +291,16 @@ async fn run_step(
 
 /// The connected node `name`.
 fn node_named<'n>(nodes: &'n [Node], name: &str) -> Result<&'n Node, UpgradeError> {
-    nodes.iter().find(|n| n.name() == name).ok_or_else(|| {
-        UpgradeError::Step {
+    nodes
+        .iter()
+        .find(|n| n.name() == name)
+        .ok_or_else(|| UpgradeError::Step {
             step: "upgrade.precheck".to_owned(),
             target: Target::node(name),
             source: Box::new(crate::install::error::StepError::not_in_plan(format!(
                 "node `{name}` is in the plan but was not connected"
             ))),
-        }
-    })
+        })
 }
 
 /// The first control plane, connected.
@@ -331,19 +368,19 @@ fn moved_state(target: &Plan, old: &State) -> State {
     let mut state = State::new(&target.bundle.to_string());
     state.files.clone_from(&old.files);
     state.versions.clone_from(&target.versions);
-    let installed: BTreeMap<&str, ()> = target
+    let installed: BTreeSet<&str> = target
         .steps
         .iter()
         .flat_map(|s| &s.nodes)
         .filter(|name| old.has_node(name))
-        .map(|name| (name.as_str(), ()))
+        .map(String::as_str)
         .collect();
     for step in &target.steps {
         if step.action.is_cluster_wide() {
             state.mark_done(&Target::Cluster, &step.id, 0.0);
             continue;
         }
-        for name in step.nodes.iter().filter(|n| installed.contains_key(n.as_str())) {
+        for name in step.nodes.iter().filter(|n| installed.contains(n.as_str())) {
             state.mark_done(&Target::node(name), &step.id, 0.0);
         }
     }
@@ -352,6 +389,8 @@ fn moved_state(target: &Plan, old: &State) -> State {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::install::plan::tests_support::sample_plan;
 
@@ -371,7 +410,10 @@ mod tests {
             }
         }
         assert!(!moved.has_node("w1"), "w1 was never installed");
-        assert!(moved.is_done(&Target::Cluster, "precheck.rules") || plan.steps.iter().all(|s| s.id != "precheck.rules"));
+        assert!(
+            moved.is_done(&Target::Cluster, "precheck.rules")
+                || plan.steps.iter().all(|s| s.id != "precheck.rules")
+        );
     }
 
     #[test]
@@ -388,8 +430,15 @@ mod tests {
             "cp1".to_owned(),
             BTreeMap::from([("apply".to_owned(), "changed".to_owned())]),
         );
-        let table = render(&summary, &inventory, &["apply", "kubelet"]);
-        let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+        summary.nodes.insert(
+            "w1".to_owned(),
+            BTreeMap::from([("kubelet".to_owned(), "done".to_owned())]),
+        );
+        let table = render(&summary, &inventory);
+        let lines: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
         assert_eq!(lines[0], ["node", "apply", "kubelet"]);
         assert_eq!(lines[1], ["cp1", "changed", "-"]);
     }

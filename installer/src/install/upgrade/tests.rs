@@ -27,11 +27,23 @@ const STACKED: &str = "  etcd: {deployment_type: internal}\n";
 fn description(kubernetes: &str, containerd: &str, etcd: &str, skip: &[&str]) -> Description {
     let binary = |name: &str, version: &str| {
         let reference = format!("kk.internal/binaries/{name}:{version}");
-        artifact(ArtifactKind::Binary, name, version, Some("linux/amd64"), reference)
+        artifact(
+            ArtifactKind::Binary,
+            name,
+            version,
+            Some("linux/amd64"),
+            reference,
+        )
     };
     let image = |reference: String| {
         let (name, tag) = reference.rsplit_once(':').expect("a tag");
-        artifact(ArtifactKind::Image, name, tag, Some("linux/amd64"), reference.clone())
+        artifact(
+            ArtifactKind::Image,
+            name,
+            tag,
+            Some("linux/amd64"),
+            reference.clone(),
+        )
     };
     let chart = |name: &str, version: &str| {
         let reference = format!("kk.internal/charts/{name}:{version}");
@@ -49,19 +61,24 @@ fn description(kubernetes: &str, containerd: &str, etcd: &str, skip: &[&str]) ->
         binary("helm", "v3.18.6"),
         chart("tigera-operator", "v3.30.5"),
     ];
-    let images = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"]
-        .map(|name| format!("registry.k8s.io/{name}:{kubernetes}"))
-        .into_iter()
-        .chain(
-            [
-                "registry.k8s.io/pause:3.10",
-                "registry.k8s.io/coredns/coredns:v1.12.0",
-                "registry.k8s.io/etcd:3.5.21-0",
-                "quay.io/calico/node:v3.30.5",
-            ]
-            .map(str::to_owned),
-        )
-        .filter(|reference| !skip.iter().any(|s| reference.contains(s)));
+    let images = [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+    ]
+    .map(|name| format!("registry.k8s.io/{name}:{kubernetes}"))
+    .into_iter()
+    .chain(
+        [
+            "registry.k8s.io/pause:3.10",
+            "registry.k8s.io/coredns/coredns:v1.12.0",
+            "registry.k8s.io/etcd:3.5.21-0",
+            "quay.io/calico/node:v3.30.5",
+        ]
+        .map(str::to_owned),
+    )
+    .filter(|reference| !skip.iter().any(|s| reference.contains(s)));
     artifacts.extend(images.map(image));
     bundle_spec::test_support::description(jiff::Timestamp::UNIX_EPOCH, artifacts)
 }
@@ -95,10 +112,17 @@ fn steps(plan: &UpgradePlan) -> Vec<(&str, Vec<&str>)> {
 
 #[test]
 fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
-    let next = target(SMALL, STACKED, &description("v1.33.1", "1.7.30", "v3.5.21", &[]));
-    let plan = UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[])
-        .expect("plan");
-    assert_eq!((plan.from_version.as_str(), plan.to_version.as_str()), ("v1.32.3", "v1.33.1"));
+    let next = target(
+        SMALL,
+        STACKED,
+        &description("v1.33.1", "1.7.30", "v3.5.21", &[]),
+    );
+    let plan =
+        UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
+    assert_eq!(
+        (plan.from_version.as_str(), plan.to_version.as_str()),
+        ("v1.32.3", "v1.33.1")
+    );
     assert_eq!(
         steps(&plan),
         [
@@ -114,7 +138,12 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
         "no runtime step: the next bundle's containerd is the installed one"
     );
     let apply = &plan.steps[3].action;
-    assert_eq!(apply, &UpgradeAction::Apply { version: "v1.33.1".to_owned() });
+    assert_eq!(
+        apply,
+        &UpgradeAction::Apply {
+            version: "v1.33.1".to_owned()
+        }
+    );
     let UpgradeAction::Kubelet { binaries } = &plan.steps[4].action else {
         panic!("{:?}", plan.steps[4]);
     };
@@ -124,9 +153,13 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
 
 #[test]
 fn three_control_planes_with_external_etcd_upgrade_runtime_and_members_first() {
-    let next = target(HA, EXTERNAL, &description("v1.33.1", "2.1.4", "v3.6.4", &[]));
-    let plan = UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[])
-        .expect("plan");
+    let next = target(
+        HA,
+        EXTERNAL,
+        &description("v1.33.1", "2.1.4", "v3.6.4", &[]),
+    );
+    let plan =
+        UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
     assert_eq!(
         steps(&plan),
         [
@@ -154,44 +187,75 @@ fn three_control_planes_with_external_etcd_upgrade_runtime_and_members_first() {
 
 #[test]
 fn stacked_etcd_is_upgraded_by_kubeadm_not_by_an_etcd_step() {
-    let next = target(HA, STACKED, &description("v1.33.1", "1.7.30", "v3.6.4", &[]));
-    let plan = UpgradePlan::new(&installed("v1.33.0", "1.7.30", "v3.5.21"), &next, &[])
-        .expect("plan");
+    let next = target(
+        HA,
+        STACKED,
+        &description("v1.33.1", "1.7.30", "v3.6.4", &[]),
+    );
+    let plan =
+        UpgradePlan::new(&installed("v1.33.0", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
     let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
-    assert!(!ids.contains(&"upgrade.etcd") && !ids.contains(&"upgrade.runtime"), "{ids:?}");
+    assert!(
+        !ids.contains(&"upgrade.etcd") && !ids.contains(&"upgrade.runtime"),
+        "{ids:?}"
+    );
     assert!(ids.contains(&"upgrade.node"), "{ids:?}");
 }
+
+/// The next version, the images it lacks, the kubelets, what the refusal says.
+type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
 #[test]
 fn each_refusal_kubeadm_would_make_is_made_by_the_plan() {
     let installed = installed("v1.32.3", "1.7.30", "v3.5.21");
     let plan_of = |kubernetes: &str, skip: &[&str], kubelets: &[(&str, &str)]| {
-        let next = target(SMALL, STACKED, &description(kubernetes, "1.7.30", "v3.5.21", skip));
+        let next = target(
+            SMALL,
+            STACKED,
+            &description(kubernetes, "1.7.30", "v3.5.21", skip),
+        );
         let kubelets: Vec<(String, KubeVersion)> = kubelets
             .iter()
             .map(|(n, v)| ((*n).to_owned(), KubeVersion::parse(v).expect("version")))
             .collect();
         UpgradePlan::new(&installed, &next, &kubelets).map(drop)
     };
-    let cases: [(&str, &[&str], &[(&str, &str)], &str); 5] = [
-        ("v1.34.0", &[], &[], "skips a minor version from the installed v1.32.3"),
+    let cases: [Case<'_>; 5] = [
+        (
+            "v1.34.0",
+            &[],
+            &[],
+            "skips a minor version from the installed v1.32.3",
+        ),
         ("v1.31.9", &[], &[], "older than the installed v1.32.3"),
         ("v1.33.1", &["kube-proxy"], &[], "no `kube-proxy:v1.33.1`"),
         ("v1.33.1", &["coredns"], &[], "no `coredns`"),
-        ("v1.33.1", &[], &[("w1", "v1.34.2")], "kubelet of node `w1` runs v1.34.2"),
+        (
+            "v1.33.1",
+            &[],
+            &[("w1", "v1.34.2")],
+            "kubelet of node `w1` runs v1.34.2",
+        ),
     ];
     for (kubernetes, skip, kubelets, expected) in cases {
         let error = plan_of(kubernetes, skip, kubelets).expect_err(expected);
         let message = error.to_string();
         assert!(message.contains(expected), "{kubernetes}: {message}");
-        assert!(message.contains(kubernetes) && message.contains("; hint: "), "{message}");
+        assert!(
+            message.contains(kubernetes) && message.contains("; hint: "),
+            "{message}"
+        );
     }
     assert!(plan_of("v1.33.1", &[], &[("w1", "v1.32.3")]).is_ok());
 }
 
 #[test]
 fn a_state_without_versions_is_refused_with_a_hint() {
-    let next = target(SMALL, STACKED, &description("v1.33.1", "1.7.30", "v3.5.21", &[]));
+    let next = target(
+        SMALL,
+        STACKED,
+        &description("v1.33.1", "1.7.30", "v3.5.21", &[]),
+    );
     let unknown = Installed {
         bundle: "sha256:aa".to_owned(),
         versions: BTreeMap::new(),
@@ -202,9 +266,13 @@ fn a_state_without_versions_is_refused_with_a_hint() {
 
 #[test]
 fn the_plan_as_json() {
-    let next = target(SMALL, STACKED, &description("v1.33.1", "2.1.4", "v3.5.21", &[]));
-    let plan = UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[])
-        .expect("plan");
+    let next = target(
+        SMALL,
+        STACKED,
+        &description("v1.33.1", "2.1.4", "v3.5.21", &[]),
+    );
+    let plan =
+        UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
     let mut json = serde_json::to_value(&plan).expect("json");
     // The chart's values are the install plan's, pinned by its own snapshots.
     for step in json["steps"].as_array_mut().expect("steps") {
@@ -218,11 +286,18 @@ fn the_plan_as_json() {
 #[test]
 fn the_rendered_plan_names_both_versions_and_each_nodes_steps() {
     let inventory = Inventory::from_str_named(SMALL, "inventory.yaml").expect("inventory");
-    let next = target(SMALL, STACKED, &description("v1.33.1", "1.7.30", "v3.5.21", &[]));
-    let plan = UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[])
-        .expect("plan");
+    let next = target(
+        SMALL,
+        STACKED,
+        &description("v1.33.1", "1.7.30", "v3.5.21", &[]),
+    );
+    let plan =
+        UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
     let text = plan.render(&inventory);
-    assert!(text.starts_with("upgrade from bundle sha256:aa (kubernetes v1.32.3)"), "{text}");
+    assert!(
+        text.starts_with("upgrade from bundle sha256:aa (kubernetes v1.32.3)"),
+        "{text}"
+    );
     let w1: Vec<&str> = text
         .split("\nw1:\n")
         .nth(1)
@@ -230,6 +305,12 @@ fn the_rendered_plan_names_both_versions_and_each_nodes_steps() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(w1, ["upgrade.precheck", "upgrade.kubelet", "upgrade.record"]);
-    assert!(text.contains("kubeadm upgrade apply v1.33.1 --yes"), "{text}");
+    assert_eq!(
+        w1,
+        ["upgrade.precheck", "upgrade.kubelet", "upgrade.record"]
+    );
+    assert!(
+        text.contains("kubeadm upgrade apply v1.33.1 --yes"),
+        "{text}"
+    );
 }

@@ -113,14 +113,21 @@ mod tests {
         assert_eq!(v("Kubernetes v1.30.2").to_string(), "v1.30.2");
     }
 
+    /// From, to, the kubelets (node, version), the refusal's kind or `None`.
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], Option<&'a str>);
+
     #[test]
     fn kubeadm_upgrades_one_minor_at_a_time_never_down() {
-        // (from, to, kubelets, the refusal's kind or None)
-        let cases: [(&str, &str, &[(&str, &str)], Option<&str>); 10] = [
+        let cases: [Case<'_>; 10] = [
             ("v1.32.3", "v1.33.1", &[], None),
             ("v1.32.3", "v1.32.7", &[], None),
             ("v1.32.3", "v1.32.3", &[], None),
-            ("v1.32.3", "v1.33.1", &[("w1", "v1.32.3"), ("cp1", "v1.33.1")], None),
+            (
+                "v1.32.3",
+                "v1.33.1",
+                &[("w1", "v1.32.3"), ("cp1", "v1.33.1")],
+                None,
+            ),
             ("v1.32.3", "v1.34.0", &[], Some("skips")),
             ("v1.32.3", "v2.32.3", &[], Some("skips")),
             ("v1.33.1", "v1.32.3", &[], Some("downgrade")),
@@ -147,7 +154,9 @@ mod tests {
     #[test]
     fn a_refusal_names_both_versions_and_ends_with_a_hint() {
         for (from, to) in [("v1.32.3", "v1.34.0"), ("v1.33.1", "v1.32.3")] {
-            let message = check(&v(from), &v(to), &[]).expect_err("refused").to_string();
+            let message = check(&v(from), &v(to), &[])
+                .expect_err("refused")
+                .to_string();
             assert!(message.contains(from) && message.contains(to), "{message}");
             assert!(message.contains("; hint: "), "{message}");
         }
