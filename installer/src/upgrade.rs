@@ -2,7 +2,7 @@
 //! an install, the upgrade planned from it and the work directory's install state, then run on
 //! the nodes (or only printed).
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use kk_install::cluster;
 use kk_install::install::run::Checks;
 use kk_install::install::upgrade::{self, Upgrade};
@@ -41,12 +41,6 @@ fn target(cluster: &ClusterArgs) -> anyhow::Result<(kk_install::inventory::Inven
 pub(crate) fn upgrade(runtime: &Runtime, args: &UpgradeArgs, quiet: bool) -> anyhow::Result<()> {
     let cluster = &args.cluster;
     let work_dir = &args.reach.work_dir;
-    if !kk_install::install::run::state_path(work_dir).is_file() {
-        bail!(
-            "`{}` records no install to upgrade; hint: give the `--work-dir` of the install",
-            work_dir.display()
-        );
-    }
     let (inventory, config) = read_files(&cluster.inventory, cluster.config.as_deref())?;
     let bundle = crate::bundles::open_listed(cluster.bundle.path())?;
     let target = Plan::new(&inventory, &config, bundle.identity(), bundle.description())

@@ -29,3 +29,4 @@ mod registry_load;
 mod ssh_lab;
 mod support;
 mod upgrade_lab;
+mod upgrade_plan;

@@ -153,3 +153,34 @@ pub enum UpgradeError {
         source: Box<StepError>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_left_cordoned_is_named_with_the_uncordon_to_run() {
+        let error = UpgradeError::Cordoned {
+            step: "upgrade.kubelet".to_owned(),
+            node: "w1".to_owned(),
+            source: Box::new(StepError::not_in_plan("kubelet did not start")),
+        };
+        let message = error.to_string();
+        assert!(
+            message.contains("`upgrade.kubelet`")
+                && message.contains("stays cordoned")
+                && message.contains("`kubectl uncordon w1`"),
+            "{message}"
+        );
+        let error = UpgradeError::Step {
+            step: "upgrade.apply".to_owned(),
+            target: Target::node("cp1"),
+            source: Box::new(StepError::not_in_plan("kubeadm refused")),
+        };
+        let message = error.to_string();
+        assert!(
+            message.contains("on node `cp1`") && !message.contains("cordoned"),
+            "{message}"
+        );
+    }
+}

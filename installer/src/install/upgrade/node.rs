@@ -49,10 +49,13 @@ pub(super) async fn run(
         UpgradeAction::Etcd { binary } => Ok(etcd(cx, node, binary).await?),
         UpgradeAction::Kubeadm { binary } => Ok(fetch(cx, node, vec![binary.clone()]).await?),
         UpgradeAction::Apply { version } => {
-            let command = format!("kubeadm upgrade apply {} --yes 2>&1", quote(version));
+            let command = format!(
+                "/usr/local/bin/kubeadm upgrade apply {} --yes 2>&1",
+                quote(version)
+            );
             Ok(kubeadm(node, &command).await?)
         }
-        UpgradeAction::Node => Ok(kubeadm(node, "kubeadm upgrade node 2>&1").await?),
+        UpgradeAction::Node => Ok(kubeadm(node, "/usr/local/bin/kubeadm upgrade node 2>&1").await?),
         UpgradeAction::Kubelet { binaries } => {
             let outcome = drained(first, node, kubelet(cx, node, binaries)).await?;
             ready(first, node).await.map_err(|source| Failure {
@@ -135,8 +138,8 @@ async fn ready(first: &Node, node: &Node) -> Result<(), StepError> {
     kubectl(
         first,
         &format!(
-            "wait --for=condition=Ready node/{} --timeout=300s",
-            node.name()
+            "wait --for=condition=Ready {} --timeout=300s",
+            quote(&format!("node/{}", node.name()))
         ),
     )
     .await

@@ -97,7 +97,11 @@ pub enum UpgradeAction {
 impl UpgradeAction {
     /// Whether the step runs once for all its nodes rather than per node.
     pub fn is_cluster_wide(&self) -> bool {
-        matches!(self, Self::Precheck | Self::Record)
+        match self {
+            Self::Precheck | Self::Record => true,
+            Self::Install { action, .. } => action.is_cluster_wide(),
+            _ => false,
+        }
     }
 
     /// Whether the node is drained for the step (it stays cordoned if the step fails).
@@ -196,6 +200,15 @@ impl UpgradePlan {
         let changed = |name: &str| from.versions.get(name) != target.versions.get(name);
         let mut steps = Steps::default();
         steps.add("precheck", UpgradeAction::Precheck, &all);
+        // With an external registry, the next bundle is pushed into it as the install pushes
+        // (on the installer machine, before any node is changed).
+        for step in target.phase(Phase::Push) {
+            steps.0.push(UpgradeStep {
+                id: format!("upgrade.{}", step.id),
+                action: install(step),
+                nodes: step.nodes.clone(),
+            });
+        }
         if let Some(registry) = target.registry.node() {
             steps.add("unpack", UpgradeAction::Unpack, &[registry.to_owned()]);
         }
@@ -236,11 +249,7 @@ impl UpgradePlan {
             .iter()
             .filter(|s| matches!(s.phase, Phase::Network | Phase::Addons))
         {
-            let action = UpgradeAction::Install {
-                step: step.id.clone(),
-                action: Box::new(step.action.clone()),
-            };
-            steps.add(&step.id, action, &step.nodes);
+            steps.add(&step.id, install(step), &step.nodes);
         }
         steps.add("record", UpgradeAction::Record, &all);
         Ok(Self {
@@ -265,6 +274,13 @@ impl UpgradePlan {
                 let _ = writeln!(text, "  {:<width$} {}", step.id, step.action.describe());
             }
         }
+        let once: Vec<&UpgradeStep> = self.steps.iter().filter(|s| s.nodes.is_empty()).collect();
+        if !once.is_empty() {
+            text.push_str("\non the installer machine:\n");
+            for step in once {
+                let _ = writeln!(text, "  {:<width$} {}", step.id, step.action.describe());
+            }
+        }
         text
     }
 }
@@ -283,6 +299,14 @@ impl Steps {
                 nodes: nodes.to_vec(),
             });
         }
+    }
+}
+
+/// The install's `step`, run as the install runs it.
+fn install(step: &Step) -> UpgradeAction {
+    UpgradeAction::Install {
+        step: step.id.clone(),
+        action: Box::new(step.action.clone()),
     }
 }
 

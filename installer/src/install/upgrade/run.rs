@@ -15,7 +15,7 @@ use super::state::UpgradeState;
 use super::version::KubeVersion;
 use crate::install::lock::StateLock;
 use crate::install::phases::{self, Cx, sh};
-use crate::install::plan::Plan;
+use crate::install::plan::{Action, Phase, Plan};
 use crate::install::run::{Event, StepEvent, StepStatus, Summary, installed_json};
 use crate::install::state::State;
 use crate::install::target::Target;
@@ -84,12 +84,18 @@ pub async fn run(
                 let seconds = precheck_started.elapsed().as_secs_f64();
                 progress.finish(&cx, &Target::Cluster, step, StepStatus::Unchanged, seconds)?;
             }
+            UpgradeAction::Record if progress.state.is_done(&Target::Cluster, &step.id) => {
+                progress.finish(&cx, &Target::Cluster, step, StepStatus::Done, 0.0)?;
+            }
             UpgradeAction::Record => {
                 let started = Instant::now();
                 record(&cx, nodes, &progress.state).await?;
                 progress.state.finished = true;
                 let seconds = started.elapsed().as_secs_f64();
                 progress.finish(&cx, &Target::Cluster, step, StepStatus::Changed, seconds)?;
+            }
+            UpgradeAction::Install { ref action, .. } if action.is_cluster_wide() => {
+                cluster_step(&cx, step, action, &mut progress).await?;
             }
             _ => run_step(&cx, nodes, first, step, &mut progress).await?,
         }
@@ -234,6 +240,32 @@ pub fn render(summary: &Summary, inventory: &Inventory) -> String {
     }
     let _ = writeln!(text, "finished in {:.1}s", summary.seconds);
     text
+}
+
+/// Runs a cluster-wide step of the install (the push into an external registry) on the
+/// installer machine, unless done before.
+async fn cluster_step(
+    cx: &Cx<'_>,
+    step: &UpgradeStep,
+    action: &Action,
+    progress: &mut Progress<'_>,
+) -> Result<(), UpgradeError> {
+    if progress.state.is_done(&Target::Cluster, &step.id) {
+        return progress.finish(cx, &Target::Cluster, step, StepStatus::Done, 0.0);
+    }
+    let started = Instant::now();
+    let note = phases::run_cluster(cx, action, Phase::Push, &[], false)
+        .await
+        .map_err(|source| UpgradeError::Step {
+            step: step.id.clone(),
+            target: Target::Cluster,
+            source: Box::new(source),
+        })?;
+    if let Some(note) = note {
+        (progress.report)(Event::Note(note));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    progress.finish(cx, &Target::Cluster, step, StepStatus::Changed, seconds)
 }
 
 /// Runs a node step on each of its nodes, one at a time, skipping those done before.

@@ -314,3 +314,33 @@ fn the_rendered_plan_names_both_versions_and_each_nodes_steps() {
         "{text}"
     );
 }
+
+#[test]
+fn an_external_registry_gets_the_next_bundle_pushed_instead_of_unpacked() {
+    let external = "  etcd: {deployment_type: internal}\n  image_registry:\n    type: external\n    address: harbor.lab:8443\n    username: pusher\n    password_env: KK_TEST_REGISTRY_PASSWORD\n    ca_file: /etc/kk-test/harbor-ca.crt\n";
+    let next = target(
+        SMALL,
+        external,
+        &description("v1.33.1", "1.7.30", "v3.5.21", &[]),
+    );
+    let plan =
+        UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids[..5],
+        [
+            "upgrade.precheck",
+            "upgrade.push.login",
+            "upgrade.push.store",
+            "upgrade.push.bundle",
+            "upgrade.kubeadm",
+        ]
+    );
+    assert!(plan.steps[1..4].iter().all(|s| s.action.is_cluster_wide()));
+    let inventory = Inventory::from_str_named(SMALL, "inventory.yaml").expect("inventory");
+    let text = plan.render(&inventory);
+    assert!(
+        text.contains("\non the installer machine:\n  upgrade.push.login"),
+        "{text}"
+    );
+}
