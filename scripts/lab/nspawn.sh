@@ -47,13 +47,15 @@
 # Root file system: an overlay (lower = the image, upper/work = $NODES_DIR/nodes/n<i>/upper, work;
 # mounted on .../root), so a node starts from a fresh install on every `up` after `down`. Real
 # directories ($NODES_DIR/nodes/n<i>/data/...) are bound on /var/lib/containerd, /var/lib/kk and
-# /var/lib/etcd. /etc/hosts: localhost and the node itself. /etc/machine-id, the ed25519 host key
+# /var/lib/etcd; $NODES_DIR/standin-cluster on /var/lib/kk-standin/cluster of every node (the
+# stand-ins' shared cluster state). /etc/hosts: localhost and the node itself. /etc/machine-id, the ed25519 host key
 # (made BEFORE boot: LAB-NOTES P12) and root's authorized_keys are written into the upper layer
 # before boot; host key and machine id live in $NODES_DIR/nodes/n<i>/{ssh,machine-id} and survive
 # `down`, so known_hosts stays valid. systemd-nspawn runs with
 #   SYSTEMD_NSPAWN_API_VFS_WRITABLE=yes --boot --capability=all --system-call-filter="@keyring bpf"
 #   --register=no --keep-unit --console=pipe --link-journal=no --resolv-conf=off
 #   --network-namespace-path=/run/netns/<prefix>-n<i> --bind=<data dir>:/var/lib/... (3x)
+#   --bind=$NODES_DIR/standin-cluster:/var/lib/kk-standin/cluster
 # in its own session (setsid), from its own cgroups (<prefix>-n<i> in every cgroup hierarchy of
 # the host, below the cgroup this script runs in); its PID is $NODES_DIR/nodes/n<i>/pid, its
 # console (nspawn's own messages) $NODES_DIR/nodes/n<i>/console.log.
@@ -337,7 +339,18 @@ prepare_lab() {
   done
 }
 
-prepare_start() { :; }
+# The stand-ins' cluster directory (scripts/lab/standins/README.md: what an API server would know,
+# kubeadm-config, each kubelet's Node, the cluster's call log), bound into every node: emptied when
+# no node of the lab runs, kept while one does (a node restarted alone rejoins the same cluster).
+STANDIN_CLUSTER_DIR=/var/lib/kk-standin/cluster
+prepare_start() {
+  local i
+  for i in $(seq 1 "$1"); do
+    if node_running "$i"; then mkdir -p "$NODES_DIR/standin-cluster"; return; fi
+  done
+  rm -rf "$NODES_DIR/standin-cluster"
+  mkdir -p "$NODES_DIR/standin-cluster"
+}
 
 # A fresh node: its overlay root mounted on NODE_DIR/root with the node's own files written into
 # the upper layer, and empty data directories.
@@ -368,6 +381,7 @@ launch_node() {
   d=$(node_dir "$i")
   ns=$(node_ns "$i")
   for dir in "${DATA_DIRS[@]}"; do bind_args+=("--bind=$d/data/$dir:/$dir"); done
+  bind_args+=("--bind=$NODES_DIR/standin-cluster:$STANDIN_CLUSTER_DIR")
   (
     # Into the node's cgroups first: nspawn (with --keep-unit) puts the node below its own cgroup.
     while read -r dir _; do echo "$BASHPID" > "$dir/cgroup.procs"; done < "$d/cgroups"

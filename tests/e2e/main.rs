@@ -28,4 +28,5 @@ mod rebuild_lab;
 mod registry_load;
 mod ssh_lab;
 mod support;
+mod upgrade_lab;
 mod upgrade_plan;

@@ -10,7 +10,9 @@
 # hence: nothing here reads a name of the importing script (pass it in), no stand-in defines a
 # name defined here, and this file has no shebang, `from __future__` or `__all__`.
 
+import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -28,6 +30,9 @@ JOURNALCTL = os.environ.get("KK_STANDIN_JOURNALCTL", "journalctl")
 KUBELET_TIMEOUT = float(os.environ.get("KK_STANDIN_KUBELET_TIMEOUT", "60"))
 KUBELET_INTERVAL = float(os.environ.get("KK_STANDIN_KUBELET_INTERVAL", "3"))
 KUBELET_ONCE = os.environ.get("KK_STANDIN_KUBELET_ONCE") == "1"
+# What an API server would know of the whole cluster: a directory the lab binds into every node
+# (scripts/lab/nspawn.sh), absolute so the self-test's nodes (each its own KK_STANDIN_ROOT) share it.
+CLUSTER = os.environ.get("KK_STANDIN_CLUSTER") or ROOT + "/var/lib/kk-standin/cluster"
 
 # ---- node paths the stand-ins share ----
 
@@ -87,12 +92,60 @@ class Fail(Exception):
 
 
 def log_call(name):
-    """One line `<name> <args>` in the call log, first thing in every stand-in."""
+    """One line `<name> <args>` in the call log, first thing in every stand-in; the same line after
+    the node's host name in the cluster's call log (CLUSTER/calls, when the cluster directory is
+    there), whose order is the order of calls across nodes."""
+    line = " ".join([name] + sys.argv[1:]) + "\n"
     try:
         with open(os.environ.get("KK_STANDIN_LOG") or "/tmp/kk-standin.log", "a") as f:
-            f.write(" ".join([name] + sys.argv[1:]) + "\n")
+            f.write(line)
     except OSError:
         pass
+    if os.path.isdir(CLUSTER):
+        try:
+            # One write of an O_APPEND file: lines of nodes writing at once do not interleave.
+            fd = os.open(f"{CLUSTER}/calls", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, f"{socket.gethostname().lower()} {line}".encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+
+# ---- the cluster's nodes (CLUSTER/nodes/NAME/): what the API server's Node objects would say ----
+
+def node_dir(name):
+    return f"{CLUSTER}/nodes/{name}"
+
+
+def write_node_status(name, status):
+    """The kubelet's part of node NAME's record (CLUSTER/nodes/NAME/kubelet, JSON: kubeletVersion,
+    ready, controlPlane), written atomically; cordoning is kubectl's own file beside it."""
+    os.makedirs(node_dir(name), exist_ok=True)
+    tmp = f"{node_dir(name)}/kubelet.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(status, f)
+    os.replace(tmp, f"{node_dir(name)}/kubelet")
+
+
+def cluster_nodes():
+    """{name: {kubeletVersion, ready, controlPlane, unschedulable}} of every node whose kubelet
+    registered in the cluster directory."""
+    nodes = {}
+    try:
+        names = sorted(os.listdir(f"{CLUSTER}/nodes"))
+    except OSError:
+        return nodes
+    for name in names:
+        try:
+            with open(f"{node_dir(name)}/kubelet") as f:
+                status = json.load(f)
+        except (OSError, ValueError):
+            continue
+        status["unschedulable"] = os.path.exists(f"{node_dir(name)}/unschedulable")
+        nodes[name] = status
+    return nodes
 
 
 def run(name, main, hint=None):

@@ -60,12 +60,14 @@ VALUE_FLAGS = {
     "log-file", "apiserver-advertise-address", "apiserver-bind-port", "control-plane-endpoint",
     "pod-network-cidr", "service-cidr", "service-dns-domain", "kubernetes-version", "image-repository",
     "token", "discovery-token", "discovery-token-ca-cert-hash", "discovery-file", "tls-bootstrap-token",
-    "feature-gates", "patches", "token-ttl", "apiserver-cert-extra-sans", "kubeconfig-dir",
+    "feature-gates", "patches", "token-ttl", "apiserver-cert-extra-sans", "kubeconfig-dir", "image-pull-timeout",
 }
 BOOL_FLAGS = {
     "upload-certs", "dry-run", "skip-token-print", "skip-certificate-key-print", "force", "f",
     "print-join-command", "control-plane", "discovery-token-unsafe-skip-ca-verification",
-    "allow-missing-template-keys", "show-managed-fields", "yes", "skip-headers", "cleanup-tmp-dir",
+    "allow-missing-template-keys", "show-managed-fields", "yes", "skip-headers", "cleanup-tmp-dir", "y",
+    "certificate-renewal", "etcd-upgrade", "allow-experimental-upgrades", "allow-release-candidate-upgrades",
+    "print-config",
 }
 
 
@@ -1130,6 +1132,8 @@ def cmd_init(pos, flags, order):
             start_kubelet(manifest_images())
         else:
             subprocess.run([SYSTEMCTL, "restart", "kubelet"], capture_output=True)
+    if "upload-config" not in skip:
+        upload_config(cluster.doc, cluster.version)
     if "upload-certs" not in skip and flags.get("upload-certs"):
         key = init.get("certificateKey") or secrets.token_hex(32)
         print('[upload-certs] Storing the certificates in Secret "kubeadm-certs" in the "kube-system" Namespace')
@@ -1567,13 +1571,304 @@ def cmd_certs(pos, flags):
           "kube-scheduler and etcd, so that they can use the new certificates.")
 
 
+# ---- upgrade ----
+
+CONTROL_PLANE_PODS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+KUBEADM_CONFIG = "kubeadm-config.yaml"  # in CLUSTER: the kubeadm-config ConfigMap's ClusterConfiguration
+
+
+def upload_config(doc, version):
+    """upload-config: the ClusterConfiguration (with its kubernetesVersion) where `upgrade` reads it,
+    the cluster directory standing in for the kubeadm-config ConfigMap."""
+    doc = dict(doc or {})
+    doc["kubernetesVersion"] = version
+    os.makedirs(CLUSTER, exist_ok=True)
+    tmp = f"{CLUSTER}/{KUBEADM_CONFIG}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(yaml_module("kubeadm").safe_dump(doc, sort_keys=False))
+    os.replace(tmp, f"{CLUSTER}/{KUBEADM_CONFIG}")
+    print('[upload-config] Storing the configuration used in ConfigMap "kubeadm-config" in the "kube-system" '
+          "Namespace")
+
+
+def cluster_config():
+    """The ClusterConfiguration `kubeadm init` uploaded (upload_config)."""
+    try:
+        with open(f"{CLUSTER}/{KUBEADM_CONFIG}") as f:
+            return yaml_module("kubeadm").safe_load(f) or {}
+    except OSError:
+        raise Fail('[upgrade/config] FATAL: failed to get config map: configmaps "kubeadm-config" not found (kk '
+                   f"stand-in: {CLUSTER}/{KUBEADM_CONFIG}, written by `kubeadm init`)")
+
+
+def manifest_tag(pod):
+    """The image tag of static pod `pod` on this node (None without its manifest)."""
+    try:
+        doc = yaml_module("kubeadm").safe_load(read(f"{MANIFESTS}/{pod}.yaml"))
+    except OSError:
+        return None
+    return get(doc, "spec", "containers", default=[{}])[0].get("image", "").rpartition(":")[2]
+
+
+def admin_kubeconfig(flags):
+    path = flags.get("kubeconfig") or "/etc/kubernetes/admin.conf"
+    if not os.path.isfile(P(path)):
+        raise Fail(f'couldn\'t create a Kubernetes client from file "{path}": failed to load admin kubeconfig: '
+                   f"open {path}: no such file or directory")
+
+
+def version_policy(target, cluster_version, kubelets, force):
+    """kubeadm's version policy (app/phases/upgrade/policy.go): the errors that stop an upgrade
+    from cluster_version to target with this kubeadm; kubelets: {node: kubelet version}. With force,
+    the skippable ones are warnings."""
+    t, c = vt(target), vt(cluster_version)
+    mandatory, skippable = [], []
+    if t[:2] > V[:2]:
+        mandatory.append(f'Specified version to upgrade to "{target}" is at least one minor release higher than the '
+                         f"kubeadm minor release ({t[1]} > {V[1]}). Such an upgrade is not supported")
+    elif t > V:
+        skippable.append(f'Specified version to upgrade to "{target}" is higher than the kubeadm version "{VERSION}".'
+                         " Upgrade kubeadm first using the tool you used to install kubeadm")
+    if t[0] != c[0] or t[1] > c[1] + 1:
+        mandatory.append(f'Specified version to upgrade to "{target}" is too high; kubeadm can upgrade only 1 minor '
+                         "version at a time")
+    if t[:2] < c[:2]:
+        mandatory.append(f'Specified version to upgrade to "{target}" is lower than the cluster version '
+                         f'"{cluster_version}": kubeadm does not downgrade the minor version')
+    for node, kubelet in sorted(kubelets.items()):
+        if kubelet and vt(kubelet) > t:
+            mandatory.append(f'Kubelet version "{kubelet}" on node "{node}" is newer than the version to upgrade to '
+                             f'"{target}"; a kubelet must never be newer than the API server')
+    if mandatory or (skippable and not force):
+        errors = "\n".join(f"- {e}" for e in mandatory + skippable)
+        hint = "" if mandatory else "\n\nCan be bypassed if you pass the --force flag"
+        raise Fail(f"[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n{errors}"
+                   f"{hint}\n\nPlease fix the misalignments highlighted above and try upgrading again")
+    for warning in skippable:
+        warn(f"[upgrade/version] Found 1 potential version compatibility errors but skipping since the --force flag "
+             f"is set:\n\n\t- {warning}")
+
+
+def kubelet_versions():
+    """{node: kubelet version} of the cluster's nodes; without the cluster's record, this node's
+    kubelet (`kubelet --version`)."""
+    nodes = {name: st.get("kubeletVersion", "") for name, st in cluster_nodes().items()}
+    if nodes:
+        return nodes
+    kubelet = shutil.which("kubelet")
+    out = subprocess.run([kubelet, "--version"], capture_output=True, text=True) if kubelet else None
+    m = re.search(r"v\d+\.\d+\.\d+", out.stdout if out else "")
+    return {socket.gethostname().lower(): m.group(0)} if m else {}
+
+
+def node_cri():
+    """The CRI endpoint of this node's kubelet (kubeadm keeps it in the Node's cri-socket annotation)."""
+    try:
+        m = re.search(r"--container-runtime-endpoint=(\S+?)\"?(\s|$)", read(f"{KUBELET_DIR}/kubeadm-flags.env"))
+    except OSError:
+        m = None
+    return m.group(1) if m else DEFAULT_CRI
+
+
+def confirm(flags):
+    """kubeadm's question before it changes the cluster (--yes, -y or --force answer it)."""
+    if flags.get("yes") or flags.get("y") or flags.get("force") or flags.get("f"):
+        return
+    print("[upgrade] Are you sure you want to proceed? [y/N]: ", end="", flush=True)
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise Fail("won't proceed; the user didn't answer (Y|n) in order to continue")
+
+
+def upgrade_manifests(cluster, etcd):
+    """Rewrites this node's static pods with cluster's image tags (etcd's only when etcd: stacked
+    etcd and --etcd-upgrade), backing the old ones up as kubeadm does; the images written."""
+    yaml = yaml_module("kubeadm")
+    backup = f"{KUBERNETES_DIR}/tmp/kubeadm-backup-manifests-{time.strftime('%Y-%m-%d-%H-%M-%S')}"
+    pods = [(pod, cluster.image(pod)) for pod in CONTROL_PLANE_PODS]
+    if etcd and os.path.isfile(P(f"{MANIFESTS}/etcd.yaml")):
+        pods.append(("etcd", cluster.etcd_image()))
+    written = []
+    for pod, image in pods:
+        path = f"{MANIFESTS}/{pod}.yaml"
+        text = read(path)
+        doc = yaml.safe_load(text)
+        doc["spec"]["containers"][0]["image"] = image
+        new = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+        if new != text:
+            write(f"{backup}/{pod}.yaml", text, 0o600)
+            write(path, new, 0o600)
+            print(f'[upgrade/staticpods] Moving new manifest to "{path}" and backing up old manifest to '
+                  f'"{backup}/{pod}.yaml"')
+        written.append(image)
+    return written
+
+
+def wait_static_pods(images):
+    """Waits, as kubeadm waits for each static pod's new hash, for the kubelet (its ready file) to
+    have pulled what the new manifests run."""
+    print("[upgrade/staticpods] Waiting for the kubelet to restart the components")
+    deadline = time.monotonic() + KUBELET_TIMEOUT
+    want = {normalize(i) for i in images}
+    while True:
+        try:
+            if want <= {normalize(i) for i in read(READY).split()}:
+                return
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            raise Fail("[upgrade/staticpods] FATAL: couldn't upgrade control plane. kubeadm has tried to recover "
+                       "everything into the earlier state. Errors faced: timed out waiting for the condition (kk "
+                       f"stand-in: the kubelet's {READY} never listed {' '.join(sorted(want))})")
+        time.sleep(0.5)
+
+
+def renew_for_upgrade(cluster, stacked):
+    """kubeadm's certificate renewal on upgrade (--certificate-renewal, on by default): every
+    certificate of this control plane that its CA signs here; etcd's only with stacked etcd (an
+    external etcd's certificates are not kubeadm's)."""
+    for name, (file, ca) in RENEWABLE.items():
+        if name == "super-admin.conf" or (ca == "etcd/ca" and not stacked):
+            continue
+        if not os.path.isfile(P(f"{cluster.cert_dir}/{ca}.key")):
+            print(f"[upgrade/postupgrade] External CA mode: the certificate {name} is not renewed")
+            continue
+        renew_one(name, cluster.cert_dir)
+
+
+def write_kubelet_config(cluster):
+    """kubelet-config: this node's /var/lib/kubelet/config.yaml from the cluster's (here: the node's
+    own with kubeadm's defaults), the kubelet not restarted, as kubeadm's upgrade."""
+    try:
+        given = yaml_module("kubeadm").safe_load(read(f"{KUBELET_DIR}/config.yaml")) or {}
+    except OSError:
+        given = {}
+    write_yaml(f"{KUBELET_DIR}/config.yaml", kubelet_config(cluster, given))
+    print(f'[upgrade] Writing kubelet configuration to file "{KUBELET_DIR}/config.yaml"')
+
+
+def upgrade_options(flags, order, section):
+    """({ignorePreflightErrors, certificateRenewal, etcdUpgrade, kubernetesVersion}, flags): from
+    UpgradeConfiguration's `section` (apply or node) with --config, else from the flags."""
+    docs = mixed_or_config(flags, order, {"UpgradeConfiguration"})
+    if docs is not None:
+        opts = (docs.get("UpgradeConfiguration") or {}).get(section) or {}
+        return {"ignore": list(opts.get("ignorePreflightErrors") or []), "certs": opts.get("certificateRenewal", True),
+                "etcd": opts.get("etcdUpgrade", True), "version": opts.get("kubernetesVersion"),
+                "force": opts.get("forceUpgrade", False)}
+    return {"ignore": split_list(flags.get("ignore-preflight-errors")),
+            "certs": flags.get("certificate-renewal", True), "etcd": flags.get("etcd-upgrade", True),
+            "version": None, "force": bool(flags.get("force") or flags.get("f"))}
+
+
+def upgrade_cluster(target):
+    """The cluster as `upgrade` sees it: the uploaded ClusterConfiguration at version target."""
+    doc = dict(cluster_config())
+    doc["kubernetesVersion"] = target
+    return Cluster(doc)
+
+
+def cmd_upgrade_plan(pos, flags):
+    admin_kubeconfig(flags)
+    current = manifest_tag("kube-apiserver")
+    if not current:
+        raise Fail(f"[upgrade/plan] FATAL: {MANIFESTS}/kube-apiserver.yaml: no such file or directory (kk stand-in: "
+                   "`upgrade plan` reads the cluster's version on a control plane)")
+    target = pos[0] if pos else VERSION
+    print("[upgrade/config] Reading configuration from the cluster...")
+    version_policy(target, current, kubelet_versions(), False)
+    print(f"[upgrade/versions] Cluster version: {current}\n[upgrade/versions] kubeadm version: {VERSION}\n")
+    print("Upgrade to the latest stable version:\n")
+    print(f"{'COMPONENT':<26}{'NODE':<12}{'CURRENT':<12}TARGET")
+    for node, kubelet in sorted(kubelet_versions().items()):
+        print(f"{'kubelet':<26}{node:<12}{kubelet:<12}{target}")
+    for pod in CONTROL_PLANE_PODS + ("kube-proxy",):
+        print(f"{pod:<26}{'':<12}{current:<12}{target}")
+    print(f"\nYou can now apply the upgrade by executing the following command:\n\n\tkubeadm upgrade apply {target}")
+
+
+def cmd_upgrade_apply(pos, flags, order):
+    if flags.get("dry-run"):
+        raise Fail("this stand-in kubeadm does not do --dry-run")
+    opts = upgrade_options(flags, order, "apply")
+    target = pos[0] if pos else opts["version"]
+    if not target:
+        raise Fail("missing one or more required arguments. Required arguments: [version]")
+    target = target if str(target).startswith("v") else f"v{target}"
+    admin_kubeconfig(flags)
+    print("[upgrade] Reading configuration from the cluster...")
+    current = manifest_tag("kube-apiserver")
+    if not current:
+        raise Fail(f"[upgrade/init config] FATAL: {MANIFESTS}/kube-apiserver.yaml: no such file or directory "
+                   "(`kubeadm upgrade apply` runs on a control plane node)")
+    print(f"[upgrade/version] You have chosen to change the cluster version to \"{target}\"\n"
+          f"[upgrade/versions] Cluster version: {current}\n[upgrade/versions] kubeadm version: {VERSION}")
+    version_policy(target, current, kubelet_versions(), opts["force"])
+    if target != VERSION:
+        raise Fail(f"this stand-in kubeadm {VERSION} upgrades to {VERSION} only, not {target}")
+    confirm(flags)
+    cluster = upgrade_cluster(target)
+    upgrade_control_plane(cluster, opts, node_cri())
+    upload_config(cluster.doc, target)
+    print(f'\n[upgrade] SUCCESS! A control plane node of your cluster was upgraded to "{target}".\n\n'
+          "[upgrade] Now please proceed with upgrading the rest of the nodes by following the right order.")
+
+
+def upgrade_control_plane(cluster, opts, cri):
+    """What apply and node do on a control plane: pull the target's images through the runtime,
+    renew the certificates, rewrite the static pods and wait for them, write the kubelet config."""
+    stacked = os.path.isfile(P(f"{MANIFESTS}/etcd.yaml"))
+    pf = Preflight(opts["ignore"])
+    pf.pull(cluster.images(etcd=stacked), "IfNotPresent", cri)
+    pf.finish()
+    if opts["certs"]:
+        renew_for_upgrade(cluster, stacked)
+    wait_static_pods(upgrade_manifests(cluster, opts["etcd"]))
+    write_kubelet_config(cluster)
+
+
+def cmd_upgrade_node(pos, flags, order):
+    if pos:
+        raise Fail(f'unknown command "{pos[0]}" for "kubeadm upgrade node"')
+    if flags.get("dry-run"):
+        raise Fail("this stand-in kubeadm does not do --dry-run")
+    opts = upgrade_options(flags, order, "node")
+    print("[upgrade] Reading configuration from the cluster...")
+    doc = cluster_config()
+    version = str(doc.get("kubernetesVersion") or "")
+    version = version if version.startswith("v") else f"v{version}"
+    if manifest_tag("kube-apiserver") is None:
+        print("[upgrade] Skipping phase. Not a control plane node.")
+        write_kubelet_config(Cluster(dict(doc, kubernetesVersion=VERSION)))
+        print("[upgrade] The configuration for this node was successfully upgraded!")
+        return
+    if version != VERSION:
+        raise Fail(f'[upgrade] FATAL: the cluster is at "{version}" and this kubeadm at "{VERSION}" (kk stand-in: '
+                   f"`kubeadm upgrade apply {VERSION}` on the first control plane comes first)")
+    upgrade_control_plane(upgrade_cluster(version), opts, node_cri())
+    print("[upgrade] The control plane instance for this node was successfully upgraded!\n"
+          "[upgrade] The configuration for this node was successfully upgraded!")
+
+
+def cmd_upgrade(pos, flags, order):
+    sub, rest = (pos[0], pos[1:]) if pos else ("", [])
+    if sub == "plan":
+        cmd_upgrade_plan(rest, flags)
+    elif sub == "apply":
+        cmd_upgrade_apply(rest, flags, order)
+    elif sub == "node":
+        cmd_upgrade_node(rest, flags, order)
+    else:
+        raise Fail(f'unknown command "{sub}" for "kubeadm upgrade" (the kk stand-in has plan, apply and node)')
+
+
 def main(argv):
     positional, flags, order = parse(argv)
     if not positional:
         if flags.get("version"):
             cmd_version([], flags)
             return 0
-        raise Fail("kk stand-in kubeadm: a command is required (version, config, init, join, token, reset, certs)")
+        raise Fail("kk stand-in kubeadm: a command is required (version, config, init, join, token, reset, certs, "
+                   "upgrade)")
     command, rest = positional[0], positional[1:]
     if command == "version":
         cmd_version(rest, flags)
@@ -1591,6 +1886,8 @@ def main(argv):
         cmd_reset(rest, flags, order)
     elif command == "certs":
         cmd_certs(rest, flags)
+    elif command == "upgrade":
+        cmd_upgrade(rest, flags, order)
     else:
         raise Fail(f'unknown command "{command}" for "kubeadm"')
 

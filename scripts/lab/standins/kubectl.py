@@ -13,8 +13,10 @@ exec python3 "$0" "$@"
 import json
 import os
 import re
+import shutil
 import socket
 import sys
+import time
 
 VERSION = "v1.33.0"  # set by scripts/lab/catalog.py
 
@@ -215,9 +217,44 @@ def targets(positional):
     return [(k, n) for k in kinds for n in (names or [None])]
 
 
-def local_node():
-    ready = os.path.isfile(P(READY))
-    return socket.gethostname().lower(), ready
+def nodes():
+    """{name: status} of the cluster's nodes (common.cluster_nodes: what each kubelet registered);
+    without that record, the local node (Ready once the kubelet's ready file exists)."""
+    found = cluster_nodes()
+    if not found:
+        local = socket.gethostname().lower()
+        found[local] = {"ready": os.path.isfile(P(READY)), "kubeletVersion": "", "controlPlane": False,
+                        "unschedulable": os.path.exists(f"{node_dir(local)}/unschedulable")}
+    return found
+
+
+def node_status(status):
+    text = "Ready" if status["ready"] else "NotReady"
+    return text + (",SchedulingDisabled" if status["unschedulable"] else "")
+
+
+def node_json(name, status):
+    """The fields of a Node object the stand-in knows."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "spec": {"unschedulable": True} if status["unschedulable"] else {},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if status["ready"] else "False"}],
+                       "nodeInfo": {"kubeletVersion": status["kubeletVersion"]}}}
+
+
+def get_nodes(name, errors):
+    """Rows (kind, name, status, node status or None) of `get nodes [NAME]`."""
+    known = nodes()
+    if name and name not in known:
+        errors.append(f'Error from server (NotFound): nodes "{name}" not found')
+        return []
+    return [("node", n, node_status(st), st) for n, st in known.items() if name in (None, n)]
+
+
+def print_node_table(rows):
+    print(f"{'NAME':<20}{'STATUS':<29}{'ROLES':<15}{'AGE':<6}VERSION")
+    for _, name, status, st in rows:
+        role = "control-plane" if st.get("controlPlane") else "<none>"
+        print(f"{name:<20}{status:<29}{role:<15}{'1d':<6}{st['kubeletVersion']}")
 
 
 def cmd_get(flags, positional):
@@ -226,11 +263,7 @@ def cmd_get(flags, positional):
     rows, errors = [], []
     for kind_arg, name in targets(positional):
         if kind_matches(kind_arg, "node"):
-            node, ready = local_node()
-            if name and name != node:
-                errors.append(f'Error from server (NotFound): nodes "{name}" not found')
-            else:
-                rows.append(("node", node, "Ready" if ready else "NotReady"))
+            rows += get_nodes(name, errors)
             continue
         found = [r for r in records() if kind_matches(kind_arg, r.split("/", 1)[0])]
         found = list(dict.fromkeys(found))
@@ -238,25 +271,53 @@ def cmd_get(flags, positional):
             match = [r for r in found if r.split("/", 1)[1] == name]
             if not match:
                 errors.append(f'Error from server (NotFound): {plural(kind_arg.split(".")[0])} "{name}" not found')
-            rows += [(r.split("/", 1)[0].lower(), r.split("/", 1)[1], "") for r in match]
+            rows += [(r.split("/", 1)[0].lower(), r.split("/", 1)[1], "", None) for r in match]
         else:
-            rows += [(r.split("/", 1)[0].lower(), r.split("/", 1)[1], "") for r in found]
+            rows += [(r.split("/", 1)[0].lower(), r.split("/", 1)[1], "", None) for r in found]
     output = flags.get("o") or flags.get("output") or ""
     if output == "name":
-        for kind, name, _ in rows:
+        for kind, name, _, _ in rows:
             print(f"{kind}/{name}")
     elif output == "json":
-        items = [{"kind": k, "metadata": {"name": n}} for k, n, _ in rows]
+        items = [node_json(n, st) if st else {"kind": k, "metadata": {"name": n}} for k, n, _, st in rows]
         print(json.dumps(items[0] if len(items) == 1 and len(positional) > 1 else {"kind": "List", "items": items},
                          indent=4))
+    elif rows and all(st for _, _, _, st in rows):
+        print_node_table(rows)
     elif rows:
         print("NAME" + " " * 30 + "STATUS")
-        for _, name, status in rows:
+        for _, name, status, _ in rows:
             print(f"{name:<34}{status}")
     elif not errors:
         print(f"No resources found in {namespace} namespace.", file=sys.stderr)
     if errors:
         raise Fail("\n".join(errors))
+
+
+def seconds(duration):
+    """A Go duration (`300s`, `5m`, `1h30m`, `0`) in seconds."""
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", duration)
+    if duration != "0" and "".join(n + u for n, u in parts) != duration:
+        raise Fail(f'error: invalid argument "{duration}" for "--timeout" flag: time: invalid duration "{duration}"')
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def wait_nodes(name, condition, timeout, errors):
+    """`wait --for=condition=Ready` of nodes: polls the kubelets' records until each is ready or
+    the timeout passes, as kubectl watches the Node objects."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = get_nodes(name, errors)
+        waiting = [n for _, n, _, st in found if condition.lower().startswith("condition=ready") and not st["ready"]]
+        if not waiting or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    for _, n, _, _ in found:
+        if n in waiting:
+            errors.append(f"error: timed out waiting for the condition on nodes/{n}")
+        else:
+            print(f"node/{n} condition met")
 
 
 def cmd_wait(flags, positional):
@@ -270,15 +331,7 @@ def cmd_wait(flags, positional):
     errors = []
     for kind_arg, name in pairs:
         if kind_matches(kind_arg, "node"):
-            node, ready = local_node()
-            names = [node] if (name is None or name == node) else []
-            if not names:
-                errors.append(f'Error from server (NotFound): nodes "{name}" not found')
-            for n in names:
-                if condition.lower().startswith("condition=ready") and not ready:
-                    errors.append(f"error: timed out waiting for the condition on nodes/{n}")
-                else:
-                    print(f"node/{n} condition met")
+            wait_nodes(name, condition, seconds(flags.get("timeout") or "30s"), errors)
             continue
         found = [r for r in dict.fromkeys(records()) if kind_matches(kind_arg, r.split("/", 1)[0])
                  and (name is None or r.split("/", 1)[1] == name)]
@@ -368,6 +421,76 @@ def cmd_label(flags, positional):
         print(f"node/{name} {'labeled' if updated else 'not labeled'}")
 
 
+def cordon(name, on):
+    """Marks node name (un)schedulable (CLUSTER/nodes/NAME/unschedulable); False when it was already."""
+    mark = f"{node_dir(name)}/unschedulable"
+    if os.path.exists(mark) == on:
+        return False
+    if on:
+        os.makedirs(node_dir(name), exist_ok=True)
+        open(mark, "w").close()
+    else:
+        os.remove(mark)
+    return True
+
+
+def one_node(verb, flags, positional):
+    kubeconfig(flags)
+    if len(positional) != 1:
+        raise Fail(f"error: USAGE: {verb} NODE [flags]\nSee 'kubectl {verb} -h' for help and examples")
+    name = positional[0].removeprefix("node/").removeprefix("nodes/")
+    errors = []
+    get_nodes(name, errors)
+    if errors:
+        raise Fail("\n".join(errors))
+    return name
+
+
+def cmd_cordon(flags, positional, verb="cordon"):
+    name = one_node(verb, flags, positional)
+    on = verb != "uncordon"
+    print(f"node/{name} {'' if cordon(name, on) else 'already '}{'cordoned' if on else 'uncordoned'}")
+    return name
+
+
+def cmd_drain(flags, positional):
+    """Cordons, then evicts: the lab runs no pods, but the DaemonSets kubectl applied have one on
+    every node, which drain refuses to delete without --ignore-daemonsets (after cordoning, as
+    kubectl does)."""
+    name = cmd_cordon(flags, positional, "drain")
+    daemonsets = [r.split("/", 1)[1] for r in records() if r.split("/", 1)[0] == "DaemonSet"]
+    if daemonsets and flags.get("ignore-daemonsets") in (None, False, "false"):
+        pods = ", ".join(f"{d}-{name}" for d in daemonsets)
+        raise Fail(f'error: unable to drain node "{name}" due to error: cannot delete DaemonSet-managed Pods (use '
+                   f"--ignore-daemonsets to ignore): {pods}, continuing command...\nThere are pending nodes to be "
+                   f"drained:\n {name}\ncannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "
+                   f"{pods}")
+    if daemonsets:
+        print(f"Warning: ignoring DaemonSet-managed Pods: {', '.join(f'{d}-{name}' for d in daemonsets)}",
+              file=sys.stderr)
+    print(f"node/{name} drained")
+
+
+def cmd_delete(flags, positional):
+    """`delete node NAME...`: the Node objects go (the kubelet's record and cordon); a kubelet
+    that starts again registers anew, as the real one does."""
+    kubeconfig(flags)
+    pairs = targets(positional)
+    if not all(kind_matches(kind, "node") for kind, _ in pairs):
+        raise Fail("error: the kk lab stand-in kubectl deletes nodes only")
+    errors = []
+    for _, name in pairs:
+        if name is None:
+            raise Fail("error: resource(s) were provided, but no name was specified")
+        if name not in cluster_nodes():
+            errors.append(f'Error from server (NotFound): nodes "{name}" not found')
+            continue
+        shutil.rmtree(node_dir(name), ignore_errors=True)
+        print(f'node "{name}" deleted')
+    if errors:
+        raise Fail("\n".join(errors))
+
+
 def cmd_version(flags, positional):
     client = flags.get("client") not in (None, False, "false")
     output = flags.get("o") or flags.get("output")
@@ -389,13 +512,14 @@ def main(argv):
     flags, positional = parse(argv)
     if not positional:
         raise Fail("error: the kk lab stand-in kubectl needs a command (version, apply, get, wait, create "
-                   "namespace, label nodes)")
+                   "namespace, label nodes, drain, cordon, uncordon, delete node)")
     verb, rest = positional[0], positional[1:]
     handlers = {"version": cmd_version, "apply": cmd_apply, "get": cmd_get, "wait": cmd_wait,
-                "create": cmd_create, "label": cmd_label}
+                "create": cmd_create, "label": cmd_label, "drain": cmd_drain, "cordon": cmd_cordon,
+                "uncordon": lambda f, p: cmd_cordon(f, p, "uncordon"), "delete": cmd_delete}
     if verb not in handlers:
         raise Fail(f'error: unknown command "{verb}" for "kubectl" (the kk lab stand-in implements version, '
-                   "apply, get, wait, create namespace and label nodes)")
+                   "apply, get, wait, create namespace, label nodes, drain, cordon, uncordon and delete node)")
     handlers[verb](flags, rest)
 
 

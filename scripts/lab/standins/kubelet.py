@@ -14,6 +14,7 @@ exec python3 "$0" "$@"
 import os
 import re
 import signal
+import socket
 import sys
 import time
 
@@ -121,6 +122,15 @@ def static_pods(directory):
     return pods
 
 
+def register(node, ready, control_plane):
+    """This kubelet's status in the cluster's record of node (common.write_node_status), as the
+    real kubelet registers its Node and posts its status; a failure is logged, as the real one's."""
+    try:
+        write_node_status(node, {"kubeletVersion": VERSION, "ready": ready, "controlPlane": control_plane})
+    except OSError as e:
+        klog("E", f'"Unable to register node with API server" err="{e}" node="{node}"')
+
+
 def main(argv):
     flags, positional, _ = parse_args(argv, VALUE_FLAGS, true="true")
     if positional[:1] == ["version"] or flags.get("version") in ("true", "raw"):
@@ -179,6 +189,10 @@ def main(argv):
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     remove(READY)
     manifests = flags.get("pod-manifest-path") or config.get("staticPodPath")
+    # The node as `kubectl get nodes` sees it: this kubelet's version, NotReady until its images are in.
+    node = (flags.get("hostname-override") or socket.gethostname()).lower()
+    control_plane = bool(manifests) and os.path.isfile(P(f"{manifests}/kube-apiserver.yaml"))
+    register(node, False, control_plane)
     infra = flags.get("pod-infra-container-image")
     pulled, written = set(), None
     klog("I", f'"Started kubelet (kk lab stand-in)" staticPodPath="{manifests or ""}"')
@@ -218,6 +232,7 @@ def main(argv):
             if names != written:
                 write(READY, "".join(f"{i}\n" for i in names))
                 written = names
+                register(node, True, control_plane)
                 klog("I", f'"kk stand-in: every image pulled" images="{",".join(names)}" readyFile="{READY}"')
         if KUBELET_ONCE:
             break

@@ -2,8 +2,9 @@
 # Self-test of the kubeadm, kubelet, kubectl and crictl stand-ins, without a node: each runs with
 # python3 against a temporary directory that stands for the node's root (KK_STANDIN_ROOT), with
 # test doubles (this self-test only, no node) for ctr (KK_STANDIN_CTR: pulls succeed unless the image is listed in $ROOT/ctr-fail),
-# systemctl (KK_STANDIN_SYSTEMCTL: `restart kubelet` runs the kubelet stand-in once with the flags
-# kubeadm wrote, as systemd's unit would) and journalctl (KK_STANDIN_JOURNALCTL).
+# systemctl (KK_STANDIN_SYSTEMCTL: `restart kubelet` runs the kubelet stand-in first on PATH once
+# with the flags kubeadm wrote, as systemd's unit would) and journalctl (KK_STANDIN_JOURNALCTL).
+# KK_STANDIN_CLUSTER, the directory the lab binds into every node, is $W/cluster.
 #
 #   bash scripts/lab/standins/selftest.sh        (needs python3 with PyYAML and openssl; ~15 s)
 #
@@ -17,7 +18,7 @@ trap 'rm -rf "$W"' EXIT
 ROOT=$W/node
 export KK_STANDIN_ROOT=$ROOT KK_STANDIN_LOG=$W/standin.log
 export KK_STANDIN_CTR=$W/bin/ctr KK_STANDIN_SYSTEMCTL=$W/bin/systemctl KK_STANDIN_JOURNALCTL=$W/bin/journalctl
-export KK_STANDIN_CONTAINERD=$W/bin/containerd KK_STANDIN_KUBELET_TIMEOUT=3
+export KK_STANDIN_CONTAINERD=$W/bin/containerd KK_STANDIN_KUBELET_TIMEOUT=3 KK_STANDIN_CLUSTER=$W/cluster
 mkdir -p "$W/bin" "$W/pki-template"
 failures=0
 cases=0
@@ -44,7 +45,7 @@ cat > "$W/bin/systemctl" <<EOF
 [ "\$1 \$2" = "restart kubelet" ] || exit 0
 KUBELET_KUBEADM_ARGS=
 [ -f "\$KK_STANDIN_ROOT/var/lib/kubelet/kubeadm-flags.env" ] && . "\$KK_STANDIN_ROOT/var/lib/kubelet/kubeadm-flags.env"
-KK_STANDIN_KUBELET_ONCE=1 python3 "$HERE/kubelet.py" --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \\
+KK_STANDIN_KUBELET_ONCE=1 kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \\
   --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml \$KUBELET_KUBEADM_ARGS \\
   >> "$W/kubelet.journal" 2>&1
 exit 0
@@ -64,7 +65,7 @@ export PATH=$W/bin:$PATH
 # first on PATH: kubeadm's KubeletVersion check runs it). The other runs use the files here.
 standin() { python3 -B -c 'import sys; sys.path.insert(0, sys.argv[1]); import catalog
 sys.stdout.write(catalog.standin_source(sys.argv[2]))' "$HERE/.." "$1"; }
-for v in v1.30.0 v1.33.0; do
+for v in v1.30.0 v1.32.0 v1.33.0; do
   mkdir -p "$W/bin-$v"
   standin kubeadm | sed -e "s|^VERSION = .*|VERSION = \"$v\"|" -e "s|:v1.33.0\"|:$v\"|g" > "$W/kubeadm-$v.py" &&
     standin kubelet | sed -e "s|^VERSION = .*|VERSION = \"$v\"|" > "$W/bin-$v/kubelet" ||
@@ -72,6 +73,7 @@ for v in v1.30.0 v1.33.0; do
   chmod +x "$W/bin-$v/kubelet"
 done
 kubeadm130() { PATH=$W/bin-v1.30.0:$PATH python3 "$W/kubeadm-v1.30.0.py" "$@"; }
+kubeadm132() { PATH=$W/bin-v1.32.0:$PATH python3 "$W/kubeadm-v1.32.0.py" "$@"; }
 kubeadm133() { PATH=$W/bin-v1.33.0:$PATH python3 "$W/kubeadm-v1.33.0.py" "$@"; }
 kubelet() { KK_STANDIN_KUBELET_ONCE=1 python3 "$HERE/kubelet.py" "$@"; }
 kubectl() { python3 "$HERE/kubectl.py" "$@"; }
@@ -99,7 +101,7 @@ HASH=sha256:$(openssl x509 -pubkey -noout -in "$T/ca.crt" | openssl pkey -pubin 
 OTHER=sha256:$(openssl x509 -pubkey -noout -in "$T/other.crt" | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
 
 fresh_node() { # a node as kk leaves it before kubeadm: PKI, trust CA, containerd config and socket
-  rm -rf "$ROOT"; mkdir -p "$ROOT/etc/kubernetes/pki/etcd" "$ROOT/etc/kk/pki" "$ROOT/etc/containerd" \
+  rm -rf "$ROOT" "$KK_STANDIN_CLUSTER"; mkdir -p "$ROOT/etc/kubernetes/pki/etcd" "$ROOT/etc/kk/pki" "$ROOT/etc/containerd" \
     "$ROOT/run/containerd" "$ROOT/proc" "$ROOT/cfg"
   for f in ca front-proxy-ca etcd/ca; do
     cp "$T/$f.crt" "$ROOT/etc/kubernetes/pki/$f.crt"; cp "$T/$f.key" "$ROOT/etc/kubernetes/pki/$f.key"
@@ -314,6 +316,107 @@ fresh_node
 join_config v1beta4 "$HASH" "controlPlane: {localAPIEndpoint: {advertiseAddress: 10.0.0.11, bindPort: 6443}}"
 expect "control-plane join (stacked etcd)" ok 'This node has joined the cluster' kubeadm133 join --config /cfg/join.yaml $IGNORE
 check "control-plane join wrote admin.conf and etcd.yaml" test -f "$ROOT/etc/kubernetes/admin.conf" -a -f "$ROOT/etc/kubernetes/manifests/etcd.yaml"
+
+# ---- kubeadm upgrade (and kubectl's nodes, drain, cordon, uncordon) ----
+# A kubelet that keeps running (as systemd's unit, until stopped): upgrade waits for it to pull
+# what the rewritten static pods run.
+kubelet_start() { # VERSION
+  ( KUBELET_KUBEADM_ARGS=; . "$ROOT/var/lib/kubelet/kubeadm-flags.env"
+    # shellcheck disable=SC2086 # the flags kubeadm wrote, split as systemd splits them
+    KK_STANDIN_KUBELET_INTERVAL=0.2 exec python3 "$W/bin-$1/kubelet" --kubeconfig=/etc/kubernetes/kubelet.conf \
+      --config=/var/lib/kubelet/config.yaml $KUBELET_KUBEADM_ARGS ) >> "$W/kubelet.journal" 2>&1 &
+  KUBELET_PID=$!
+}
+kubelet_stop() { kill "$KUBELET_PID" 2>/dev/null; wait "$KUBELET_PID" 2>/dev/null; }
+ADMIN=(--kubeconfig /etc/kubernetes/admin.conf)
+
+fresh_node
+config v1beta3 "" "" v1.30.0 abcdef.0123456789abcdef
+cp "$T/apiserver.crt" "$T/apiserver.key" "$ROOT/etc/kubernetes/pki/"
+expect "a v1.30 cluster for the skipped minor" ok 'initialized successfully' kubeadm130 init --config /cfg/kubeadm.yaml $IGNORE
+expect "upgrade plan to a skipped minor" fail 'Specified version to upgrade to "v1.32.0" is too high; kubeadm can upgrade only 1 minor version at a time' \
+  kubeadm132 upgrade plan
+expect "upgrade apply of a skipped minor" fail 'is too high; kubeadm can upgrade only 1 minor version at a time' \
+  kubeadm132 upgrade apply v1.32.0 --yes
+
+fresh_node
+config v1beta4 "" "" v1.32.0 abcdef.0123456789abcdef
+cp "$T/apiserver.crt" "$T/apiserver.key" "$ROOT/etc/kubernetes/pki/"
+expect "a v1.32 cluster" ok 'initialized successfully' kubeadm132 init --config /cfg/kubeadm.yaml $IGNORE
+check "init recorded the cluster's configuration" grep -qx 'kubernetesVersion: v1.32.0' "$W/cluster/kubeadm-config.yaml"
+expect "kubectl get nodes: the kubelet's version" ok '^cp1 +Ready +control-plane +1d +v1.32.0$' kubectl "${ADMIN[@]}" get nodes
+expect "upgrade apply without --yes, stdin not a terminal" fail "won't proceed; the user didn't answer \(Y\|n\) in order to continue" \
+  kubeadm133 upgrade apply v1.33.0
+expect "upgrade apply newer than kubeadm" fail 'Specified version to upgrade to "v1.33.0" is at least one minor release higher than the kubeadm minor release \(33 > 32\)' \
+  kubeadm132 upgrade apply v1.33.0 --yes
+expect "upgrade apply of a lower minor" fail 'is lower than the cluster version "v1.32.0": kubeadm does not downgrade the minor version' \
+  kubeadm130 upgrade apply v1.30.0 --yes
+mkdir -p "$W/cluster/nodes/cp9"
+echo '{"kubeletVersion": "v1.34.0", "ready": true, "controlPlane": true}' > "$W/cluster/nodes/cp9/kubelet"
+expect "upgrade apply with a kubelet newer than the target" fail 'Kubelet version "v1.34.0" on node "cp9" is newer than the version to upgrade to "v1.33.0"' \
+  kubeadm133 upgrade apply v1.33.0 --yes
+rm -r "$W/cluster/nodes/cp9"
+echo registry.k8s.io/kube-proxy:v1.33.0 > "$ROOT/ctr-fail"
+expect "upgrade apply pulls the target's images through containerd" fail '\[ERROR ImagePull\]: failed to pull image registry.k8s.io/kube-proxy:v1.33.0' \
+  kubeadm133 upgrade apply v1.33.0 -y
+rm "$ROOT/ctr-fail"
+check "a refused upgrade left the manifests alone" grep -q 'image: registry.k8s.io/kube-apiserver:v1.32.0' "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+expect "upgrade node on a control plane before apply" fail 'the cluster is at "v1.32.0" and this kubeadm at "v1.33.0"' \
+  kubeadm133 upgrade node
+expect "upgrade plan" ok 'kubeadm upgrade apply v1.33.0' kubeadm133 upgrade plan
+expect "upgrade with another command" fail 'unknown command "diff" for "kubeadm upgrade"' kubeadm133 upgrade diff
+cert_before=$(openssl x509 -in "$ROOT/etc/kubernetes/pki/apiserver.crt" -noout -serial)
+kubelet_start v1.32.0
+expect "upgrade apply v1.33.0" ok 'SUCCESS! A control plane node of your cluster was upgraded to "v1.33.0"' \
+  kubeadm133 upgrade apply v1.33.0 --yes --certificate-renewal=true
+kubelet_stop
+check "upgrade apply rewrote the static pods with the target's tags (etcd too: stacked)" bash -c '
+  grep -q "image: registry.k8s.io/kube-apiserver:v1.33.0" "$0/kube-apiserver.yaml" &&
+  grep -q "image: registry.k8s.io/kube-scheduler:v1.33.0" "$0/kube-scheduler.yaml" &&
+  grep -q "image: registry.k8s.io/etcd:3.5.21-0" "$0/etcd.yaml"' "$ROOT/etc/kubernetes/manifests"
+check "the upgraded static pods are valid YAML" yaml_ok "$ROOT"/etc/kubernetes/manifests/*.yaml
+check "upgrade apply backed the old manifests up" bash -c 'grep -q "kube-apiserver:v1.32.0" "$0"/etc/kubernetes/tmp/kubeadm-backup-manifests-*/kube-apiserver.yaml' "$ROOT"
+check "upgrade apply renewed the certificates" bash -c '[ "$(openssl x509 -in "$0" -noout -serial)" != "$1" ]' \
+  "$ROOT/etc/kubernetes/pki/apiserver.crt" "$cert_before"
+check "upgrade apply recorded the cluster's new version" grep -qx 'kubernetesVersion: v1.33.0' "$W/cluster/kubeadm-config.yaml"
+kubelet_start v1.32.0
+expect "upgrade node on a control plane after apply" ok 'control plane instance for this node was successfully upgraded' \
+  kubeadm133 upgrade node
+kubelet_stop
+expect "upgrade node on a worker updates its kubelet config" ok 'configuration for this node was successfully upgraded' \
+  env KK_STANDIN_ROOT="$W/worker" python3 "$W/kubeadm-v1.33.0.py" upgrade node
+check "the worker's kubelet config" grep -q 'staticPodPath: /etc/kubernetes/manifests' "$W/worker/var/lib/kubelet/config.yaml"
+
+printf 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: cni, namespace: kube-system}\n' > "$ROOT/cfg/ds.yaml"
+kubectl "${ADMIN[@]}" apply -f /cfg/ds.yaml >/dev/null
+expect "kubectl drain of an unknown node" fail 'Error from server \(NotFound\): nodes "nope" not found' kubectl "${ADMIN[@]}" drain nope
+expect "kubectl drain without --ignore-daemonsets" fail 'cannot delete DaemonSet-managed Pods \(use --ignore-daemonsets to ignore\): cni-cp1' \
+  kubectl "${ADMIN[@]}" drain cp1
+expect "kubectl drain" ok '^node/cp1 drained$' kubectl "${ADMIN[@]}" drain cp1 --ignore-daemonsets --delete-emptydir-data --timeout 5m
+expect "a drained node is unschedulable" ok '^cp1 +Ready,SchedulingDisabled ' kubectl "${ADMIN[@]}" get nodes
+check "get nodes -o json: unschedulable and the kubelet's version" bash -c '
+  python3 "$0/kubectl.py" --kubeconfig /etc/kubernetes/admin.conf get node cp1 -o json | python3 -c "import json,sys
+n=json.load(sys.stdin); assert n[\"spec\"][\"unschedulable\"] is True and n[\"status\"][\"nodeInfo\"][\"kubeletVersion\"]==\"v1.32.0\", n"' "$HERE"
+KK_STANDIN_KUBELET_ONCE=1 python3 "$W/bin-v1.33.0/kubelet" --kubeconfig=/etc/kubernetes/kubelet.conf \
+  --config=/var/lib/kubelet/config.yaml --hostname-override=cp1 >> "$W/kubelet.journal" 2>&1
+expect "a restarted kubelet reports its new version" ok '^cp1 +Ready,SchedulingDisabled +control-plane +1d +v1.33.0$' kubectl "${ADMIN[@]}" get nodes
+expect "kubectl uncordon" ok '^node/cp1 uncordoned$' kubectl "${ADMIN[@]}" uncordon cp1
+expect "kubectl uncordon again" ok '^node/cp1 already uncordoned$' kubectl "${ADMIN[@]}" uncordon cp1
+expect "kubectl cordon" ok '^node/cp1 cordoned$' kubectl "${ADMIN[@]}" cordon cp1
+expect "kubectl wait for a node's Ready" ok '^node/cp1 condition met$' kubectl "${ADMIN[@]}" wait --for=condition=Ready node/cp1 --timeout=300s
+mkdir -p "$W/cluster/nodes/w9"
+echo '{"kubeletVersion": "v1.33.0", "ready": false, "controlPlane": false}' > "$W/cluster/nodes/w9/kubelet"
+expect "kubectl wait for a node that stays NotReady" fail 'timed out waiting for the condition on nodes/w9' \
+  kubectl "${ADMIN[@]}" wait --for=condition=Ready node/w9 --timeout=1s
+check "kubectl wait sees a node become Ready" bash -c '
+  (sleep 1; echo "{\"kubeletVersion\": \"v1.33.0\", \"ready\": true}" > "$0/w9.tmp"; mv "$0/w9.tmp" "$0/nodes/w9/kubelet") &
+  python3 "$1/kubectl.py" --kubeconfig /etc/kubernetes/admin.conf wait --for=condition=Ready node/w9 --timeout=1m | grep -qx "node/w9 condition met"' \
+  "$W/cluster" "$HERE"
+expect "kubectl delete node" ok '^node "cp1" deleted$' kubectl "${ADMIN[@]}" delete node cp1
+expect "kubectl delete node again" fail 'Error from server \(NotFound\): nodes "cp1" not found' kubectl "${ADMIN[@]}" delete node/cp1
+check "the cluster's call log keeps the order across stand-ins" bash -c '
+  grep -n -e "kubeadm upgrade apply v1.33.0 --yes --certificate-renewal=true" -e "kubectl --kubeconfig /etc/kubernetes/admin.conf drain cp1 --ignore" \
+    -e "kubectl --kubeconfig /etc/kubernetes/admin.conf uncordon cp1" "$0" | cut -d: -f1 | sort -nc' "$W/cluster/calls"
 
 # ---- kubelet ----
 fresh_node
