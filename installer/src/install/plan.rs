@@ -435,16 +435,7 @@ impl Plan {
         let content = Content::of(description);
         let registry = registry_plan(inventory, config, &content)?;
         let runtime_nodes = names(&inventory.group_members(crate::inventory::K8S_CLUSTER));
-        let external_etcd = config.etcd.deployment_type == EtcdDeploymentType::External;
-        let etcd_hosts = if external_etcd {
-            inventory.role_members(Role::Etcd)
-        } else {
-            Vec::new()
-        };
-        let etcd_members = etcd_hosts
-            .iter()
-            .map(|host| Ok((host.name.clone(), address_of(host)?)))
-            .collect::<Result<Vec<_>, PlanError>>()?;
+        let etcd_members = external_etcd_members(inventory, config)?;
         let pause_image = content.pause_image().ok_or(PlanError::NoPauseImage)?;
         let registry_auth = registry_auth(config);
         let mirror_auth = registry_auth
@@ -456,13 +447,13 @@ impl Plan {
             &pause_image,
             mirror_auth,
         )?;
-        let etcd_binary = (!etcd_hosts.is_empty())
+        let etcd_binary = (!etcd_members.is_empty())
             .then(|| content.binary("etcd", "/usr/local/bin", &["etcd", "etcdctl"]))
             .transpose()?;
         let groups = Groups {
             all: names(&inventory.hosts().iter().collect::<Vec<_>>()),
             runtime: runtime_nodes,
-            etcd: names(&etcd_hosts),
+            etcd: etcd_members.iter().map(|(name, _)| name.clone()).collect(),
             registry: registry.node().map(str::to_owned),
             external_registry: registry.external().is_some(),
         };
@@ -540,6 +531,22 @@ impl Plan {
     pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(move |step| step.phase == phase)
     }
+}
+
+/// The name and address of every member of kk's external etcd, in inventory order; none with
+/// stacked etcd (kubeadm's).
+fn external_etcd_members(
+    inventory: &Inventory,
+    config: &Config,
+) -> Result<Vec<(String, IpAddr)>, PlanError> {
+    if config.etcd.deployment_type != EtcdDeploymentType::External {
+        return Ok(Vec::new());
+    }
+    inventory
+        .role_members(Role::Etcd)
+        .iter()
+        .map(|host| Ok((host.name.clone(), address_of(host)?)))
+        .collect()
 }
 
 /// `steps` with the Kubernetes plan's and the pins step (on `pin_nodes`, when the runtime
