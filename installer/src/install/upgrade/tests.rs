@@ -134,6 +134,7 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
             ("upgrade.kubelet", vec!["cp1", "w1"]),
             ("upgrade.network.helm", vec!["cp1"]),
             ("upgrade.network.cni", vec!["cp1"]),
+            ("upgrade.addons.pins", vec!["cp1", "w1"]),
             ("upgrade.record", vec!["cp1", "w1"]),
         ],
         "no runtime step: the next bundle's containerd is the installed one"
@@ -174,6 +175,7 @@ fn three_control_planes_with_external_etcd_upgrade_runtime_and_members_first() {
             ("upgrade.kubelet", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.network.helm", vec!["cp1"]),
             ("upgrade.network.cni", vec!["cp1"]),
+            ("upgrade.addons.pins", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.record", vec!["cp1", "cp2", "cp3", "w1"]),
         ]
     );
@@ -313,6 +315,7 @@ fn the_rendered_plan_names_both_versions_and_each_nodes_steps() {
             "upgrade.kubeadm",
             "upgrade.node",
             "upgrade.kubelet",
+            "upgrade.addons.pins",
             "upgrade.record"
         ]
     );
