@@ -181,16 +181,22 @@ pub(crate) fn assert_the_bundle_s_images_are_pinned(cluster: &Cluster, tmp: &Pat
     run_ok(&mut cluster.kk_install(&["--phase", "addons"]));
     for node in 0..3 {
         let labels = labels(cluster, node);
-        // Every name pinned; kk's mark on those it pinned (the test's `ctr` pulls replaced the
-        // labels of every name, so kk pinned them all again).
+        // Every name pinned: by kk, or already by someone else (containerd's CRI plugin pins
+        // the sandbox image it pulled itself, and kk leaves that pin as it is).
         for name in &names {
-            assert_eq!(
-                pin_of(&labels, name),
-                (true, true),
-                "node{}: {name}: {labels:#?}",
+            assert!(
+                pin_of(&labels, name).0,
+                "node{}: {name} is not pinned: {labels:#?}",
                 node + 1
             );
         }
+        assert!(
+            names
+                .iter()
+                .any(|name| pin_of(&labels, name) == (true, true)),
+            "node{}: kk pinned nothing: {labels:#?}",
+            node + 1
+        );
         let reported = cri_pinned_once(cluster, node, &names, Some(true));
         assert!(
             reported.values().all(|pinned| *pinned == Some(true)),
