@@ -7,7 +7,7 @@
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
 pub(crate) mod lab {
-    mod pins;
+    pub(crate) mod pins;
 
     use std::collections::BTreeMap;
     use std::fmt::Write as _;

@@ -6,6 +6,7 @@
 
 /// In a `lab::` module: these tests bring up nodes and the upstream lab (`.config/nextest.toml`).
 pub(crate) mod lab {
+    use std::collections::BTreeMap;
     use std::fs;
     use std::io::{BufRead as _, BufReader};
     use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ pub(crate) mod lab {
     use serde_json::Value;
 
     use crate::bundle_lab::catalog_manifest;
+    use crate::install_lab::lab::pins::labels;
     use crate::install_lab::lab::{Cluster, VERSION};
     use crate::support::{binary, kk_install_command, run, run_failing, run_ok};
 
@@ -156,6 +158,7 @@ pub(crate) mod lab {
         ));
         run_ok(&mut cluster.kk_install(&[]));
         assert_versions(&cluster, FROM);
+        let pins_of_a = labels(&cluster, 0);
 
         let next = build_delta(
             &dir.join("b/k8s.yaml"),
@@ -219,6 +222,7 @@ pub(crate) mod lab {
         run_ok(&mut kk_upgrade(&cluster, &["upgrade"], &next));
 
         assert_versions(&cluster, TO);
+        assert_pins_follow_the_revision(&pins_of_a, &labels(&cluster, 0));
         assert_kubeadms_order(&cluster);
         assert_nothing_from_outside(&cluster);
 
@@ -240,6 +244,39 @@ pub(crate) mod lab {
         );
 
         assert_prune_keeps_serving(&cluster, &certs, &next);
+    }
+
+    /// kk's pins follow the installed revision: A's own apiserver image, pinned by the install,
+    /// is unpinned by the upgrade's pins step; B's is pinned, with B's mark.
+    fn assert_pins_follow_the_revision(
+        before: &BTreeMap<String, BTreeMap<String, String>>,
+        after: &BTreeMap<String, BTreeMap<String, String>>,
+    ) {
+        const CRI: &str = "io.cri-containerd.pinned";
+        const KK: &str = "io.kubekey.pinned";
+        let (from, to) = (
+            format!("registry.k8s.io/kube-apiserver:{FROM}"),
+            format!("registry.k8s.io/kube-apiserver:{TO}"),
+        );
+        let a_mark = before
+            .get(&from)
+            .and_then(|labels| labels.get(KK))
+            .unwrap_or_else(|| panic!("the install did not pin {from}: {before:#?}"));
+        let stale = after.get(&from).cloned().unwrap_or_default();
+        assert!(
+            !stale.contains_key(KK) && !stale.contains_key(CRI),
+            "A's own {from} is still pinned after the upgrade: {stale:?}"
+        );
+        let pinned = after
+            .get(&to)
+            .unwrap_or_else(|| panic!("{to} is not on the node: {after:#?}"));
+        assert_eq!(
+            pinned.get(CRI).map(String::as_str),
+            Some("pinned"),
+            "{to}: {pinned:?}"
+        );
+        let b_mark = pinned.get(KK).expect("kk's mark on B's image");
+        assert_ne!(b_mark, a_mark, "{to} carries A's mark, not B's");
     }
 
     /// Every node: kubeadm, the kubelet and (from the first control plane) the Node objects

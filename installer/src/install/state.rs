@@ -10,8 +10,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::InstallError;
@@ -51,21 +53,14 @@ impl State {
     /// Reads the state of `work_dir`; `None` when there is none yet.
     pub fn load(work_dir: &Path) -> Result<Option<Self>, InstallError> {
         let path = work_dir.join(STATE_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| state_error(&path)(e.into())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(state_error(&path)(e)),
-        }
+        read_state_file(&path).map_err(state_error(&path))
     }
 
     /// Writes the state into `work_dir` atomically and durably.
     pub fn save(&self, work_dir: &Path) -> Result<(), InstallError> {
         let path = work_dir.join(STATE_FILE);
         fs::create_dir_all(work_dir).map_err(state_error(work_dir))?;
-        let json = serde_json::to_vec_pretty(self).map_err(|e| state_error(&path)(e.into()))?;
-        crate::durable::write(&path, &json, 0o600, ".install-state.").map_err(state_error(&path))
+        write_state_file(&path, self, ".install-state.").map_err(state_error(&path))
     }
 
     /// Whether `step` is done on `target`.
@@ -111,7 +106,30 @@ impl State {
     }
 }
 
-fn state_error(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + use<> {
+/// Reads a JSON state file of the work directory (the install's, the upgrade's); `None` when
+/// there is none yet.
+pub(crate) fn read_state_file<T: DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
+    match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(io::Error::from),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a JSON state file atomically and durably (temporary file named `temp_prefix…`,
+/// fsync, rename), readable by root only: a killed run leaves the old state or the new one.
+pub(crate) fn write_state_file<T: Serialize>(
+    path: &Path,
+    value: &T,
+    temp_prefix: &str,
+) -> io::Result<()> {
+    let json = serde_json::to_vec_pretty(value)?;
+    crate::durable::write(path, &json, 0o600, temp_prefix)
+}
+
+fn state_error(path: &Path) -> impl FnOnce(io::Error) -> InstallError + use<> {
     let path: PathBuf = path.to_owned();
     move |source| InstallError::State { path, source }
 }

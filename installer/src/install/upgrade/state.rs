@@ -4,14 +4,13 @@
 //! command and a second upgrade to another bundle is refused until the first is finished.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::error::{UpgradeError, UpgradePlanError};
 use super::plan::Installed;
-use crate::install::state::{STATE_FILE, State};
+use crate::install::state::{STATE_FILE, State, read_state_file, write_state_file};
 use crate::install::target::Target;
 
 /// The upgrade state file's name in the work directory.
@@ -64,20 +63,13 @@ impl UpgradeState {
     /// Reads the upgrade state of `work_dir`; `None` when there is none.
     pub fn load(work_dir: &Path) -> Result<Option<Self>, UpgradeError> {
         let path = work_dir.join(UPGRADE_STATE_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| state_error(&path)(e.into())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(state_error(&path)(e)),
-        }
+        read_state_file(&path).map_err(state_error(&path))
     }
 
     /// Writes the state into `work_dir` atomically and durably.
     pub fn save(&self, work_dir: &Path) -> Result<(), UpgradeError> {
         let path = work_dir.join(UPGRADE_STATE_FILE);
-        let json = serde_json::to_vec_pretty(self).map_err(|e| state_error(&path)(e.into()))?;
-        crate::durable::write(&path, &json, 0o600, ".upgrade-state.").map_err(state_error(&path))
+        write_state_file(&path, self, ".upgrade-state.").map_err(state_error(&path))
     }
 
     /// Whether `step` is done on `target`.
@@ -103,6 +95,8 @@ fn state_error(path: &Path) -> impl FnOnce(std::io::Error) -> UpgradeError + use
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn installed(dir: &Path, bundle: &str) {
