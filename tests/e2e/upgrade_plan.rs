@@ -188,6 +188,7 @@ fn plan_upgrade_prints_kubeadms_order_and_refuses_a_skipped_minor_before_any_con
             "upgrade.kubelet",
             "upgrade.network.helm",
             "upgrade.network.cni",
+            "upgrade.addons.pins",
             "upgrade.record",
         ]
     );
