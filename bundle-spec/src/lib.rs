@@ -61,6 +61,7 @@ pub mod parts;
 pub mod platform;
 pub mod read;
 pub mod sbom;
+pub mod sign;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod write;
