@@ -43,6 +43,15 @@ pub(crate) enum Command {
     Inspect(InspectArgs),
     /// Prints what a Kubernetes version expands to.
     Catalog(CatalogArgs),
+    /// Makes a key pair for signing bundles, in cosign's files (`cosign.key`, `cosign.pub`).
+    ///
+    /// The pair is ECDSA P-256, as `cosign generate-key-pair` makes it: `<PREFIX>.key` holds the
+    /// private key encrypted under a passphrase (mode 0600), `<PREFIX>.pub` the public key. cosign
+    /// reads both.
+    ///
+    /// The passphrase comes from the environment variable `COSIGN_PASSWORD` (set and empty: no
+    /// passphrase) or, when it is unset, is asked twice on the terminal; it is never an argument.
+    Keygen(KeygenArgs),
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +138,17 @@ pub(crate) struct CatalogArgs {
     /// Output format.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+}
+
+/// `kk-bundle keygen`: the same files and passphrase as `cosign generate-key-pair`.
+#[derive(Debug, Args)]
+pub(crate) struct KeygenArgs {
+    /// Where to write the pair: `<PREFIX>.key` and `<PREFIX>.pub`.
+    #[arg(long, value_name = "PREFIX", default_value = "cosign")]
+    pub(crate) output_key_prefix: PathBuf,
+    /// Replace an existing key pair of that name.
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 /// The bundle a command reads: its first argument, or `--bundle B` (as `kk-install` takes it).

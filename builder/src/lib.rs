@@ -12,6 +12,8 @@
 //!   lacks;
 //! - [`assemble`] lays the fetched blobs out as one OCI layout and hands it to
 //!   `bundle_spec::write_bundle`.
+//!
+//! Beside the build, [`keygen`] writes a cosign key pair, its passphrase read by [`passphrase`].
 
 pub mod assemble;
 pub mod build;
@@ -21,7 +23,9 @@ pub mod check;
 pub mod delta;
 pub mod error;
 pub mod fetch;
+pub mod keygen;
 pub mod lockfile;
+pub mod passphrase;
 pub mod progress;
 pub mod resolve;
 pub mod sources;

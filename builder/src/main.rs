@@ -11,7 +11,7 @@ use kk_bundle::build::{BuildOptions, BuildReport, build};
 use kk_bundle::cache::Cache;
 use kk_bundle::progress::Progress;
 
-use cli::{CatalogArgs, Cli, Command, InspectArgs, Output};
+use cli::{CatalogArgs, Cli, Command, InspectArgs, KeygenArgs, Output};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -71,7 +71,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Inspect(args) => inspect(&args),
         Command::Catalog(args) => catalog(&args),
+        Command::Keygen(args) => keygen(&args),
     }
+}
+
+fn keygen(args: &KeygenArgs) -> anyhow::Result<()> {
+    let passphrase = kk_bundle::passphrase::read_passphrase(true)?;
+    let files =
+        kk_bundle::keygen::keygen(&args.output_key_prefix, passphrase.as_bytes(), args.force)
+            .context("cannot write a key pair")?;
+    print(&format!(
+        "private key        {}\npublic key         {}\nfingerprint        {}\n",
+        files.private_key.display(),
+        files.public_key.display(),
+        files.fingerprint
+    ))
 }
 
 fn inspect(args: &InspectArgs) -> anyhow::Result<()> {

@@ -1,0 +1,156 @@
+//! The passphrase of a cosign private key, as cosign takes it: from `COSIGN_PASSWORD` (which may
+//! be set and empty: a key without a passphrase), else asked on the terminal without echo. Never
+//! from an argument, which any user of the machine can read in the process list.
+
+use std::ffi::OsString;
+use std::io;
+
+use zeroize::Zeroizing;
+
+/// The environment variable cosign and kk read the passphrase from.
+pub const PASSPHRASE_VARIABLE: &str = "COSIGN_PASSWORD";
+
+/// Why there is no passphrase.
+#[derive(Debug, thiserror::Error)]
+pub enum PassphraseError {
+    /// `COSIGN_PASSWORD` is unset and nothing can be asked.
+    #[error(
+        "`{PASSPHRASE_VARIABLE}` is not set and standard input is not a terminal to ask for the passphrase; hint: set `{PASSPHRASE_VARIABLE}` (empty for a key without one)"
+    )]
+    NoTerminal,
+    /// `COSIGN_PASSWORD` holds bytes that are not UTF-8.
+    #[error("`{PASSPHRASE_VARIABLE}` is not UTF-8; hint: cosign takes UTF-8 passphrases only")]
+    NotUtf8,
+    /// The terminal could not be read.
+    #[error("cannot read the passphrase from the terminal")]
+    Terminal(#[source] io::Error),
+    /// The confirmation differs from the passphrase.
+    #[error("the two passphrases differ; hint: type the same passphrase twice")]
+    Mismatch,
+}
+
+/// The passphrase from `COSIGN_PASSWORD`, or asked on the terminal (twice when `confirm`, for a
+/// new key, so a typo does not lock the key away).
+pub fn read_passphrase(confirm: bool) -> Result<Zeroizing<String>, PassphraseError> {
+    let terminal = io::IsTerminal::is_terminal(&io::stdin());
+    passphrase(
+        std::env::var_os(PASSPHRASE_VARIABLE),
+        terminal,
+        |prompt| rpassword::prompt_password(prompt),
+        confirm,
+    )
+}
+
+/// [`read_passphrase`] with its inputs given: the variable's value, whether standard input is a
+/// terminal, and how to prompt.
+fn passphrase(
+    variable: Option<OsString>,
+    terminal: bool,
+    mut prompt: impl FnMut(&str) -> io::Result<String>,
+    confirm: bool,
+) -> Result<Zeroizing<String>, PassphraseError> {
+    if let Some(value) = variable {
+        return value
+            .into_string()
+            .map(Zeroizing::new)
+            .map_err(|_| PassphraseError::NotUtf8);
+    }
+    if !terminal {
+        return Err(PassphraseError::NoTerminal);
+    }
+    let mut ask = |text| {
+        prompt(text)
+            .map(Zeroizing::new)
+            .map_err(PassphraseError::Terminal)
+    };
+    let first = ask("Enter password for private key: ")?;
+    if confirm && *ask("Enter password for private key again: ")? != *first {
+        return Err(PassphraseError::Mismatch);
+    }
+    Ok(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A prompt that answers `answers` in turn and records the prompts it was shown.
+    fn answering(
+        answers: &[&str],
+    ) -> (
+        impl FnMut(&str) -> io::Result<String>,
+        std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    ) {
+        let asked = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let record = asked.clone();
+        let mut answers: Vec<String> = answers.iter().rev().map(|&a| a.to_owned()).collect();
+        let prompt = move |text: &str| {
+            record.borrow_mut().push(text.to_owned());
+            answers
+                .pop()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "no more input"))
+        };
+        (prompt, asked)
+    }
+
+    #[test]
+    fn where_the_passphrase_comes_from() {
+        // (variable, terminal, answers, confirm) → passphrase or error, prompts shown
+        let cases: [(Option<&str>, bool, &[&str], bool, Result<&str, &str>, usize); 8] = [
+            (Some("secret"), false, &[], true, Ok("secret"), 0),
+            (Some(""), false, &[], true, Ok(""), 0),
+            (Some("from env"), true, &["typed"], true, Ok("from env"), 0),
+            (
+                None,
+                false,
+                &[],
+                false,
+                Err("is not set and standard input is not a terminal"),
+                0,
+            ),
+            (None, true, &["typed"], false, Ok("typed"), 1),
+            (None, true, &["typed", "typed"], true, Ok("typed"), 2),
+            (
+                None,
+                true,
+                &["typed", "typo"],
+                true,
+                Err("the two passphrases differ"),
+                2,
+            ),
+            (
+                None,
+                true,
+                &[],
+                false,
+                Err("cannot read the passphrase from the terminal"),
+                1,
+            ),
+        ];
+        for (variable, terminal, answers, confirm, expected, prompts) in cases {
+            let (prompt, asked) = answering(answers);
+            let got = passphrase(variable.map(OsString::from), terminal, prompt, confirm);
+            let context = format!("{variable:?} {terminal} {answers:?} {confirm}");
+            match (got, expected) {
+                (Ok(got), Ok(expected)) => assert_eq!(*got, expected, "{context}"),
+                (Err(error), Err(expected)) => {
+                    assert!(error.to_string().contains(expected), "{context}: {error}");
+                }
+                (got, expected) => panic!(
+                    "{context}: {:?} but expected {expected:?}",
+                    got.map(|p| p.len())
+                ),
+            }
+            assert_eq!(asked.borrow().len(), prompts, "{context}");
+        }
+    }
+
+    #[test]
+    fn a_variable_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStringExt as _;
+        let variable = OsString::from_vec(vec![0xff, 0xfe]);
+        let (prompt, _) = answering(&[]);
+        let error = passphrase(Some(variable), true, prompt, false).expect_err("not UTF-8");
+        assert!(matches!(error, PassphraseError::NotUtf8), "{error}");
+    }
+}
