@@ -274,6 +274,33 @@ mod tests {
         assert_eq!(verbose.log_filter(), "trace");
     }
 
+    /// `keygen` writes `cosign.key`/`cosign.pub` by default and takes no passphrase argument.
+    #[test]
+    fn keygen_takes_a_prefix_and_never_a_passphrase() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["kk-bundle", "keygen"], args].concat());
+        let Ok(Cli {
+            command: super::Command::Keygen(args),
+            ..
+        }) = parse(&[])
+        else {
+            panic!("`keygen` does not parse");
+        };
+        assert_eq!(args.output_key_prefix, std::path::Path::new("cosign"));
+        assert!(!args.force);
+        let Ok(Cli {
+            command: super::Command::Keygen(args),
+            ..
+        }) = parse(&["--output-key-prefix", "keys/release", "--force"])
+        else {
+            panic!("`keygen --output-key-prefix --force` does not parse");
+        };
+        assert_eq!(args.output_key_prefix, std::path::Path::new("keys/release"));
+        assert!(args.force);
+        for passphrase in ["--passphrase", "--password"] {
+            assert!(parse(&[passphrase, "x"]).is_err(), "{passphrase}");
+        }
+    }
+
     #[test]
     fn sizes_parse_with_units() {
         assert_eq!(super::parse_size("4096").unwrap(), 4096);

@@ -74,43 +74,69 @@ fn passphrase(
 mod tests {
     use super::*;
 
-    /// A prompt that answers `answers` in turn and records the prompts it was shown.
-    fn answering(
-        answers: &[&str],
-    ) -> (
-        impl FnMut(&str) -> io::Result<String>,
-        std::rc::Rc<std::cell::RefCell<Vec<String>>>,
-    ) {
-        let asked = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let record = asked.clone();
-        let mut answers: Vec<String> = answers.iter().rev().map(|&a| a.to_owned()).collect();
-        let prompt = move |text: &str| {
-            record.borrow_mut().push(text.to_owned());
-            answers
-                .pop()
+    /// A terminal that answers `answers` in turn and counts the prompts it was shown.
+    struct Typist {
+        answers: std::iter::Copied<std::slice::Iter<'static, &'static str>>,
+        asked: usize,
+    }
+
+    impl Typist {
+        fn new(answers: &'static [&'static str]) -> Self {
+            Self {
+                answers: answers.iter().copied(),
+                asked: 0,
+            }
+        }
+
+        fn ask(&mut self, _prompt: &str) -> io::Result<String> {
+            self.asked += 1;
+            self.answers
+                .next()
+                .map(str::to_owned)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "no more input"))
-        };
-        (prompt, asked)
+        }
+    }
+
+    /// One way of giving (or not) a passphrase, and what comes of it.
+    struct Case {
+        variable: Option<&'static str>,
+        terminal: bool,
+        answers: &'static [&'static str],
+        confirm: bool,
+        /// The passphrase, or a part of the error.
+        expected: Result<&'static str, &'static str>,
+        prompts: usize,
+    }
+
+    const fn case(
+        variable: Option<&'static str>,
+        terminal: bool,
+        answers: &'static [&'static str],
+        confirm: bool,
+        expected: Result<&'static str, &'static str>,
+        prompts: usize,
+    ) -> Case {
+        Case {
+            variable,
+            terminal,
+            answers,
+            confirm,
+            expected,
+            prompts,
+        }
     }
 
     #[test]
     fn where_the_passphrase_comes_from() {
-        // (variable, terminal, answers, confirm) → passphrase or error, prompts shown
-        let cases: [(Option<&str>, bool, &[&str], bool, Result<&str, &str>, usize); 8] = [
-            (Some("secret"), false, &[], true, Ok("secret"), 0),
-            (Some(""), false, &[], true, Ok(""), 0),
-            (Some("from env"), true, &["typed"], true, Ok("from env"), 0),
-            (
-                None,
-                false,
-                &[],
-                false,
-                Err("is not set and standard input is not a terminal"),
-                0,
-            ),
-            (None, true, &["typed"], false, Ok("typed"), 1),
-            (None, true, &["typed", "typed"], true, Ok("typed"), 2),
-            (
+        let no_terminal = "is not set and standard input is not a terminal";
+        let cases = [
+            case(Some("secret"), false, &[], true, Ok("secret"), 0),
+            case(Some(""), false, &[], true, Ok(""), 0),
+            case(Some("from env"), true, &["typed"], true, Ok("from env"), 0),
+            case(None, false, &[], false, Err(no_terminal), 0),
+            case(None, true, &["typed"], false, Ok("typed"), 1),
+            case(None, true, &["typed", "typed"], true, Ok("typed"), 2),
+            case(
                 None,
                 true,
                 &["typed", "typo"],
@@ -118,30 +144,22 @@ mod tests {
                 Err("the two passphrases differ"),
                 2,
             ),
-            (
-                None,
-                true,
-                &[],
-                false,
-                Err("cannot read the passphrase from the terminal"),
-                1,
-            ),
+            case(None, true, &[], false, Err("cannot read the passphrase"), 1),
         ];
-        for (variable, terminal, answers, confirm, expected, prompts) in cases {
-            let (prompt, asked) = answering(answers);
-            let got = passphrase(variable.map(OsString::from), terminal, prompt, confirm);
-            let context = format!("{variable:?} {terminal} {answers:?} {confirm}");
-            match (got, expected) {
+        for case in cases {
+            let mut typist = Typist::new(case.answers);
+            let variable = case.variable.map(OsString::from);
+            let got = passphrase(variable, case.terminal, |p| typist.ask(p), case.confirm);
+            let context = format!("{:?} {:?} {}", case.variable, case.answers, case.terminal);
+            match (got, case.expected) {
                 (Ok(got), Ok(expected)) => assert_eq!(*got, expected, "{context}"),
                 (Err(error), Err(expected)) => {
                     assert!(error.to_string().contains(expected), "{context}: {error}");
                 }
-                (got, expected) => panic!(
-                    "{context}: {:?} but expected {expected:?}",
-                    got.map(|p| p.len())
-                ),
+                (Ok(_), Err(expected)) => panic!("{context}: a passphrase, not {expected:?}"),
+                (Err(error), Ok(_)) => panic!("{context}: {error}"),
             }
-            assert_eq!(asked.borrow().len(), prompts, "{context}");
+            assert_eq!(typist.asked, case.prompts, "{context}");
         }
     }
 
@@ -149,8 +167,10 @@ mod tests {
     fn a_variable_that_is_not_utf8_is_refused() {
         use std::os::unix::ffi::OsStringExt as _;
         let variable = OsString::from_vec(vec![0xff, 0xfe]);
-        let (prompt, _) = answering(&[]);
-        let error = passphrase(Some(variable), true, prompt, false).expect_err("not UTF-8");
+        let mut typist = Typist::new(&[]);
+        let error =
+            passphrase(Some(variable), true, |p| typist.ask(p), false).expect_err("not UTF-8");
         assert!(matches!(error, PassphraseError::NotUtf8), "{error}");
+        assert_eq!(typist.asked, 0);
     }
 }

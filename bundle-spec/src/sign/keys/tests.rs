@@ -6,6 +6,9 @@ use p256::pkcs8::der::pem::{self, LineEnding};
 use super::*;
 
 const PASSPHRASE: &[u8] = b"kk test passphrase";
+/// The DER body of P-256's curve OID, and of P-192's, which has the same length.
+const P256_OID: [u8; 8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+const P192_OID: [u8; 8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x01];
 
 /// A fixed key, so the tests do not depend on a random one.
 fn key() -> SigningKey {
@@ -82,11 +85,10 @@ fn an_empty_passphrase_is_a_passphrase() {
 
 /// A PKCS#8 key on `curve` (an 8-byte OID like P-256's): P-256's with its curve swapped.
 fn pkcs8_on_curve(curve: [u8; 8]) -> Vec<u8> {
-    const P256: [u8; 8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
     let mut der = key().to_pkcs8_der().expect("encodes").as_bytes().to_vec();
     let at = der
         .windows(8)
-        .position(|window| window == P256)
+        .position(|window| window == P256_OID)
         .expect("the curve OID");
     der[at..at + 8].copy_from_slice(&curve);
     der
@@ -95,8 +97,7 @@ fn pkcs8_on_curve(curve: [u8; 8]) -> Vec<u8> {
 /// Every private key file `read_private_key` refuses, and what the refusal names.
 #[test]
 fn private_key_refusals_name_what_is_wrong() {
-    const P192: [u8; 8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x01];
-    let other_curve = pkcs8_on_curve(P192);
+    let other_curve = pkcs8_on_curve(P192_OID);
     let encrypted_other_curve = encrypted::seal(&other_curve, PASSPHRASE).expect("seals");
     let body_not_json = pem_of(SIGSTORE_PRIVATE_KEY_LABEL, b"not json");
     let cases: [(String, &str); 8] = [
@@ -140,10 +141,9 @@ fn public_key_refusals_name_what_is_wrong() {
         .to_public_key_der()
         .expect("encodes")
         .into_vec();
-    const P256: [u8; 8] = [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
-    let at = spki.windows(8).position(|w| w == P256).expect("curve");
+    let at = spki.windows(8).position(|w| w == P256_OID).expect("curve");
     let mut other = spki.clone();
-    other[at + 7] = 0x01;
+    other[at..at + 8].copy_from_slice(&P192_OID);
     let cases = [
         ("nothing".to_owned(), "not an ECDSA P-256 public key in PEM"),
         (pem_of(PUBLIC_KEY_LABEL, &other), "a `ECDSA P-192` key"),
