@@ -43,6 +43,12 @@ pub(crate) enum Command {
     Inspect(InspectArgs),
     /// Prints what a Kubernetes version expands to.
     Catalog(CatalogArgs),
+    /// Prints the kk manifest equivalent to a KubeKey v3 manifest, and what it does not carry.
+    ///
+    /// Reads KubeKey's `apiVersion: kubekey.kubesphere.io/v1alpha2`, `kind: Manifest`; each part
+    /// kk does not carry as KubeKey did is a warning on stderr with its line. `kk-bundle build`
+    /// accepts the KubeKey manifest itself too, converting it the same way.
+    Convert(ConvertArgs),
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +135,15 @@ pub(crate) struct CatalogArgs {
     /// Output format.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConvertArgs {
+    /// The KubeKey v3 manifest (YAML).
+    pub(crate) manifest: PathBuf,
+    /// Write the kk manifest to this file instead of stdout.
+    #[arg(short = 'o', long = "output-file", value_name = "FILE")]
+    pub(crate) output_file: Option<PathBuf>,
 }
 
 /// The bundle a command reads: its first argument, or `--bundle B` (as `kk-install` takes it).

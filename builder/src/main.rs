@@ -11,7 +11,7 @@ use kk_bundle::build::{BuildOptions, BuildReport, build};
 use kk_bundle::cache::Cache;
 use kk_bundle::progress::Progress;
 
-use cli::{CatalogArgs, Cli, Command, InspectArgs, Output};
+use cli::{CatalogArgs, Cli, Command, ConvertArgs, InspectArgs, Output};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -71,6 +71,29 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Inspect(args) => inspect(&args),
         Command::Catalog(args) => catalog(&args),
+        Command::Convert(args) => convert(&args),
+    }
+}
+
+fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
+    let path = &args.manifest;
+    let context = || format!("cannot convert `{}`", path.display());
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| kk_bundle::kubekey::KubeKeyError::Read {
+            path: path.clone(),
+            source,
+        })
+        .with_context(context)?;
+    let conversion =
+        kk_bundle::kubekey::convert(&text, &path.display().to_string()).with_context(context)?;
+    for warning in &conversion.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let converted = conversion.manifest.source();
+    match &args.output_file {
+        Some(file) => std::fs::write(file, converted)
+            .with_context(|| format!("cannot write `{}`", file.display())),
+        None => print(converted),
     }
 }
 

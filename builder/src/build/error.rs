@@ -18,6 +18,9 @@ pub enum BuildError {
     /// A manifest could not be read or is invalid.
     #[error(transparent)]
     Manifest(#[from] bundle_spec::ManifestError),
+    /// A KubeKey v3 manifest could not be converted into a kk manifest.
+    #[error(transparent)]
+    KubeKey(#[from] crate::kubekey::KubeKeyError),
     /// The bundle could not be written or read.
     #[error(transparent)]
     Bundle(#[from] bundle_spec::BundleError),
