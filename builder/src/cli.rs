@@ -53,7 +53,8 @@ pub(crate) enum Command {
 
 #[derive(Debug, Args)]
 pub(crate) struct BuildArgs {
-    /// The bundle manifest (YAML).
+    /// The bundle manifest (YAML), or a KubeKey v3 `kind: Manifest`, read as `kk-bundle convert`
+    /// converts it.
     pub(crate) manifest: PathBuf,
     /// Where to write the bundle (a file; `--output` is a format in every command that has it).
     #[arg(

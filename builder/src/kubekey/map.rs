@@ -425,6 +425,7 @@ fn operating_systems(
         )?;
         let text = |name: &str| reader.text(fields.get(name), &format!("{path}.{name}"));
         let (arch, id, version) = (text("arch")?, text("id")?, text("version")?);
+        let kind = text("type")?;
         let image = text("osImage")?.or(id).unwrap_or("?").to_owned();
         let iso = iso(reader, fields.get("repository"))?;
         let Some(((id, version), arch)) = id.zip(version).zip(arch) else {
@@ -435,6 +436,13 @@ fn operating_systems(
             continue;
         };
         let distro = format!("{id}-{version}");
+        if kind.is_some_and(|kind| kind != "linux") {
+            reader.warn(
+                system,
+                format!("operating system `{distro}` ({image}) is not bundled: kk bundles for Linux nodes only"),
+            );
+            continue;
+        }
         let release = RELEASES
             .iter()
             .find(|(known_id, known_version, _)| *known_id == id && *known_version == version);
@@ -442,7 +450,7 @@ fn operating_systems(
             Some((_, _, suite)) if platforms.contains(&format!("linux/{arch}")) => {
                 reader.warn(
                     system,
-                    format!("operating system `{distro}` ({arch}): kk carries its packages from a Debian-format repository, not KubeKey's ISO{iso}; fill in the `url` of the `spec.osPackages` entry commented in the converted manifest"),
+                    format!("operating system `{distro}` ({image}, {arch}): kk carries its packages from a Debian-format repository, not KubeKey's ISO{iso}; fill in the `url` of the `spec.osPackages` entry commented in the converted manifest"),
                 );
                 parts.push(OsPackagesPart {
                     distro,

@@ -122,6 +122,10 @@ pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
             reader.warn_at(part.version_at.clone(), error.to_string());
         }
     }
+    // In the KubeKey file's order, whichever part of the mapping found them.
+    reader
+        .warnings
+        .sort_by_key(|warning| (warning.at.line(), warning.at.column()));
     let text = render::document(name, &body, &reader.warnings);
     let manifest = Manifest::from_str_named(&text, name).map_err(invalid)?;
     Ok(Conversion {
