@@ -16,6 +16,7 @@ mod install_bundle;
 mod install_lab;
 mod install_lock;
 mod install_plan;
+mod kubekey_lab;
 mod kubernetes_lab;
 mod lab;
 mod labkit;
