@@ -23,7 +23,10 @@ const COMPONENTS: [&str; 5] = [
 /// A KubeKey manifest as `kk create manifest` writes it, for a v1.30 containerd cluster with
 /// KubeKey's registry components; `registry` is written last, after `images`.
 fn kubekey_manifest(images: &[&str], registry: &str) -> String {
-    let images: String = images.iter().map(|image| format!("  - {image}\n")).collect();
+    let images: String = images
+        .iter()
+        .map(|image| format!("  - {image}\n"))
+        .collect();
     format!(
         "apiVersion: kubekey.kubesphere.io/v1alpha2
 kind: Manifest
@@ -75,7 +78,10 @@ spec:
 /// The artifacts of `bundle` by reference, from `kk-bundle inspect --output json`.
 fn references(bundle: &Path) -> Vec<String> {
     let mut inspect = Command::new(binary("kk-bundle"));
-    inspect.arg("inspect").arg(bundle).args(["--output", "json"]);
+    inspect
+        .arg("inspect")
+        .arg(bundle)
+        .args(["--output", "json"]);
     let (out, _) = run_ok(&mut inspect);
     let inspected: Value = serde_json::from_str(&out).expect("inspect json");
     inspected["artifacts"]
@@ -119,14 +125,21 @@ fn a_kubekey_manifest_converts_into_a_bundle_of_what_its_components_name() {
     fs::write(
         &kubekey,
         kubekey_manifest(
-            &["docker.io/calico/node:v3.29.4", "docker.io/library/busybox:1.36"],
+            &[
+                "docker.io/calico/node:v3.29.4",
+                "docker.io/library/busybox:1.36",
+            ],
             "  registry:\n    auths: {}\n",
         ),
     )
     .expect("kubekey manifest");
     let converted = b.path("converted.yaml");
     let mut convert = Command::new(binary("kk-bundle"));
-    convert.arg("convert").arg(&kubekey).arg("-o").arg(&converted);
+    convert
+        .arg("convert")
+        .arg(&kubekey)
+        .arg("-o")
+        .arg(&converted);
     let (stdout, out) = run_ok(&mut convert);
     assert!(stdout.is_empty(), "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -179,7 +192,10 @@ fn kk_bundle_build_reads_a_kubekey_manifest() {
         &format!("  registry:\n    auths:\n      \"{registry}\": {{plainHTTP: true}}\n"),
     )
     // No cluster: images alone build from the lab without mirrors.
-    .replace("  kubernetesDistributions:\n  - type: kubernetes\n    version: v1.30.6\n", "");
+    .replace(
+        "  kubernetesDistributions:\n  - type: kubernetes\n    version: v1.30.6\n",
+        "",
+    );
     fs::write(&kubekey, text).expect("kubekey manifest");
     let (_, out) = run_ok(&mut b.build(&kubekey, "images.tar.zst", "cache", &[]));
     let stderr = String::from_utf8_lossy(&out.stderr);

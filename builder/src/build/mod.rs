@@ -88,12 +88,11 @@ pub struct BuildReport {
 /// Reads the manifest at `path`: a kk manifest, or a KubeKey v3 `Manifest` converted into one
 /// (its warnings logged as such, as `kk-bundle convert` prints them).
 fn read_manifest(path: &std::path::Path) -> Result<Manifest, BuildError> {
-    let text = std::fs::read_to_string(path).map_err(|source| {
-        bundle_spec::ManifestError::Read {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| bundle_spec::ManifestError::Read {
             path: path.to_owned(),
             source,
-        }
-    })?;
+        })?;
     let name = path.display().to_string();
     if !kubekey::is_kubekey(&text) {
         return Ok(Manifest::from_str_named(&text, &name)?);

@@ -49,7 +49,9 @@ pub enum KubeKeyError {
     },
     /// The manifest the conversion wrote is refused by kk's manifest reader: a value KubeKey
     /// accepts and kk does not (an image without a tag, a name that is not DNS-1123).
-    #[error("the kk manifest converted from `{name}` is invalid; hint: fix the value in the KubeKey manifest, or convert it and edit the result")]
+    #[error(
+        "the kk manifest converted from `{name}` is invalid; hint: fix the value in the KubeKey manifest, or convert it and edit the result"
+    )]
     Converted {
         /// The KubeKey manifest's name as given.
         name: String,

@@ -8,9 +8,9 @@ use serde_saphyr::Spanned;
 
 use bundle_spec::manifest::SourceLocation;
 
+use super::KubeKeyError;
 use super::node::Node;
 use super::read::Reader;
-use super::KubeKeyError;
 
 /// What a KubeKey manifest asks for, in kk's terms, ready to render.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -237,7 +237,10 @@ fn components(reader: &mut Reader, node: &Spanned<Node>) -> Result<Components, K
             reader.warn(node, format!("`{path}` {version} is not bundled: {why}"));
         }
     }
-    for runtime in reader.list(fields.get("containerRuntimes"), "spec.components.containerRuntimes")? {
+    for runtime in reader.list(
+        fields.get("containerRuntimes"),
+        "spec.components.containerRuntimes",
+    )? {
         let path = "spec.components.containerRuntimes[]";
         let entry = reader.fields(runtime, path, &["type", "version"])?;
         let kind = reader.text(entry.get("type"), &format!("{path}.type"))?;
@@ -394,9 +397,9 @@ fn runtime(
 /// The network plugin whose images `spec.images` lists; calico (kk's default) when none.
 fn cni(reader: &mut Reader, images: &[String], node: &Spanned<Node>) -> &'static str {
     let found = CNI_IMAGES.iter().find(|(path, _)| {
-        images
-            .iter()
-            .any(|image| image.contains(&format!("/{path}:")) || image.contains(&format!("/{path}@")))
+        images.iter().any(|image| {
+            image.contains(&format!("/{path}:")) || image.contains(&format!("/{path}@"))
+        })
     });
     match found {
         Some((_, cni)) => cni,
@@ -490,7 +493,11 @@ fn iso(reader: &mut Reader, node: Option<&Spanned<Node>>) -> Result<String, Kube
     let Some(iso) = repository.get("iso") else {
         return Ok(String::new());
     };
-    let fields = reader.fields(iso, &format!("{path}.iso"), &["localPath", "url", "checksum"])?;
+    let fields = reader.fields(
+        iso,
+        &format!("{path}.iso"),
+        &["localPath", "url", "checksum"],
+    )?;
     let named = reader
         .text(fields.get("url"), &format!("{path}.iso.url"))?
         .or(reader.text(fields.get("localPath"), &format!("{path}.iso.localPath"))?);
@@ -521,7 +528,13 @@ fn auth(
     let fields = reader.fields(
         node,
         &path,
-        &["username", "password", "certsPath", "skipTLSVerify", "plainHTTP"],
+        &[
+            "username",
+            "password",
+            "certsPath",
+            "skipTLSVerify",
+            "plainHTTP",
+        ],
     )?;
     let flag = |reader: &Reader, name: &str| -> Result<bool, KubeKeyError> {
         Ok(reader.text(fields.get(name), &format!("{path}.{name}"))? == Some("true"))
@@ -541,7 +554,9 @@ fn auth(
     }
     let username = reader.text(fields.get("username"), &format!("{path}.username"))?;
     let password = fields.get("password");
-    let has_password = reader.text(password, &format!("{path}.password"))?.is_some();
+    let has_password = reader
+        .text(password, &format!("{path}.password"))?
+        .is_some();
     let credentials = match (username, password) {
         (Some(username), Some(password)) if has_password => {
             let variable = password_env(&host.value);
@@ -561,7 +576,9 @@ fn auth(
         (None, Some(password)) if has_password => {
             reader.warn(
                 password,
-                format!("`{path}.password` has no username; the registry is used without credentials"),
+                format!(
+                    "`{path}.password` has no username; the registry is used without credentials"
+                ),
             );
             None
         }
@@ -580,7 +597,13 @@ fn auth(
 fn password_env(host: &str) -> String {
     let suffix: String = host
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("KK_REGISTRY_PASSWORD_{suffix}")
 }

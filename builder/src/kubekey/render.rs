@@ -39,7 +39,11 @@ pub(super) fn body(converted: &Converted) -> String {
     if let Some(kubernetes) = &converted.kubernetes {
         out.push_str("  kubernetes:\n");
         let _ = writeln!(out, "    version: {}", quote(&kubernetes.version));
-        let _ = writeln!(out, "    containerRuntime: {}", kubernetes.container_runtime);
+        let _ = writeln!(
+            out,
+            "    containerRuntime: {}",
+            kubernetes.container_runtime
+        );
         let _ = writeln!(out, "    cni: {}", kubernetes.cni);
         if !kubernetes.components.is_empty() {
             out.push_str("    components:\n");
@@ -59,7 +63,11 @@ pub(super) fn body(converted: &Converted) -> String {
         for registry in &converted.registries {
             let _ = writeln!(out, "    {}:", quote(&registry.host));
             let _ = writeln!(out, "      plainHTTP: {}", registry.plain_http);
-            let _ = writeln!(out, "      insecureSkipVerify: {}", registry.insecure_skip_verify);
+            let _ = writeln!(
+                out,
+                "      insecureSkipVerify: {}",
+                registry.insecure_skip_verify
+            );
             if let Some((username, variable)) = &registry.credentials {
                 let _ = writeln!(out, "      username: {}", quote(username));
                 let _ = writeln!(out, "      passwordEnv: {variable}");
@@ -84,7 +92,11 @@ pub(super) fn body(converted: &Converted) -> String {
 }
 
 fn list(items: &[String]) -> String {
-    items.iter().map(|item| quote(item)).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(|item| quote(item))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `text` as a double-quoted YAML scalar.

@@ -75,7 +75,9 @@ fn every_field_of_the_kubekey_schema_maps_or_warns() {
         let conversion = converted(&spec);
         let text = conversion.manifest.source();
         match expect {
-            Expect::Maps(wanted) => assert!(text.contains(wanted), "{field}: {wanted:?} not in\n{text}"),
+            Expect::Maps(wanted) => {
+                assert!(text.contains(wanted), "{field}: {wanted:?} not in\n{text}")
+            }
             Expect::Warns(line, wanted) => assert!(
                 conversion
                     .warnings
@@ -94,7 +96,12 @@ fn a_password_is_never_in_the_converted_manifest() {
         "  registry:\n    auths:\n      r.local: {username: admin, password: Harbor12345}\n",
     );
     assert!(!conversion.manifest.source().contains("Harbor12345"));
-    assert!(conversion.warnings.iter().all(|w| !w.message.contains("Harbor12345")));
+    assert!(
+        conversion
+            .warnings
+            .iter()
+            .all(|w| !w.message.contains("Harbor12345"))
+    );
     let registry = &conversion.manifest.spec().registries["r.local"];
     let credentials = registry.credentials.as_ref().expect("credentials");
     assert_eq!(credentials.password_env, "KK_REGISTRY_PASSWORD_R_LOCAL");
@@ -113,10 +120,9 @@ fn the_converted_manifest_is_what_kk_reads() {
     assert_eq!(spec.images.len(), 1);
     assert_eq!(conversion.manifest.source_name(), "kk3.yaml");
     assert!(
-        conversion
-            .manifest
-            .source()
-            .starts_with("# Converted by `kk-bundle convert` from the KubeKey v3 Manifest `kk3.yaml`"),
+        conversion.manifest.source().starts_with(
+            "# Converted by `kk-bundle convert` from the KubeKey v3 Manifest `kk3.yaml`"
+        ),
         "{}",
         conversion.manifest.source()
     );
@@ -124,12 +130,19 @@ fn the_converted_manifest_is_what_kk_reads() {
 
 #[test]
 fn a_version_the_catalog_lacks_is_warned_at_its_line() {
-    let conversion = converted("  kubernetesDistributions:\n  - {type: kubernetes, version: v1.28.8}\n  images: [docker.io/calico/node:v3.27.3]\n");
+    let conversion = converted(
+        "  kubernetesDistributions:\n  - {type: kubernetes, version: v1.28.8}\n  images: [docker.io/calico/node:v3.27.3]\n",
+    );
     let [warning] = conversion.warnings.as_slice() else {
         panic!("{:#?}", conversion.warnings);
     };
     assert_eq!(warning.at.line(), 7);
-    assert!(warning.message.contains("`v1.28.8` is not in the version catalog"), "{warning}");
+    assert!(
+        warning
+            .message
+            .contains("`v1.28.8` is not in the version catalog"),
+        "{warning}"
+    );
     assert_eq!(
         warning.to_string(),
         format!("kk3.yaml:7: {}", warning.message)
@@ -140,26 +153,52 @@ fn a_version_the_catalog_lacks_is_warned_at_its_line() {
 fn a_kk_manifest_or_a_wrong_shape_is_an_error() {
     let kk = "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: m}\n";
     let error = convert(kk, "m.yaml").expect_err("not KubeKey").to_string();
-    assert!(error.contains("m.yaml:1:1: not a KubeKey v3 manifest (`apiVersion: bundle.kk.io/v1alpha1`"), "{error}");
+    assert!(
+        error
+            .contains("m.yaml:1:1: not a KubeKey v3 manifest (`apiVersion: bundle.kk.io/v1alpha1`"),
+        "{error}"
+    );
     for (spec, wanted) in [
-        ("  arches: amd64\n", "kk3.yaml:6:11: `spec.arches` is a scalar, but KubeKey's Manifest has a list there"),
-        ("  components: [helm]\n", "`spec.components` is a list, but KubeKey's Manifest has a mapping there"),
+        (
+            "  arches: amd64\n",
+            "kk3.yaml:6:11: `spec.arches` is a scalar, but KubeKey's Manifest has a list there",
+        ),
+        (
+            "  components: [helm]\n",
+            "`spec.components` is a list, but KubeKey's Manifest has a mapping there",
+        ),
         ("  images: [{name: x}]\n", "`spec.images[]` is a mapping"),
     ] {
-        let error = convert(&kubekey(spec), "kk3.yaml").expect_err(spec).to_string();
+        let error = convert(&kubekey(spec), "kk3.yaml")
+            .expect_err(spec)
+            .to_string();
         assert!(error.contains(wanted), "{spec}: {error}");
     }
     let untagged = convert(&kubekey("  images: [busybox]\n"), "kk3.yaml").expect_err("untagged");
-    assert!(untagged.to_string().contains("the kk manifest converted from `kk3.yaml` is invalid"), "{untagged}");
+    assert!(
+        untagged
+            .to_string()
+            .contains("the kk manifest converted from `kk3.yaml` is invalid"),
+        "{untagged}"
+    );
 }
 
 #[test]
 fn only_a_kubekey_v3_manifest_is_detected() {
     for (text, expected) in [
-        ("apiVersion: kubekey.kubesphere.io/v1alpha2\nkind: Manifest\n", true),
-        ("apiVersion: kubekey.kubesphere.io/v1alpha2\nkind: Cluster\n", false),
+        (
+            "apiVersion: kubekey.kubesphere.io/v1alpha2\nkind: Manifest\n",
+            true,
+        ),
+        (
+            "apiVersion: kubekey.kubesphere.io/v1alpha2\nkind: Cluster\n",
+            false,
+        ),
         ("apiVersion: bundle.kk.io/v1alpha1\nkind: Manifest\n", false),
-        ("apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nspec: {images: []}\n", false),
+        (
+            "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nspec: {images: []}\n",
+            false,
+        ),
         ("not: [yaml", false),
     ] {
         assert_eq!(is_kubekey(text), expected, "{text}");
@@ -173,7 +212,13 @@ fn example_manifests_convert() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/kubekey-v3");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("manifests/kubekey-v3")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|name| name.ends_with(".yaml"))
         .collect();
     names.sort();
