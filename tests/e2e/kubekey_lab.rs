@@ -23,10 +23,12 @@ const COMPONENTS: [&str; 5] = [
 /// A KubeKey manifest as `kk create manifest` writes it, for a v1.30 containerd cluster with
 /// KubeKey's registry components; `registry` is written last, after `images`.
 fn kubekey_manifest(images: &[&str], registry: &str) -> String {
-    let images: String = images
-        .iter()
-        .map(|image| format!("  - {image}\n"))
-        .collect();
+    let mut list = String::new();
+    for image in images {
+        list.push_str("  - ");
+        list.push_str(image);
+        list.push('\n');
+    }
     format!(
         "apiVersion: kubekey.kubesphere.io/v1alpha2
 kind: Manifest
@@ -71,7 +73,7 @@ spec:
     docker-compose:
       version: v2.26.1
   images:
-{images}{registry}"
+{list}{registry}"
     )
 }
 

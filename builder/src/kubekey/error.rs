@@ -20,9 +20,9 @@ pub enum KubeKeyError {
         #[source]
         source: std::io::Error,
     },
-    /// The file is not YAML.
+    /// The file is not YAML (boxed, as is `Converted`'s source: both are large).
     #[error(transparent)]
-    Yaml(#[from] YamlError),
+    Yaml(Box<YamlError>),
     /// The file is not a KubeKey v3 `Manifest`.
     #[error(
         "{at}: not a KubeKey v3 manifest (`apiVersion: {found_api_version}`, `kind: {found_kind}`); hint: `kk-bundle convert` reads `apiVersion: kubekey.kubesphere.io/v1alpha2` with `kind: Manifest`"
@@ -57,6 +57,12 @@ pub enum KubeKeyError {
         name: String,
         /// What kk's reader says, located in the converted text.
         #[source]
-        source: ManifestError,
+        source: Box<ManifestError>,
     },
+}
+
+impl From<YamlError> for KubeKeyError {
+    fn from(error: YamlError) -> Self {
+        Self::Yaml(Box::new(error))
+    }
 }

@@ -131,10 +131,10 @@ pub(super) fn manifest(
     let mut converted = Converted::default();
     if let Some(metadata) = top.get("metadata") {
         let fields = reader.fields(metadata, "metadata", &["name"])?;
-        converted.name = reader
+        reader
             .text(fields.get("name"), "metadata.name")?
             .unwrap_or("kubekey")
-            .to_owned();
+            .clone_into(&mut converted.name);
     }
     let Some(spec) = top.get("spec") else {
         return Ok(converted);
@@ -401,15 +401,14 @@ fn cni(reader: &mut Reader, images: &[String], node: &Spanned<Node>) -> &'static
             image.contains(&format!("/{path}:")) || image.contains(&format!("/{path}@"))
         })
     });
-    match found {
-        Some((_, cni)) => cni,
-        None => {
-            reader.warn(
+    if let Some((_, cni)) = found {
+        cni
+    } else {
+        reader.warn(
                 node,
                 "no network plugin's image in `spec.images`; kk installs calico, its default (set `spec.kubernetes.cni` to change it)".to_owned(),
             );
-            "calico"
-        }
+        "calico"
     }
 }
 

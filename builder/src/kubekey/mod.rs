@@ -113,7 +113,7 @@ pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
     let body = render::body(&converted);
     let invalid = |source| KubeKeyError::Converted {
         name: name.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let parsed = Manifest::from_str_named(&body, name).map_err(invalid)?;
     if let (Some(kubernetes), Some(part)) = (&parsed.spec().kubernetes, &converted.kubernetes) {

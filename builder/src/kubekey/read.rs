@@ -9,6 +9,9 @@ use serde_saphyr::Spanned;
 use super::node::Node;
 use super::{KubeKeyError, Warning};
 
+/// A mapping's key and value.
+pub(super) type Entry = (Spanned<String>, Spanned<Node>);
+
 /// Reads values out of the node tree and records what it cannot carry.
 pub(super) struct Reader {
     file: Arc<str>,
@@ -116,7 +119,7 @@ impl Reader {
         &self,
         node: Option<&'n Spanned<Node>>,
         path: &str,
-    ) -> Result<&'n [(Spanned<String>, Spanned<Node>)], KubeKeyError> {
+    ) -> Result<&'n [Entry], KubeKeyError> {
         match node.map(|node| (node, &node.value)) {
             None | Some((_, Node::Null)) => Ok(&[]),
             Some((_, Node::Map(map))) => Ok(&map.0),

@@ -25,7 +25,7 @@ enum Expect {
     Warns(u32, &'static str),
 }
 
-/// Every field of KubeKey's `ManifestSpec` (manifest_types.go), each alone in a manifest:
+/// Every field of KubeKey's `ManifestSpec` (`manifest_types.go`), each alone in a manifest:
 /// none is dropped silently.
 #[test]
 fn every_field_of_the_kubekey_schema_maps_or_warns() {
@@ -76,7 +76,7 @@ fn every_field_of_the_kubekey_schema_maps_or_warns() {
         let text = conversion.manifest.source();
         match expect {
             Expect::Maps(wanted) => {
-                assert!(text.contains(wanted), "{field}: {wanted:?} not in\n{text}")
+                assert!(text.contains(wanted), "{field}: {wanted:?} not in\n{text}");
             }
             Expect::Warns(line, wanted) => assert!(
                 conversion
@@ -219,7 +219,11 @@ fn example_manifests_convert() {
                 .to_string_lossy()
                 .into_owned()
         })
-        .filter(|name| name.ends_with(".yaml"))
+        .filter(|name| {
+            std::path::Path::new(name)
+                .extension()
+                .is_some_and(|ext| ext == "yaml")
+        })
         .collect();
     names.sort();
     assert!(names.len() >= 2, "{names:?}");
