@@ -58,7 +58,8 @@ pub const KIND: &str = "Manifest";
 /// A KubeKey manifest converted into a kk bundle manifest.
 #[derive(Debug)]
 pub struct Conversion {
-    /// The kk manifest; its [`Manifest::source`] is the converted text, header included.
+    /// The kk manifest; its [`Manifest::source`] is the converted text, header included, and
+    /// its [`Manifest::source_name`] the KubeKey file's name followed by ` (converted)`.
     pub manifest: Manifest,
     /// What kk does not carry as KubeKey did, in the KubeKey file's order.
     pub warnings: Vec<Warning>,
@@ -108,6 +109,9 @@ pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
             found_kind: header.kind.unwrap_or_default(),
         });
     }
+    // Lines in the converted text are not the KubeKey file's: errors kk's reader (or a later
+    // build step) locates in it name it as converted.
+    let converted_name = format!("{name} (converted)");
     let mut reader = Reader::new(&file);
     let converted = map::manifest(&mut reader, &root)?;
     let body = render::body(&converted);
@@ -115,7 +119,7 @@ pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
         name: name.to_owned(),
         source: Box::new(source),
     };
-    let parsed = Manifest::from_str_named(&body, name).map_err(invalid)?;
+    let parsed = Manifest::from_str_named(&body, &converted_name).map_err(invalid)?;
     if let (Some(kubernetes), Some(part)) = (&parsed.spec().kubernetes, &converted.kubernetes) {
         // The build would fail on it: say so now, at KubeKey's line.
         if let Err(error) = Catalog::builtin().expand(kubernetes) {
@@ -127,7 +131,7 @@ pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
         .warnings
         .sort_by_key(|warning| (warning.at.line(), warning.at.column()));
     let text = render::document(name, &body, &reader.warnings);
-    let manifest = Manifest::from_str_named(&text, name).map_err(invalid)?;
+    let manifest = Manifest::from_str_named(&text, &converted_name).map_err(invalid)?;
     Ok(Conversion {
         manifest,
         warnings: reader.warnings,

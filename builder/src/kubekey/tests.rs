@@ -118,7 +118,7 @@ fn the_converted_manifest_is_what_kk_reads() {
     assert_eq!(kubernetes.components["containerd"], "2.1.9");
     assert_eq!(spec.platforms.len(), 1);
     assert_eq!(spec.images.len(), 1);
-    assert_eq!(conversion.manifest.source_name(), "kk3.yaml");
+    assert_eq!(conversion.manifest.source_name(), "kk3.yaml (converted)");
     assert!(
         conversion.manifest.source().starts_with(
             "# Converted by `kk-bundle convert` from the KubeKey v3 Manifest `kk3.yaml`"
@@ -175,6 +175,13 @@ fn a_kk_manifest_or_a_wrong_shape_is_an_error() {
         assert!(error.contains(wanted), "{spec}: {error}");
     }
     let untagged = convert(&kubekey("  images: [busybox]\n"), "kk3.yaml").expect_err("untagged");
+    let source = std::error::Error::source(&untagged).map(ToString::to_string);
+    assert!(
+        source
+            .as_deref()
+            .is_some_and(|s| s.starts_with("kk3.yaml (converted):")),
+        "{source:?}"
+    );
     assert!(
         untagged
             .to_string()
