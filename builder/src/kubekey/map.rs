@@ -9,8 +9,10 @@ use serde_saphyr::Spanned;
 use bundle_spec::manifest::SourceLocation;
 
 use super::KubeKeyError;
+use super::auths::{self, RegistryPart};
 use super::node::Node;
 use super::read::Reader;
+use super::systems::{self, OsPackagesPart};
 
 /// What a KubeKey manifest asks for, in kk's terms, ready to render.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -39,26 +41,6 @@ pub(super) struct KubernetesPart {
     pub(super) cni: &'static str,
     /// `components`: kk component name and version, in KubeKey's order.
     pub(super) components: Vec<(&'static str, String)>,
-}
-
-/// One `spec.registries` entry.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct RegistryPart {
-    pub(super) host: String,
-    pub(super) plain_http: bool,
-    pub(super) insecure_skip_verify: bool,
-    /// The username and the variable holding the password.
-    pub(super) credentials: Option<(String, String)>,
-}
-
-/// One `spec.osPackages` entry for a Debian or Ubuntu release.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct OsPackagesPart {
-    /// `ID-VERSION_ID`, e.g. `ubuntu-22.04`.
-    pub(super) distro: String,
-    pub(super) arch: String,
-    pub(super) suite: &'static str,
-    pub(super) keyring: String,
 }
 
 /// The fields of KubeKey's `ManifestSpec`.
@@ -110,25 +92,16 @@ const CNI_IMAGES: [(&str, &str); 5] = [
     ("hybridnet", "hybridnet"),
 ];
 
-/// Debian and Ubuntu releases kk can carry packages for: `(id, VERSION_ID, suite)`.
-const RELEASES: [(&str, &str, &str); 8] = [
-    ("debian", "10", "buster"),
-    ("debian", "11", "bullseye"),
-    ("debian", "12", "bookworm"),
-    ("debian", "13", "trixie"),
-    ("ubuntu", "18.04", "bionic"),
-    ("ubuntu", "20.04", "focal"),
-    ("ubuntu", "22.04", "jammy"),
-    ("ubuntu", "24.04", "noble"),
-];
-
 /// Maps the root of a KubeKey manifest (header already checked).
 pub(super) fn manifest(
     reader: &mut Reader,
     root: &Spanned<Node>,
 ) -> Result<Converted, KubeKeyError> {
     let top = reader.fields(root, "", &["apiVersion", "kind", "metadata", "spec"])?;
-    let mut converted = Converted::default();
+    let mut converted = Converted {
+        name: "kubekey".to_owned(),
+        ..Converted::default()
+    };
     if let Some(metadata) = top.get("metadata") {
         let fields = reader.fields(metadata, "metadata", &["name"])?;
         reader
@@ -143,8 +116,8 @@ pub(super) fn manifest(
     converted.platforms = arches(reader, spec.get("arches"))?;
     converted.images = images(reader, spec.get("images"))?;
     converted.os_packages =
-        operating_systems(reader, spec.get("operatingSystems"), &converted.platforms)?;
-    converted.registries = registry(reader, spec.get("registry"))?;
+        systems::operating_systems(reader, spec.get("operatingSystems"), &converted.platforms)?;
+    converted.registries = auths::registry(reader, spec.get("registry"))?;
     let components = match spec.get("components") {
         Some(node) => components(reader, node)?,
         None => Components::default(),
@@ -410,199 +383,4 @@ fn cni(reader: &mut Reader, images: &[String], node: &Spanned<Node>) -> &'static
             );
         "calico"
     }
-}
-
-fn operating_systems(
-    reader: &mut Reader,
-    node: Option<&Spanned<Node>>,
-    platforms: &[String],
-) -> Result<Vec<OsPackagesPart>, KubeKeyError> {
-    let mut parts = Vec::new();
-    for system in reader.list(node, "spec.operatingSystems")? {
-        let path = "spec.operatingSystems[]";
-        let fields = reader.fields(
-            system,
-            path,
-            &["arch", "type", "id", "version", "osImage", "repository"],
-        )?;
-        let text = |name: &str| reader.text(fields.get(name), &format!("{path}.{name}"));
-        let (arch, id, version) = (text("arch")?, text("id")?, text("version")?);
-        let kind = text("type")?;
-        let image = text("osImage")?.or(id).unwrap_or("?").to_owned();
-        let iso = iso(reader, fields.get("repository"))?;
-        let Some(((id, version), arch)) = id.zip(version).zip(arch) else {
-            reader.warn(
-                system,
-                format!("operating system `{image}` has no `id`, `version` or `arch`; no packages bundled"),
-            );
-            continue;
-        };
-        let distro = format!("{id}-{version}");
-        if kind.is_some_and(|kind| kind != "linux") {
-            reader.warn(
-                system,
-                format!("operating system `{distro}` ({image}) is not bundled: kk bundles for Linux nodes only"),
-            );
-            continue;
-        }
-        let release = RELEASES
-            .iter()
-            .find(|(known_id, known_version, _)| *known_id == id && *known_version == version);
-        match release {
-            Some((_, _, suite)) if platforms.contains(&format!("linux/{arch}")) => {
-                reader.warn(
-                    system,
-                    format!("operating system `{distro}` ({image}, {arch}): kk carries its packages from a Debian-format repository, not KubeKey's ISO{iso}; fill in the `url` of the `spec.osPackages` entry commented in the converted manifest"),
-                );
-                parts.push(OsPackagesPart {
-                    distro,
-                    arch: arch.to_owned(),
-                    suite,
-                    keyring: format!("/usr/share/keyrings/{id}-archive-keyring.gpg"),
-                });
-            }
-            Some(_) => reader.warn(
-                system,
-                format!("operating system `{distro}` is for `{arch}`, which is not in `spec.arches`; no packages bundled"),
-            ),
-            None => reader.warn(
-                system,
-                format!("operating system `{distro}` ({image}) is not bundled: kk carries packages only for Debian and Ubuntu releases ({}){iso}", known_releases()),
-            ),
-        }
-    }
-    Ok(parts)
-}
-
-fn known_releases() -> String {
-    RELEASES
-        .iter()
-        .map(|(id, version, _)| format!("{id}-{version}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// ` (ISO `…` not used)` for a repository that names an ISO, else nothing.
-fn iso(reader: &mut Reader, node: Option<&Spanned<Node>>) -> Result<String, KubeKeyError> {
-    let Some(node) = node else {
-        return Ok(String::new());
-    };
-    let path = "spec.operatingSystems[].repository";
-    let repository = reader.fields(node, path, &["iso"])?;
-    let Some(iso) = repository.get("iso") else {
-        return Ok(String::new());
-    };
-    let fields = reader.fields(
-        iso,
-        &format!("{path}.iso"),
-        &["localPath", "url", "checksum"],
-    )?;
-    let named = reader
-        .text(fields.get("url"), &format!("{path}.iso.url"))?
-        .or(reader.text(fields.get("localPath"), &format!("{path}.iso.localPath"))?);
-    Ok(named.map_or(String::new(), |iso| format!(" (ISO `{iso}` not used)")))
-}
-
-fn registry(
-    reader: &mut Reader,
-    node: Option<&Spanned<Node>>,
-) -> Result<Vec<RegistryPart>, KubeKeyError> {
-    let Some(node) = node else {
-        return Ok(Vec::new());
-    };
-    let fields = reader.fields(node, "spec.registry", &["auths"])?;
-    let mut registries = Vec::new();
-    for (host, settings) in reader.entries(fields.get("auths"), "spec.registry.auths")? {
-        registries.push(auth(reader, host, settings)?);
-    }
-    Ok(registries)
-}
-
-fn auth(
-    reader: &mut Reader,
-    host: &Spanned<String>,
-    node: &Spanned<Node>,
-) -> Result<RegistryPart, KubeKeyError> {
-    let path = format!("spec.registry.auths.\"{}\"", host.value);
-    let fields = reader.fields(
-        node,
-        &path,
-        &[
-            "username",
-            "password",
-            "certsPath",
-            "skipTLSVerify",
-            "plainHTTP",
-        ],
-    )?;
-    let flag = |reader: &Reader, name: &str| -> Result<bool, KubeKeyError> {
-        Ok(reader.text(fields.get(name), &format!("{path}.{name}"))? == Some("true"))
-    };
-    let plain_http = flag(reader, "plainHTTP")?;
-    let mut insecure_skip_verify = flag(reader, "skipTLSVerify")?;
-    if plain_http && insecure_skip_verify {
-        // kk refuses TLS settings on a plain-HTTP registry; plain HTTP says all there is.
-        insecure_skip_verify = false;
-    }
-    if let Some(certs) = reader.text(fields.get("certsPath"), &format!("{path}.certsPath"))? {
-        let at = fields.get("certsPath").unwrap_or(node);
-        reader.warn(
-            at,
-            format!("`{path}.certsPath` `{certs}` is not carried: kk takes one PEM file of CA certificates; set `caFile` in `spec.registries.\"{}\"`", host.value),
-        );
-    }
-    let username = reader.text(fields.get("username"), &format!("{path}.username"))?;
-    let password = fields.get("password");
-    let has_password = reader
-        .text(password, &format!("{path}.password"))?
-        .is_some();
-    let credentials = match (username, password) {
-        (Some(username), Some(password)) if has_password => {
-            let variable = password_env(&host.value);
-            reader.warn(
-                password,
-                format!("`{path}.password` is not copied (a bundle stores its manifest): kk reads it from `{variable}` at build time; set that variable"),
-            );
-            Some((username.to_owned(), variable))
-        }
-        (Some(username), _) => {
-            reader.warn(
-                fields.get("username").unwrap_or(node),
-                format!("`{path}.username` `{username}` has no password; the registry is used without credentials"),
-            );
-            None
-        }
-        (None, Some(password)) if has_password => {
-            reader.warn(
-                password,
-                format!(
-                    "`{path}.password` has no username; the registry is used without credentials"
-                ),
-            );
-            None
-        }
-        _ => None,
-    };
-    Ok(RegistryPart {
-        host: host.value.clone(),
-        plain_http,
-        insecure_skip_verify,
-        credentials,
-    })
-}
-
-/// The environment variable that holds `host`'s password: `KK_REGISTRY_PASSWORD_` and the
-/// host in capitals, every other character `_`.
-fn password_env(host: &str) -> String {
-    let suffix: String = host
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("KK_REGISTRY_PASSWORD_{suffix}")
 }

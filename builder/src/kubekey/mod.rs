@@ -28,11 +28,13 @@
 //! The KubeKey document is read as a tree of located nodes ([`node`]) rather than strict
 //! types, because a field kk does not know must be a warning with its line, not an error.
 
+mod auths;
 mod error;
 mod map;
 mod node;
 mod read;
 mod render;
+mod systems;
 #[cfg(test)]
 mod tests;
 
