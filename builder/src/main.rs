@@ -51,6 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 allow_missing_chart_images: args.allow_missing_chart_images,
                 level: args.level,
                 since: args.since,
+                kubekey: kubekey_options(args.os_repository),
             };
             let runtime =
                 tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -75,6 +76,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+fn kubekey_options(os_repositories: Vec<(String, String)>) -> kk_bundle::kubekey::Options {
+    kk_bundle::kubekey::Options {
+        os_repositories: os_repositories.into_iter().collect(),
+    }
+}
+
 fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
     let path = &args.manifest;
     let context = || format!("cannot convert `{}`", path.display());
@@ -84,8 +91,9 @@ fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
             source,
         })
         .with_context(context)?;
-    let conversion =
-        kk_bundle::kubekey::convert(&text, &path.display().to_string()).with_context(context)?;
+    let options = kubekey_options(args.os_repository.clone());
+    let conversion = kk_bundle::kubekey::convert(&text, &path.display().to_string(), &options)
+        .with_context(context)?;
     for warning in &conversion.warnings {
         eprintln!("warning: {warning}");
     }

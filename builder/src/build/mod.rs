@@ -64,6 +64,8 @@ pub struct BuildOptions {
     pub level: i32,
     /// Write a delta bundle on this previous bundle: only the blobs it lacks.
     pub since: Option<PathBuf>,
+    /// How to convert the manifest if it is a KubeKey v3 `Manifest`.
+    pub kubekey: kubekey::Options,
 }
 
 /// What a build did.
@@ -87,7 +89,10 @@ pub struct BuildReport {
 
 /// Reads the manifest at `path`: a kk manifest, or a KubeKey v3 `Manifest` converted into one
 /// (its warnings logged as such, as `kk-bundle convert` prints them).
-fn read_manifest(path: &std::path::Path) -> Result<Manifest, BuildError> {
+fn read_manifest(
+    path: &std::path::Path,
+    kubekey_options: &kubekey::Options,
+) -> Result<Manifest, BuildError> {
     let text =
         std::fs::read_to_string(path).map_err(|source| bundle_spec::ManifestError::Read {
             path: path.to_owned(),
@@ -97,7 +102,7 @@ fn read_manifest(path: &std::path::Path) -> Result<Manifest, BuildError> {
     if !kubekey::is_kubekey(&text) {
         return Ok(Manifest::from_str_named(&text, &name)?);
     }
-    let conversion = kubekey::convert(&text, &name)?;
+    let conversion = kubekey::convert(&text, &name, kubekey_options)?;
     for warning in &conversion.warnings {
         tracing::warn!("{warning}");
     }
@@ -107,7 +112,7 @@ fn read_manifest(path: &std::path::Path) -> Result<Manifest, BuildError> {
 /// Builds the bundle `options` describe.
 pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildReport, BuildError> {
     let started = Instant::now();
-    let manifest = read_manifest(&options.manifest)?;
+    let manifest = read_manifest(&options.manifest, &options.kubekey)?;
     let spec = manifest.spec();
     let platforms = if options.platforms.is_empty() {
         spec.platforms.clone()

@@ -8,11 +8,11 @@ use serde_saphyr::Spanned;
 
 use bundle_spec::manifest::SourceLocation;
 
-use super::KubeKeyError;
 use super::auths::{self, RegistryPart};
 use super::node::Node;
 use super::read::Reader;
 use super::systems::{self, OsPackagesPart};
+use super::{KubeKeyError, Options};
 
 /// What a KubeKey manifest asks for, in kk's terms, ready to render.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -96,6 +96,7 @@ const CNI_IMAGES: [(&str, &str); 5] = [
 pub(super) fn manifest(
     reader: &mut Reader,
     root: &Spanned<Node>,
+    options: &Options,
 ) -> Result<Converted, KubeKeyError> {
     let top = reader.fields(root, "", &["apiVersion", "kind", "metadata", "spec"])?;
     let mut converted = Converted {
@@ -115,8 +116,12 @@ pub(super) fn manifest(
     let spec = reader.fields(spec, "spec", &SPEC_FIELDS)?;
     converted.platforms = arches(reader, spec.get("arches"))?;
     converted.images = images(reader, spec.get("images"))?;
-    converted.os_packages =
-        systems::operating_systems(reader, spec.get("operatingSystems"), &converted.platforms)?;
+    converted.os_packages = systems::operating_systems(
+        reader,
+        spec.get("operatingSystems"),
+        &converted.platforms,
+        options,
+    )?;
     converted.registries = auths::registry(reader, spec.get("registry"))?;
     let components = match spec.get("components") {
         Some(node) => components(reader, node)?,

@@ -20,8 +20,10 @@
 //!   for it).
 //! - `registry.auths` → `spec.registries`; a password is never copied (a bundle stores its
 //!   manifest): kk reads it from an environment variable the warning names.
-//! - `operatingSystems` of Debian and Ubuntu → `spec.osPackages` entries, commented out since
-//!   kk reads a Debian-format repository whose URL the KubeKey file does not have; other
+//! - `operatingSystems` of Debian and Ubuntu → `spec.osPackages` entries (suite and archive
+//!   keyring from the release); kk reads a Debian-format repository whose URL the KubeKey file
+//!   does not have, so [`Options::os_repositories`] gives it, or the entry is written commented
+//!   out for the user to complete; other
 //!   systems, `harbor`, `docker-compose`, `docker-registry`, `calicoctl` and any field KubeKey's
 //!   schema lacks → warnings.
 //!
@@ -38,6 +40,7 @@ mod systems;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -65,6 +68,25 @@ pub struct Conversion {
     pub manifest: Manifest,
     /// What kk does not carry as KubeKey did, in the KubeKey file's order.
     pub warnings: Vec<Warning>,
+}
+
+/// What the conversion needs that a KubeKey manifest cannot say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The Debian-format repository to take a release's packages from, by `ID-VERSION_ID`
+    /// (`ubuntu-22.04`) or, winning over it, `ID-VERSION_ID/ARCH` (`ubuntu-22.04/arm64`):
+    /// KubeKey's manifest names an ISO, which kk does not read.
+    pub os_repositories: BTreeMap<String, String>,
+}
+
+impl Options {
+    /// The repository URL given for `distro` on `arch`, if any.
+    fn os_repository(&self, distro: &str, arch: &str) -> Option<&str> {
+        self.os_repositories
+            .get(&format!("{distro}/{arch}"))
+            .or_else(|| self.os_repositories.get(distro))
+            .map(String::as_str)
+    }
 }
 
 /// A part of a KubeKey manifest that kk does not carry as KubeKey did.
@@ -100,7 +122,7 @@ pub fn is_kubekey(text: &str) -> bool {
 
 /// Converts KubeKey manifest `text`; `name` (usually its path) names it in the header and
 /// locates warnings and errors.
-pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
+pub fn convert(text: &str, name: &str, options: &Options) -> Result<Conversion, KubeKeyError> {
     let file: Arc<str> = Arc::from(name);
     let root: Spanned<Node> = parse_yaml(text, &file)?;
     if !is_kubekey(text) {
@@ -115,7 +137,7 @@ pub fn convert(text: &str, name: &str) -> Result<Conversion, KubeKeyError> {
     // build step) locates in it name it as converted.
     let converted_name = format!("{name} (converted)");
     let mut reader = Reader::new(&file);
-    let converted = map::manifest(&mut reader, &root)?;
+    let converted = map::manifest(&mut reader, &root, options)?;
     let body = render::body(&converted);
     let invalid = |source| KubeKeyError::Converted {
         name: name.to_owned(),

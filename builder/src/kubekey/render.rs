@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::Warning;
 use super::map::Converted;
+use super::systems::OsPackagesPart;
 
 /// The manifest's text: a comment header naming the source and the warnings, then the body.
 pub(super) fn document(source: &str, body: &str, warnings: &[Warning]) -> String {
@@ -74,21 +75,42 @@ pub(super) fn body(converted: &Converted) -> String {
             }
         }
     }
-    if !converted.os_packages.is_empty() {
-        // Commented out: kk needs the URL of a Debian-format repository, which KubeKey's
-        // manifest does not have (it names an ISO), and a bundle must not guess one.
-        out.push_str("  # osPackages: fill in each `url` with your repository for that release, then uncomment\n");
-        out.push_str("  # osPackages:\n");
-        for packages in &converted.os_packages {
-            let _ = writeln!(out, "  #   - distro: {}", packages.distro);
-            let _ = writeln!(out, "  #     arch: {}", packages.arch);
-            out.push_str("  #     repository:\n");
-            out.push_str("  #       url: \"http://…\"\n");
-            let _ = writeln!(out, "  #       suite: {}", packages.suite);
-            let _ = writeln!(out, "  #       keyring: {}", packages.keyring);
+    os_packages(&mut out, &converted.os_packages);
+    out
+}
+
+/// `spec.osPackages`: the entries with a repository URL, then those without, commented out for
+/// the user to complete (kk needs a Debian-format repository, KubeKey names an ISO, and a
+/// bundle must not guess a mirror).
+fn os_packages(out: &mut String, parts: &[OsPackagesPart]) {
+    let (given, missing): (Vec<&OsPackagesPart>, Vec<&OsPackagesPart>) =
+        parts.iter().partition(|part| part.url.is_some());
+    if !given.is_empty() {
+        out.push_str("  osPackages:\n");
+        for part in given {
+            os_packages_entry(out, part, "  ", part.url.as_deref().unwrap_or_default());
         }
     }
-    out
+    if !missing.is_empty() {
+        out.push_str(
+            "  # osPackages: fill in each `url` with your repository for that release, then uncomment\n",
+        );
+        if parts.iter().all(|part| part.url.is_none()) {
+            out.push_str("  # osPackages:\n");
+        }
+        for part in missing {
+            os_packages_entry(out, part, "  # ", "http://…");
+        }
+    }
+}
+
+fn os_packages_entry(out: &mut String, part: &OsPackagesPart, prefix: &str, url: &str) {
+    let _ = writeln!(out, "{prefix}  - distro: {}", part.distro);
+    let _ = writeln!(out, "{prefix}    arch: {}", part.arch);
+    let _ = writeln!(out, "{prefix}    repository:");
+    let _ = writeln!(out, "{prefix}      url: {}", quote(url));
+    let _ = writeln!(out, "{prefix}      suite: {}", part.suite);
+    let _ = writeln!(out, "{prefix}      keyring: {}", part.keyring);
 }
 
 fn list(items: &[String]) -> String {

@@ -3,9 +3,9 @@
 
 use serde_saphyr::Spanned;
 
-use super::KubeKeyError;
 use super::node::Node;
 use super::read::Reader;
+use super::{KubeKeyError, Options};
 
 /// One `spec.osPackages` entry for a Debian or Ubuntu release.
 #[derive(Debug, PartialEq, Eq)]
@@ -15,6 +15,9 @@ pub(super) struct OsPackagesPart {
     pub(super) arch: String,
     pub(super) suite: &'static str,
     pub(super) keyring: String,
+    /// The repository's URL, when given (`--os-repository`); the entry is written commented
+    /// out, for the user to complete, when not.
+    pub(super) url: Option<String>,
 }
 
 /// Debian and Ubuntu releases kk can carry packages for: `(id, VERSION_ID, suite)`.
@@ -33,6 +36,7 @@ pub(super) fn operating_systems(
     reader: &mut Reader,
     node: Option<&Spanned<Node>>,
     platforms: &[String],
+    options: &Options,
 ) -> Result<Vec<OsPackagesPart>, KubeKeyError> {
     let mut parts = Vec::new();
     for system in reader.list(node, "spec.operatingSystems")? {
@@ -67,15 +71,24 @@ pub(super) fn operating_systems(
             .find(|(known_id, known_version, _)| *known_id == id && *known_version == version);
         match release {
             Some((_, _, suite)) if platforms.contains(&format!("linux/{arch}")) => {
-                reader.warn(
-                    system,
-                    format!("operating system `{distro}` ({image}, {arch}): kk carries its packages from a Debian-format repository, not KubeKey's ISO{iso}; fill in the `url` of the `spec.osPackages` entry commented in the converted manifest"),
-                );
+                let url = options.os_repository(&distro, arch).map(str::to_owned);
+                if url.is_none() {
+                    reader.warn(
+                        system,
+                        format!("operating system `{distro}` ({image}, {arch}): kk carries its packages from a Debian-format repository, not KubeKey's ISO{iso}; give its URL with `--os-repository {distro}=URL`, or fill in the `url` of the `spec.osPackages` entry commented in the converted manifest"),
+                    );
+                } else if !iso.is_empty() {
+                    reader.warn(
+                        system,
+                        format!("operating system `{distro}` ({arch}): its packages come from the repository given with `--os-repository`{iso}"),
+                    );
+                }
                 parts.push(OsPackagesPart {
                     distro,
                     arch: arch.to_owned(),
                     suite,
                     keyring: format!("/usr/share/keyrings/{id}-archive-keyring.gpg"),
+                    url,
                 });
             }
             Some(_) => reader.warn(

@@ -14,7 +14,8 @@ fn converted(spec: &str) -> Conversion {
     } else {
         format!("{spec}  images: [registry.k8s.io/pause:3.10]\n")
     };
-    convert(&kubekey(&spec), "kk3.yaml").unwrap_or_else(|error| panic!("{spec}: {error:#?}"))
+    convert(&kubekey(&spec), "kk3.yaml", &Options::default())
+        .unwrap_or_else(|error| panic!("{spec}: {error:#?}"))
 }
 
 /// What a part of the schema does: appears in the kk manifest, or in a warning at a line.
@@ -152,7 +153,9 @@ fn a_version_the_catalog_lacks_is_warned_at_its_line() {
 #[test]
 fn a_kk_manifest_or_a_wrong_shape_is_an_error() {
     let kk = "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {name: m}\n";
-    let error = convert(kk, "m.yaml").expect_err("not KubeKey").to_string();
+    let error = convert(kk, "m.yaml", &Options::default())
+        .expect_err("not KubeKey")
+        .to_string();
     assert!(
         error
             .contains("m.yaml:1:1: not a KubeKey v3 manifest (`apiVersion: bundle.kk.io/v1alpha1`"),
@@ -169,12 +172,17 @@ fn a_kk_manifest_or_a_wrong_shape_is_an_error() {
         ),
         ("  images: [{name: x}]\n", "`spec.images[]` is a mapping"),
     ] {
-        let error = convert(&kubekey(spec), "kk3.yaml")
+        let error = convert(&kubekey(spec), "kk3.yaml", &Options::default())
             .expect_err(spec)
             .to_string();
         assert!(error.contains(wanted), "{spec}: {error}");
     }
-    let untagged = convert(&kubekey("  images: [busybox]\n"), "kk3.yaml").expect_err("untagged");
+    let untagged = convert(
+        &kubekey("  images: [busybox]\n"),
+        "kk3.yaml",
+        &Options::default(),
+    )
+    .expect_err("untagged");
     let source = std::error::Error::source(&untagged).map(ToString::to_string);
     assert!(
         source
@@ -236,8 +244,51 @@ fn example_manifests_convert() {
     assert!(names.len() >= 2, "{names:?}");
     for name in names {
         let text = std::fs::read_to_string(dir.join(&name)).expect("read");
-        let conversion = convert(&text, &format!("manifests/kubekey-v3/{name}"))
-            .unwrap_or_else(|error| panic!("{name}: {error:#}"));
+        let conversion = convert(
+            &text,
+            &format!("manifests/kubekey-v3/{name}"),
+            &Options::default(),
+        )
+        .unwrap_or_else(|error| panic!("{name}: {error:#}"));
         insta::assert_snapshot!(name.trim_end_matches(".yaml"), conversion.manifest.source());
     }
+}
+
+/// With a repository URL per release (and per architecture, which wins), the Debian and Ubuntu
+/// systems become real `spec.osPackages` entries; one without a URL stays commented out.
+#[test]
+fn os_repositories_make_os_packages_entries() {
+    let spec = "  arches: [amd64, arm64]\n  operatingSystems:\n  - {arch: amd64, id: ubuntu, version: \"22.04\"}\n  - {arch: arm64, id: ubuntu, version: \"22.04\"}\n  - {arch: amd64, id: debian, version: \"12\"}\n  images: [registry.k8s.io/pause:3.10]\n";
+    let options = Options {
+        os_repositories: [
+            ("ubuntu-22.04", "http://r.example/ubuntu"),
+            ("ubuntu-22.04/arm64", "http://r.example/ubuntu-ports"),
+        ]
+        .into_iter()
+        .map(|(key, url)| (key.to_owned(), url.to_owned()))
+        .collect(),
+    };
+    let conversion = convert(&kubekey(spec), "kk3.yaml", &options).expect("converts");
+    let packages = &conversion.manifest.spec().os_packages;
+    let urls: Vec<(&str, &str)> = packages
+        .iter()
+        .map(|p| (p.arches[0].as_str(), p.repository.url.as_str()))
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            ("amd64", "http://r.example/ubuntu"),
+            ("arm64", "http://r.example/ubuntu-ports")
+        ]
+    );
+    assert_eq!(packages[0].repository.suite, "jammy");
+    let text = conversion.manifest.source();
+    assert!(text.contains("  #   - distro: debian-12\n"), "{text}");
+    let [warning] = conversion.warnings.as_slice() else {
+        panic!("{:#?}", conversion.warnings);
+    };
+    assert!(
+        warning.message.contains("`--os-repository debian-12=URL`"),
+        "{warning}"
+    );
 }
