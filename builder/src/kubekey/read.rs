@@ -77,7 +77,7 @@ impl Reader {
                 self.warn(
                     key,
                     format!(
-                        "`{path}.{}` is not a field of KubeKey's Manifest; ignored",
+                        "`{path}.{}` is not a field kk reads from KubeKey's Manifest; ignored",
                         key.value
                     ),
                 );
