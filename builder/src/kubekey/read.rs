@@ -74,12 +74,14 @@ impl Reader {
             if known.contains(&key.value.as_str()) {
                 fields.push((key.value.as_str(), value));
             } else {
+                let field = if path.is_empty() {
+                    key.value.clone()
+                } else {
+                    format!("{path}.{}", key.value)
+                };
                 self.warn(
                     key,
-                    format!(
-                        "`{path}.{}` is not a field kk reads from KubeKey's Manifest; ignored",
-                        key.value
-                    ),
+                    format!("`{field}` is not a field kk reads from KubeKey's Manifest; ignored"),
                 );
             }
         }

@@ -70,6 +70,7 @@ fn every_field_of_the_kubekey_schema_maps_or_warns() {
         ("registry.auths username alone", "  registry:\n    auths:\n      r.local:\n        username: admin\n".into(), Expect::Warns(9, "has no password")),
         ("registry.auths certsPath", "  registry:\n    auths:\n      r.local:\n        certsPath: /etc/docker/certs.d/r.local\n".into(), Expect::Warns(9, "`/etc/docker/certs.d/r.local` is not carried")),
         ("a field KubeKey's schema lacks", "  addons: []\n".into(), Expect::Warns(6, "`spec.addons` is not a field")),
+        ("a top-level unknown field", "  images: [registry.k8s.io/pause:3.10]\nstatus: {}\n".into(), Expect::Warns(7, "`status` is not a field")),
         ("a nested unknown field", "  registry:\n    mirrors: [m.local]\n".into(), Expect::Warns(7, "`spec.registry.mirrors` is not a field")),
     ];
     for (field, spec, expect) in table {
