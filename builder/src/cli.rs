@@ -52,11 +52,18 @@ pub(crate) enum Command {
     /// The passphrase comes from the environment variable `COSIGN_PASSWORD` (set and empty: no
     /// passphrase) or, when it is unset, is asked twice on the terminal; it is never an argument.
     Keygen(KeygenArgs),
+    /// Prints the kk manifest equivalent to a KubeKey v3 manifest, and what it does not carry.
+    ///
+    /// Reads KubeKey's `apiVersion: kubekey.kubesphere.io/v1alpha2`, `kind: Manifest`; each part
+    /// kk does not carry as KubeKey did is a warning on stderr with its line. `kk-bundle build`
+    /// accepts the KubeKey manifest itself too, converting it the same way.
+    Convert(ConvertArgs),
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct BuildArgs {
-    /// The bundle manifest (YAML).
+    /// The bundle manifest (YAML), or a KubeKey v3 `kind: Manifest`, read as `kk-bundle convert`
+    /// converts it.
     pub(crate) manifest: PathBuf,
     /// Where to write the bundle (a file; `--output` is a format in every command that has it).
     #[arg(
@@ -98,6 +105,9 @@ pub(crate) struct BuildArgs {
     /// builds on) lacks; `kk-install` unpacks it onto a store that holds the previous bundle.
     #[arg(long, value_name = "PREVIOUS")]
     pub(crate) since: Option<PathBuf>,
+    /// For a KubeKey v3 manifest: as `kk-bundle convert --os-repository`.
+    #[arg(long, value_name = "DISTRO[/ARCH]=URL", value_parser = parse_os_repository)]
+    pub(crate) os_repository: Vec<(String, String)>,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +161,21 @@ pub(crate) struct KeygenArgs {
     pub(crate) force: bool,
 }
 
+/// `kk-bundle convert`: a KubeKey v3 manifest as the kk manifest it maps onto.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertArgs {
+    /// The KubeKey v3 manifest (YAML).
+    pub(crate) manifest: PathBuf,
+    /// Write the kk manifest to this file instead of stdout.
+    #[arg(short = 'o', long = "output-file", value_name = "FILE")]
+    pub(crate) output_file: Option<PathBuf>,
+    /// The Debian-format repository for a release of `operatingSystems` (repeatable), e.g.
+    /// `ubuntu-22.04=http://mirror.internal/ubuntu`; `ubuntu-22.04/arm64=URL` for one
+    /// architecture. Without one, its `spec.osPackages` entry is written commented out.
+    #[arg(long, value_name = "DISTRO[/ARCH]=URL", value_parser = parse_os_repository)]
+    pub(crate) os_repository: Vec<(String, String)>,
+}
+
 /// The bundle a command reads: its first argument, or `--bundle B` (as `kk-install` takes it).
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
@@ -192,6 +217,21 @@ struct InvalidSize {
     reason: String,
 }
 
+/// A `--os-repository` that is not `DISTRO[/ARCH]=URL` (clap shows the message, naming the
+/// flag).
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not DISTRO[/ARCH]=URL, e.g. `ubuntu-22.04=http://mirror.internal/ubuntu`")]
+struct InvalidOsRepository(String);
+
+fn parse_os_repository(text: &str) -> Result<(String, String), InvalidOsRepository> {
+    match text.split_once('=') {
+        Some((distro, url)) if !distro.is_empty() && !url.is_empty() => {
+            Ok((distro.to_owned(), url.to_owned()))
+        }
+        _ => Err(InvalidOsRepository(text.to_owned())),
+    }
+}
+
 fn parse_size(text: &str) -> Result<u64, InvalidSize> {
     text.parse::<bytesize::ByteSize>()
         .map(|size| size.as_u64())
@@ -215,6 +255,24 @@ mod tests {
             error.starts_with("`lots` is not a size like `3.9GiB` or `700MB`: "),
             "{error}"
         );
+    }
+
+    #[test]
+    fn os_repositories_parse_and_a_bad_one_is_named() {
+        assert_eq!(
+            super::parse_os_repository("ubuntu-22.04/arm64=http://m/ubuntu-ports").expect("valid"),
+            (
+                "ubuntu-22.04/arm64".to_owned(),
+                "http://m/ubuntu-ports".to_owned()
+            )
+        );
+        for bad in ["ubuntu-22.04", "=http://m", "ubuntu-22.04="] {
+            let error = super::parse_os_repository(bad).expect_err(bad).to_string();
+            assert!(
+                error.starts_with(&format!("`{bad}` is not DISTRO[/ARCH]=URL")),
+                "{error}"
+            );
+        }
     }
 
     #[test]

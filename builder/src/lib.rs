@@ -2,6 +2,7 @@
 //!
 //! The data flows resolve → lock → fetch → write:
 //!
+//! - [`kubekey`] reads a KubeKey v3 `Manifest` as the kk manifest it maps onto;
 //! - [`catalog`] expands `spec.kubernetes` into the binaries, images and charts a kubeadm
 //!   cluster of that version needs;
 //! - [`resolve`] turns every manifest entry into exact, verifiable sources (image digests, file
@@ -24,6 +25,7 @@ pub mod delta;
 pub mod error;
 pub mod fetch;
 pub mod keygen;
+pub mod kubekey;
 pub mod lockfile;
 pub mod passphrase;
 pub mod progress;

@@ -11,7 +11,7 @@ use kk_bundle::build::{BuildOptions, BuildReport, build};
 use kk_bundle::cache::Cache;
 use kk_bundle::progress::Progress;
 
-use cli::{CatalogArgs, Cli, Command, InspectArgs, KeygenArgs, Output};
+use cli::{CatalogArgs, Cli, Command, ConvertArgs, InspectArgs, KeygenArgs, Output};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -51,6 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 allow_missing_chart_images: args.allow_missing_chart_images,
                 level: args.level,
                 since: args.since,
+                kubekey: kubekey_options(args.os_repository),
             };
             let runtime =
                 tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -72,6 +73,36 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(args) => inspect(&args),
         Command::Catalog(args) => catalog(&args),
         Command::Keygen(args) => keygen(&args),
+        Command::Convert(args) => convert(&args),
+    }
+}
+
+fn kubekey_options(os_repositories: Vec<(String, String)>) -> kk_bundle::kubekey::Options {
+    kk_bundle::kubekey::Options {
+        os_repositories: os_repositories.into_iter().collect(),
+    }
+}
+
+fn convert(args: &ConvertArgs) -> anyhow::Result<()> {
+    let path = &args.manifest;
+    let context = || format!("cannot convert `{}`", path.display());
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| kk_bundle::kubekey::KubeKeyError::Read {
+            path: path.clone(),
+            source,
+        })
+        .with_context(context)?;
+    let options = kubekey_options(args.os_repository.clone());
+    let conversion = kk_bundle::kubekey::convert(&text, &path.display().to_string(), &options)
+        .with_context(context)?;
+    for warning in &conversion.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let converted = conversion.manifest.source();
+    match &args.output_file {
+        Some(file) => std::fs::write(file, converted)
+            .with_context(|| format!("cannot write `{}`", file.display())),
+        None => print(converted),
     }
 }
 

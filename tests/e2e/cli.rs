@@ -363,3 +363,16 @@ fn the_readmes_first_commands_run_as_root_without_sudo() {
         );
     }
 }
+
+/// `kk-bundle convert` of a KubeKey v3 manifest: the kk manifest on stdout, each part it does not
+/// carry as a `warning: file:line:` on stderr.
+#[test]
+fn convert_prints_the_kk_manifest_and_warns_on_stderr() {
+    let mut convert = Command::new(binary("kk-bundle"));
+    convert
+        .current_dir(crate::support::workspace_root())
+        .args(["convert", "manifests/kubekey-v3/v1.28-docker.yaml"]);
+    let (stdout, out) = run_ok(&mut convert);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    insta::assert_snapshot!("convert_kubekey", format!("{stdout}\n--- stderr\n{stderr}"));
+}

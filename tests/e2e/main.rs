@@ -17,6 +17,7 @@ mod install_lab;
 mod install_lock;
 mod install_plan;
 mod keygen;
+mod kubekey_lab;
 mod kubernetes_lab;
 mod lab;
 mod labkit;

@@ -18,6 +18,10 @@ pub enum BuildError {
     /// A manifest could not be read or is invalid.
     #[error(transparent)]
     Manifest(#[from] bundle_spec::ManifestError),
+    /// A KubeKey v3 manifest could not be converted into a kk manifest (boxed: it can carry a
+    /// whole manifest error).
+    #[error(transparent)]
+    KubeKey(Box<crate::kubekey::KubeKeyError>),
     /// The bundle could not be written or read.
     #[error(transparent)]
     Bundle(#[from] bundle_spec::BundleError),
@@ -55,6 +59,12 @@ pub enum BuildError {
     /// The fetched blobs cannot be laid out.
     #[error(transparent)]
     Assemble(#[from] AssembleError),
+}
+
+impl From<crate::kubekey::KubeKeyError> for BuildError {
+    fn from(error: crate::kubekey::KubeKeyError) -> Self {
+        Self::KubeKey(Box::new(error))
+    }
 }
 
 impl From<PackagesError> for BuildError {

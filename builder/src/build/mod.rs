@@ -30,6 +30,7 @@ use crate::catalog::Catalog;
 use crate::check::charts::check_chart_images;
 use crate::delta::Base;
 use crate::fetch::{FetchOptions, HttpFetcher};
+use crate::kubekey;
 use crate::lockfile::{default_lock_path, read_lock, write_lock};
 use crate::progress::Progress;
 use crate::resolve::image::RegistryAccess;
@@ -63,6 +64,8 @@ pub struct BuildOptions {
     pub level: i32,
     /// Write a delta bundle on this previous bundle: only the blobs it lacks.
     pub since: Option<PathBuf>,
+    /// How to convert the manifest if it is a KubeKey v3 `Manifest`.
+    pub kubekey: kubekey::Options,
 }
 
 /// What a build did.
@@ -84,10 +87,32 @@ pub struct BuildReport {
     pub elapsed: Duration,
 }
 
+/// Reads the manifest at `path`: a kk manifest, or a KubeKey v3 `Manifest` converted into one
+/// (its warnings logged as such, as `kk-bundle convert` prints them).
+fn read_manifest(
+    path: &std::path::Path,
+    kubekey_options: &kubekey::Options,
+) -> Result<Manifest, BuildError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| bundle_spec::ManifestError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+    let name = path.display().to_string();
+    if !kubekey::is_kubekey(&text) {
+        return Ok(Manifest::from_str_named(&text, &name)?);
+    }
+    let conversion = kubekey::convert(&text, &name, kubekey_options)?;
+    for warning in &conversion.warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(conversion.manifest)
+}
+
 /// Builds the bundle `options` describe.
 pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildReport, BuildError> {
     let started = Instant::now();
-    let manifest = Manifest::from_path(&options.manifest)?;
+    let manifest = read_manifest(&options.manifest, &options.kubekey)?;
     let spec = manifest.spec();
     let platforms = if options.platforms.is_empty() {
         spec.platforms.clone()

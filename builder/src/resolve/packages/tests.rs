@@ -230,6 +230,7 @@ impl Lab {
             allow_missing_chart_images: false,
             level: 3,
             since: None,
+            kubekey: crate::kubekey::Options::default(),
         }
     }
 
