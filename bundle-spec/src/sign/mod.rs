@@ -5,3 +5,4 @@
 //! keep the keys and the `cosign verify-blob` check they already have.
 
 pub mod keys;
+pub mod image;
