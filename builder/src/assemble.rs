@@ -7,7 +7,7 @@
 //! manifest per platform under an index whose entries carry the platform, or Helm's own chart
 //! manifest. Every blob is recorded once however many artifacts share it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bundle_spec::layout::{
     self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, DEB_LAYER_MEDIA_TYPE, FILE_ARTIFACT_TYPE,
@@ -25,7 +25,7 @@ use oci_spec::image::{Descriptor, ImageIndex, ImageIndexBuilder, MediaType};
 use serde_json::json;
 
 use crate::cache::{Cache, CacheError, CachedBlob};
-use crate::resolve::image::ResolvedImage;
+use crate::resolve::image::{Referrer, ResolvedImage, digest_tag};
 
 /// A file of a binary or file artifact, for one platform (or for all).
 #[derive(Debug, Clone)]
@@ -44,6 +44,8 @@ pub struct Assembly {
     cache: Cache,
     blobs: BTreeMap<Sha256Digest, BlobFile>,
     descriptors: Vec<Descriptor>,
+    /// The reference names of `descriptors`.
+    names: BTreeSet<String>,
     artifacts: Vec<Artifact>,
 }
 
@@ -54,6 +56,7 @@ impl Assembly {
             cache: cache.clone(),
             blobs: BTreeMap::new(),
             descriptors: Vec::new(),
+            names: BTreeSet::new(),
             artifacts: Vec::new(),
         }
     }
@@ -83,6 +86,11 @@ impl Assembly {
         let digest: oci_spec::image::Digest = blob.digest.to_string().parse().map_err(|_| {
             AssembleError::Internal(format!("`{}` is not an OCI digest", blob.digest))
         })?;
+        // A referrer shared by two references of one image (`app:1` and `app:stable`) is named
+        // the same from both: listed once.
+        if !self.names.insert(reference.to_owned()) {
+            return Ok(());
+        }
         let mut descriptor = Descriptor::new(MediaType::from(media_type), blob.size, digest);
         descriptor.set_annotations(Some(HashMap::from([(
             REF_NAME_ANNOTATION.to_owned(),
@@ -132,6 +140,51 @@ impl Assembly {
                 size,
                 omitted_platforms: image.omitted_platforms.clone(),
             });
+        }
+        self.add_referrers(image, fetched)
+    }
+
+    /// Adds an image's referrers beside it, in its repository: one found under a cosign tag
+    /// keeps that tag (`<repository>:sha256-<hex>.sig`); those found through the referrers API
+    /// are listed, per subject, by a referrers tag-schema index (`<repository>:sha256-<hex>`), so
+    /// a registry without the referrers API still leads a client to them.
+    fn add_referrers(
+        &mut self,
+        image: &ResolvedImage,
+        fetched: &BTreeMap<Sha256Digest, CachedBlob>,
+    ) -> Result<(), AssembleError> {
+        let r = &image.source.reference;
+        let repository = format!("{}/{}", r.registry(), r.repository());
+        let mut by_subject: BTreeMap<Sha256Digest, Vec<&Referrer>> = BTreeMap::new();
+        for referrer in &image.referrers {
+            self.blob(&referrer.blob);
+            for needed in &referrer.document.blobs {
+                let blob = fetched.get(&needed.digest).ok_or_else(|| {
+                    AssembleError::Internal(format!(
+                        "blob `{}` of a referrer of `{}` was not fetched",
+                        needed.digest,
+                        image.source.name()
+                    ))
+                })?;
+                self.blob(blob);
+            }
+            match &referrer.tag {
+                Some(tag) => self.index_entry(
+                    &referrer.document.media_type,
+                    &referrer.blob,
+                    &format!("{repository}:{tag}"),
+                )?,
+                None => by_subject.entry(referrer.subject).or_default().push(referrer),
+            }
+        }
+        for (subject, mut referrers) in by_subject {
+            referrers.sort_by_key(|referrer| referrer.document.digest);
+            let manifests: Vec<serde_json::Value> =
+                referrers.iter().map(|r| referrer_descriptor(r)).collect();
+            let index = json!({ "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests });
+            let blob = self.generated(&index)?;
+            let name = format!("{repository}:{}", digest_tag(&subject));
+            self.index_entry(OCI_INDEX, &blob, &name)?;
         }
         Ok(())
     }
@@ -289,6 +342,26 @@ impl Assembly {
 
 fn descriptor_json(media_type: &str, blob: &CachedBlob) -> serde_json::Value {
     json!({ "mediaType": media_type, "digest": blob.digest.to_string(), "size": blob.size })
+}
+
+/// A referrer's descriptor in a referrers index: its `artifactType` (or else its config's media
+/// type) and annotations, as the OCI distribution spec lists them.
+fn referrer_descriptor(referrer: &Referrer) -> serde_json::Value {
+    let mut descriptor = descriptor_json(&referrer.document.media_type, &referrer.blob);
+    let artifact_type = referrer.raw.artifact_type.clone().or_else(|| {
+        referrer
+            .raw
+            .config
+            .as_ref()
+            .and_then(|config| config.media_type.clone())
+    });
+    if let Some(artifact_type) = artifact_type {
+        descriptor["artifactType"] = artifact_type.into();
+    }
+    if let Some(annotations) = &referrer.raw.annotations {
+        descriptor["annotations"] = json!(annotations);
+    }
+    descriptor
 }
 
 fn platform_json(platform: &Platform) -> serde_json::Value {
