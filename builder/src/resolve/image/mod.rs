@@ -10,9 +10,11 @@
 mod access;
 mod document;
 mod referrers;
-mod verify;
+#[cfg(test)]
+mod referrers_tests;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
