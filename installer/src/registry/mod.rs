@@ -44,9 +44,8 @@
 //!    and also the manifests cosign's tags name (`sha256-<hex>.sig`, `.att`, `.sbom`: no
 //!    `subject`, the digest is in the tag), so both of cosign's ways find the same signatures;
 //!    a bundle carries the referrers tag-schema index (`sha256-<hex>`) as a tag too. A blob is
-//!    served for any
-//!    repository of the map if `blobs/sha256/<hex>` exists, as registries with a shared blob
-//!    store do.
+//!    served for any repository of the map if `blobs/sha256/<hex>` exists, as registries with a
+//!    shared blob store do.
 //!
 //! Every repository appears in `_catalog` under its rule-1 name.
 //!
