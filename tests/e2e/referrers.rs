@@ -211,6 +211,27 @@ fn referrers_cross_the_gap_and_verify_against_the_key() {
     };
     verify_layer(signer.verifying_key(), &checked, signed).expect("the signature verifies");
 
+    // kk's registry as the upstream of another build: its referrers API leads to both.
+    let hop = tmp.path().join("hop");
+    fs::create_dir_all(&hop).expect("dir");
+    fs::copy(&good_key, hop.join("cosign.pub")).expect("key");
+    let served = format!("127.0.0.1:{port}");
+    let (bundle, mut cmd) = build(
+        &hop,
+        &served,
+        &format!("{served}{}:1", repo.trim_start_matches("/v2")),
+        "  verify: {key: cosign.pub}\n",
+    );
+    run_ok(&mut cmd);
+    let store = hop.join("store");
+    run_ok(kk_install(&["unpack", "--store"], &bundle).arg(&store));
+    let index = fs::read_to_string(store.join("index.json")).expect("index.json");
+    let hex = signed.hex();
+    assert!(
+        index.contains(&format!(":sha256-{hex}.sig\"")) && index.contains(&format!(":sha256-{hex}\"")),
+        "{index}"
+    );
+
     // `referrers: none` leaves them out.
     let none = tmp.path().join("none");
     fs::create_dir_all(&none).expect("dir");

@@ -148,6 +148,14 @@ async fn referrers_of(
         };
         referrers.push(referrer(cache, source, subject, Some(tag), bytes).await?);
     }
+    // A registry that lists cosign's tagged manifests among the referrers (kk's own does) names
+    // them twice: the tag is kept, so clients of cosign's tag scheme still find them.
+    let tagged: BTreeSet<Sha256Digest> = referrers
+        .iter()
+        .filter(|r| r.tag.is_some())
+        .map(|r| r.document.digest)
+        .collect();
+    referrers.retain(|r| r.tag.is_some() || !tagged.contains(&r.document.digest));
     Ok(referrers)
 }
 
