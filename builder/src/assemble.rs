@@ -174,14 +174,18 @@ impl Assembly {
                     &referrer.blob,
                     &format!("{repository}:{tag}"),
                 )?,
-                None => by_subject.entry(referrer.subject).or_default().push(referrer),
+                None => by_subject
+                    .entry(referrer.subject)
+                    .or_default()
+                    .push(referrer),
             }
         }
         for (subject, mut referrers) in by_subject {
             referrers.sort_by_key(|referrer| referrer.document.digest);
             let manifests: Vec<serde_json::Value> =
                 referrers.iter().map(|r| referrer_descriptor(r)).collect();
-            let index = json!({ "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests });
+            let index =
+                json!({ "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests });
             let blob = self.generated(&index)?;
             let name = format!("{repository}:{}", digest_tag(&subject));
             self.index_entry(OCI_INDEX, &blob, &name)?;

@@ -105,14 +105,21 @@ fn push_image(dir: &Path, registry: &str, tag: &str, signer: Option<&SigningKey>
         push(&layout_dir, "sig", &format!("{stem}.sig"));
         // skopeo will not copy an index with an `artifactType` entry unchanged: the referrer
         // goes by skopeo, its tag-schema index by a plain PUT.
-        push(&layout_dir, "referrer", &format!("{repository}:referrer-{tag}"));
+        push(
+            &layout_dir,
+            "referrer",
+            &format!("{repository}:referrer-{tag}"),
+        );
         run_ok(
             Command::new("curl")
                 .args(["-fsS", "-X", "PUT", "-H"])
                 .arg(format!("Content-Type: {OCI_INDEX}"))
                 .arg("--data-binary")
                 .arg(format!("@{}", dir.join("tag-schema-index.json").display()))
-                .arg(format!("http://{registry}/v2/test/app/manifests/sha256-{}", digest.hex())),
+                .arg(format!(
+                    "http://{registry}/v2/test/app/manifests/sha256-{}",
+                    digest.hex()
+                )),
         );
     }
     digest
@@ -152,33 +159,23 @@ fn get(port: u16, path: &str) -> Vec<u8> {
     .stdout
 }
 
-#[test]
-fn referrers_cross_the_gap_and_verify_against_the_key() {
-    let tmp = tempfile::tempdir().expect("tmp");
-    let (port, _upstream) = docker_registry(tmp.path(), None);
-    let registry = format!("127.0.0.1:{port}");
-    retry(Command::new("curl").args(["-fsS", &format!("http://{registry}/v2/")]));
-    let signer = key(7);
-    let signed = push_image(tmp.path(), &registry, "1", Some(&signer));
-    push_image(tmp.path(), &registry, "2", None);
-    let good_key = tmp.path().join("cosign.pub");
-    write_key(&good_key, &signer);
-    write_key(&tmp.path().join("other.pub"), &key(9));
-
-    // Verified and bundled with its referrers.
-    let (bundle, mut cmd) = build(
-        tmp.path(),
-        &registry,
-        &format!("{registry}/test/app:1"),
-        "  verify: {key: cosign.pub}\n",
-    );
+/// Builds `image` from `registry` with `verify` and unpacks the bundle into `dir/store`; the
+/// store's `index.json`.
+fn build_and_unpack(dir: &Path, registry: &str, image: &str, verify: &str) -> PathBuf {
+    fs::create_dir_all(dir).expect("dir");
+    let (bundle, mut cmd) = build(dir, registry, image, verify);
     run_ok(&mut cmd);
-    let store = tmp.path().join("store");
+    let store = dir.join("store");
     run_ok(kk_install(&["unpack", "--store"], &bundle).arg(&store));
-    let (port, _served) = serve(&[std::ffi::OsStr::new("--store"), store.as_os_str()]);
-    let repo = format!("/v2/127.0.0.1_{}/test/app", registry.split(':').nth(1).unwrap());
+    store
+}
+
+/// What kk's registry on `port` serves for `image` in `repo`: the referrers API lists both
+/// signatures, the tag-schema index the OCI 1.1 one, and the `.sig` tag's layer verifies with
+/// `signer`'s key and names the image's digest (`cosign verify --key`'s check).
+fn check_served(port: u16, repo: &str, image: Sha256Digest, signer: &SigningKey) {
     let listed: Value =
-        serde_json::from_slice(&get(port, &format!("{repo}/referrers/{signed}"))).expect("json");
+        serde_json::from_slice(&get(port, &format!("{repo}/referrers/{image}"))).expect("json");
     let types: Vec<&str> = listed["manifests"]
         .as_array()
         .expect("manifests")
@@ -187,80 +184,77 @@ fn referrers_cross_the_gap_and_verify_against_the_key() {
         .collect();
     assert_eq!(types.len(), 2, "{listed:#}");
     assert!(types.contains(&SIGNATURE_ARTIFACT_TYPE), "{listed:#}");
-    let index: Value =
-        serde_json::from_slice(&get(port, &format!("{repo}/manifests/sha256-{}", signed.hex())))
-            .expect("json");
-    assert_eq!(index["manifests"].as_array().map(Vec::len), Some(1), "{index:#}");
-
-    // cosign's check, against what kk's registry serves: the `.sig` tag's layer verifies with
-    // the key and names the image's digest.
-    let sig: Value = serde_json::from_slice(&get(
-        port,
-        &format!("{repo}/manifests/sha256-{}.sig", signed.hex()),
-    ))
-    .expect("json");
+    let stem = format!("{repo}/manifests/sha256-{}", image.hex());
+    let index: Value = serde_json::from_slice(&get(port, &stem)).expect("json");
+    let entries = index["manifests"].as_array().map(Vec::len);
+    assert_eq!(entries, Some(1), "{index:#}");
+    let sig: Value = serde_json::from_slice(&get(port, &format!("{stem}.sig"))).expect("json");
     let layer = &sig["layers"][0];
-    let payload = get(
-        port,
-        &format!("{repo}/blobs/{}", layer["digest"].as_str().expect("digest")),
-    );
+    let digest = layer["digest"].as_str().expect("digest");
+    let payload = get(port, &format!("{repo}/blobs/{digest}"));
     let checked = SignatureLayer {
         media_type: layer["mediaType"].as_str().expect("media type"),
         signature: layer["annotations"][SIGNATURE_ANNOTATION].as_str(),
         payload: &payload,
     };
-    verify_layer(signer.verifying_key(), &checked, signed).expect("the signature verifies");
+    verify_layer(signer.verifying_key(), &checked, image).expect("the signature verifies");
+}
+
+#[test]
+fn referrers_cross_the_gap_and_verify_against_the_key() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (port, _upstream) = docker_registry(tmp.path(), None);
+    let registry = format!("127.0.0.1:{port}");
+    retry(Command::new("curl").args(["-fsS", &format!("http://{registry}/v2/")]));
+    let signer = key(7);
+    let image = push_image(tmp.path(), &registry, "1", Some(&signer));
+    push_image(tmp.path(), &registry, "2", None);
+    write_key(&tmp.path().join("cosign.pub"), &signer);
+    write_key(&tmp.path().join("other.pub"), &key(9));
+    let verify = "  verify: {key: ../cosign.pub}\n";
+
+    // Verified and bundled with its referrers, then served by kk's registry.
+    let reference = format!("{registry}/test/app:1");
+    let store = build_and_unpack(&tmp.path().join("first"), &registry, &reference, verify);
+    let (port, _served) = serve(&[std::ffi::OsStr::new("--store"), store.as_os_str()]);
+    let repo = format!(
+        "/v2/127.0.0.1_{}/test/app",
+        registry.split(':').nth(1).unwrap()
+    );
+    check_served(port, &repo, image, &signer);
 
     // kk's registry as the upstream of another build: its referrers API leads to both.
-    let hop = tmp.path().join("hop");
-    fs::create_dir_all(&hop).expect("dir");
-    fs::copy(&good_key, hop.join("cosign.pub")).expect("key");
     let served = format!("127.0.0.1:{port}");
-    let (bundle, mut cmd) = build(
-        &hop,
-        &served,
-        &format!("{served}{}:1", repo.trim_start_matches("/v2")),
-        "  verify: {key: cosign.pub}\n",
-    );
-    run_ok(&mut cmd);
-    let store = hop.join("store");
-    run_ok(kk_install(&["unpack", "--store"], &bundle).arg(&store));
+    let reference = format!("{served}{}:1", repo.trim_start_matches("/v2"));
+    let store = build_and_unpack(&tmp.path().join("hop"), &served, &reference, verify);
     let index = fs::read_to_string(store.join("index.json")).expect("index.json");
-    let hex = signed.hex();
+    let hex = image.hex();
     assert!(
-        index.contains(&format!(":sha256-{hex}.sig\"")) && index.contains(&format!(":sha256-{hex}\"")),
+        index.contains(&format!(":sha256-{hex}.sig\""))
+            && index.contains(&format!(":sha256-{hex}\"")),
         "{index}"
     );
 
     // `referrers: none` leaves them out.
-    let none = tmp.path().join("none");
-    fs::create_dir_all(&none).expect("dir");
-    let (bundle, mut cmd) = build(
-        &none,
-        &registry,
-        &format!("{{ref: \"{registry}/test/app:1\", referrers: none}}"),
-        "",
-    );
-    run_ok(&mut cmd);
-    let store = none.join("store");
-    run_ok(kk_install(&["unpack", "--store"], &bundle).arg(&store));
+    let entry = format!("{{ref: \"{registry}/test/app:1\", referrers: none}}");
+    let store = build_and_unpack(&tmp.path().join("none"), &registry, &entry, "");
     let index = fs::read_to_string(store.join("index.json")).expect("index.json");
     assert!(!index.contains("sha256-"), "{index}");
 
     // An unsigned image, and another key, fail naming the image and the key.
-    for (image, key, expected) in [
+    for (tag, key, expected) in [
         ("2", "cosign.pub", "no cosign signature"),
         ("1", "other.pub", "does not verify with the key"),
     ] {
         let (_, mut cmd) = build(
             tmp.path(),
             &registry,
-            &format!("{registry}/test/app:{image}"),
+            &format!("{registry}/test/app:{tag}"),
             &format!("  verify: {{key: {key}}}\n"),
         );
         let error = run_failing(&mut cmd);
         assert!(
-            error.contains(&format!("{registry}/test/app:{image}"))
+            error.contains(&format!("{registry}/test/app:{tag}"))
                 && error.contains(key)
                 && error.contains(expected),
             "{error}"

@@ -5,25 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use oci_spec::distribution::Reference;
-use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::ManifestError;
 use super::SourceLocation;
+use super::choices::Referrers;
 use super::raw::{RawImage, RawVerify};
 use super::rules::{Seen, required};
-
-/// `referrers:` of an image: whether its OCI referrers (signatures, attestations, SBOMs) are
-/// bundled with it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Referrers {
-    /// Every referrer of the image and of each platform manifest kept (the default).
-    #[default]
-    All,
-    /// None.
-    None,
-}
 
 /// `verify:` (under `spec` for every image of `spec.images`, or under one image): the image
 /// must carry a cosign signature made with this key.

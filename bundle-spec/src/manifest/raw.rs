@@ -15,8 +15,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::SpannedMap;
-use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
-use super::image::Referrers;
+use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.

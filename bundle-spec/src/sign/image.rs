@@ -142,6 +142,15 @@ mod tests {
 
     use super::*;
 
+    /// A table row: name, layer media type, annotation, payload, expected outcome.
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        &'a [u8],
+        Result<(), ImageSignatureError>,
+    );
+
     fn key(byte: u8) -> SigningKey {
         SigningKey::from_slice(&[byte; 32]).expect("a valid scalar")
     }
@@ -161,8 +170,14 @@ mod tests {
         let other_digest = sign(&signer, &other_payload);
         let by_other_key = sign(&key(9), &payload);
         let not_json = sign(&signer, b"not json");
-        let cases: [(&str, &str, Option<&str>, &[u8], Result<(), ImageSignatureError>); 8] = [
-            ("good", SIMPLE_SIGNING_MEDIA_TYPE, Some(&good), &payload, Ok(())),
+        let cases: [Case<'_>; 8] = [
+            (
+                "good",
+                SIMPLE_SIGNING_MEDIA_TYPE,
+                Some(&good),
+                &payload,
+                Ok(()),
+            ),
             (
                 "another key",
                 SIMPLE_SIGNING_MEDIA_TYPE,

@@ -193,7 +193,8 @@ pub async fn resolve_image(
         let platform = check_single_platform(access, cache, source, &fetch, &top, options).await?;
         manifests.push((platform, top.clone(), top_blob.clone()));
     }
-    let referrers = find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?;
+    let referrers =
+        find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?;
     let mut seen = BTreeSet::new();
     let blobs = manifests
         .iter()
@@ -361,7 +362,11 @@ async fn pull_bytes(
 }
 
 /// A registry's error while fetching `fetched` for `source`.
-fn registry_error(source: &ImageSource, fetched: &str, error: OciDistributionError) -> ResolveError {
+fn registry_error(
+    source: &ImageSource,
+    fetched: &str,
+    error: OciDistributionError,
+) -> ResolveError {
     ResolveError::Registry {
         reference: source.name(),
         fetched: fetched.to_owned(),

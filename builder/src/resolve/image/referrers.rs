@@ -58,7 +58,9 @@ impl Referrer {
     /// Whether it is a cosign signature: found under a `.sig` tag, or an OCI 1.1 referrer of
     /// cosign's signature artifact type.
     pub fn is_signature(&self) -> bool {
-        self.tag.as_deref().is_some_and(|tag| tag.ends_with(".sig"))
+        // A tag, not a file name: cosign writes `.sig` in lowercase only.
+        let suffix = self.tag.as_deref().and_then(|tag| tag.rsplit_once('.'));
+        suffix.is_some_and(|(_, suffix)| suffix == "sig")
             || self.raw.artifact_type.as_deref()
                 == Some(bundle_spec::sign::image::SIGNATURE_ARTIFACT_TYPE)
     }
@@ -246,14 +248,12 @@ fn is_not_found(error: &OciDistributionError) -> bool {
     match error {
         OciDistributionError::ImageManifestNotFoundError(_) => true,
         OciDistributionError::ServerError { code, .. } => *code == 404,
-        OciDistributionError::RegistryError { envelope, .. } => {
-            envelope.errors.iter().all(|e| {
-                matches!(
-                    e.code,
-                    OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown | OciErrorCode::NotFound
-                )
-            })
-        }
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().all(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown | OciErrorCode::NotFound
+            )
+        }),
         _ => false,
     }
 }

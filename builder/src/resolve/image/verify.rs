@@ -27,15 +27,19 @@ pub async fn verify_signed(
         .filter(|r| r.subject == image && r.is_signature());
     for signature in signatures {
         let document = &signature.document;
-        let layers = document.blobs.iter().skip(usize::from(document.config.is_some()));
+        let layers = document
+            .blobs
+            .iter()
+            .skip(usize::from(document.config.is_some()));
         for (layer, blob) in signature.raw.layers.iter().zip(layers) {
             let cached = fetch_blob(access, cache, source, fetch, blob, &|_, _| {}).await?;
-            let payload = tokio::fs::read(&cached.path)
-                .await
-                .map_err(|source| ResolveError::File {
-                    path: cached.path.clone(),
-                    source,
-                })?;
+            let payload =
+                tokio::fs::read(&cached.path)
+                    .await
+                    .map_err(|source| ResolveError::File {
+                        path: cached.path.clone(),
+                        source,
+                    })?;
             let layer = SignatureLayer {
                 media_type: layer.media_type.as_deref().unwrap_or_default(),
                 signature: layer.annotation(SIGNATURE_ANNOTATION),
