@@ -395,3 +395,124 @@ pub enum AssembleError {
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
     Internal(String),
 }
+
+#[cfg(test)]
+mod tests {
+    use bundle_spec::layout;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::resolve::image::{Document, ImageSource};
+
+    const CONFIG: &[u8] = br#"{"os":"linux","architecture":"amd64"}"#;
+
+    fn stored(cache: &Cache, value: &Value) -> (Document, CachedBlob, bundle_spec::oci::Document) {
+        let bytes = serde_json::to_vec(value).unwrap();
+        let blob = cache.put_bytes(&bytes, None).unwrap();
+        let document = Document::parse(&bytes, blob.digest).unwrap();
+        (document, blob, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    fn manifest(config: &CachedBlob, extra: &Value) -> Value {
+        let mut value = json!({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": descriptor_json("application/vnd.oci.image.config.v1+json", config),
+            "layers": [],
+        });
+        for (key, field) in extra.as_object().unwrap() {
+            value[key] = field.clone();
+        }
+        value
+    }
+
+    #[test]
+    fn referrers_are_named_by_their_tags_and_listed_per_subject_in_digest_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let config = cache.put_bytes(CONFIG, None).unwrap();
+        let fetched = BTreeMap::from([(config.digest, config.clone())]);
+        let (top, top_blob, _) = stored(&cache, &manifest(&config, &json!({})));
+        let subject = descriptor_json(OCI_MANIFEST, &top_blob);
+        let referrer = |kind: &str, tag: Option<String>| {
+            let extra = json!({ "artifactType": kind, "subject": subject });
+            let (document, blob, raw) = stored(&cache, &manifest(&config, &extra));
+            Referrer {
+                subject: top.digest,
+                tag,
+                document,
+                raw,
+                blob,
+            }
+        };
+        let sig_tag = format!("{}.sig", digest_tag(&top.digest));
+        let referrers = vec![
+            referrer("application/spdx+json", None),
+            referrer("application/vnd.in-toto+json", None),
+            referrer("application/vnd.example.sig", Some(sig_tag.clone())),
+        ];
+        let image = |reference: &str| ResolvedImage {
+            source: ImageSource::parse(reference).unwrap(),
+            top: top.clone(),
+            top_blob: top_blob.clone(),
+            manifests: vec![(None, top.clone(), top_blob.clone())],
+            blobs: Vec::new(),
+            omitted_platforms: Vec::new(),
+            referrers: referrers.clone(),
+        };
+        let mut assembly = Assembly::new(&cache);
+        // Two tags of one image share its referrers: each is named once.
+        for reference in ["example.org/app:1", "example.org/app:stable"] {
+            assembly
+                .add_image(ArtifactKind::Image, &image(reference), &fetched)
+                .unwrap();
+        }
+        let (index, blobs, _) = assembly.finish().unwrap();
+        let names: Vec<&str> = index
+            .manifests()
+            .iter()
+            .filter_map(layout::ref_name)
+            .collect();
+        let stem = format!("example.org/app:{}", digest_tag(&top.digest));
+        let sig_name = format!("example.org/app:{sig_tag}");
+        assert_eq!(
+            names,
+            [
+                "example.org/app:1",
+                stem.as_str(),
+                sig_name.as_str(),
+                "example.org/app:stable"
+            ]
+        );
+        let listing = &index.manifests()[1];
+        let bytes =
+            std::fs::read(cache.blob_path(&listing.digest().to_string().parse().unwrap())).unwrap();
+        let listed: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut expected: Vec<&Referrer> = referrers[..2].iter().collect();
+        expected.sort_by_key(|r| r.document.digest);
+        let entries: Vec<(String, String)> = listed["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["digest"].as_str().unwrap().to_owned(),
+                    d["artifactType"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let wanted: Vec<(String, String)> = expected
+            .iter()
+            .map(|r| {
+                (
+                    r.document.digest.to_string(),
+                    r.raw.artifact_type.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(entries, wanted);
+        // Every referrer and the generated index are blobs of the layout.
+        for referrer in &referrers {
+            assert!(blobs.iter().any(|b| b.digest == referrer.document.digest));
+        }
+    }
+}

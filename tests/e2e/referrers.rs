@@ -200,6 +200,29 @@ fn check_served(port: u16, repo: &str, image: Sha256Digest, signer: &SigningKey)
     verify_layer(signer.verifying_key(), &checked, image).expect("the signature verifies");
 }
 
+/// `kk-install registry push` of `store` into a fresh docker-registry carries the cosign tag
+/// and the tag-schema index (2.8 has no referrers API: the tags are how clients find them).
+fn check_pushed(dir: &Path, store: &Path, repo: &str, image: Sha256Digest) {
+    fs::create_dir_all(dir).expect("dir");
+    let (port, _registry) = docker_registry(dir, None);
+    let mut push = Command::new(binary("kk-install"));
+    push.args(["registry", "push", "--store"]).arg(store).args([
+        "--to",
+        &format!("127.0.0.1:{port}"),
+        "--plain-http",
+    ]);
+    retry(&mut push);
+    let stem = format!("{repo}/manifests/sha256-{}", image.hex());
+    let index: Value = serde_json::from_slice(&get(port, &stem)).expect("json");
+    assert_eq!(
+        index["manifests"].as_array().map(Vec::len),
+        Some(1),
+        "{index:#}"
+    );
+    let sig: Value = serde_json::from_slice(&get(port, &format!("{stem}.sig"))).expect("json");
+    assert_eq!(sig["layers"][0]["mediaType"], SIMPLE_SIGNING_MEDIA_TYPE);
+}
+
 #[test]
 fn referrers_cross_the_gap_and_verify_against_the_key() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -222,6 +245,7 @@ fn referrers_cross_the_gap_and_verify_against_the_key() {
         registry.split(':').nth(1).unwrap()
     );
     check_served(port, &repo, image, &signer);
+    check_pushed(&tmp.path().join("push"), &store, &repo, image);
 
     // kk's registry as the upstream of another build: its referrers API leads to both.
     let served = format!("127.0.0.1:{port}");
