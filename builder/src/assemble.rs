@@ -7,7 +7,7 @@
 //! manifest per platform under an index whose entries carry the platform, or Helm's own chart
 //! manifest. Every blob is recorded once however many artifacts share it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bundle_spec::layout::{
     self, ArtifactNamespace, BINARY_ARTIFACT_TYPE, DEB_LAYER_MEDIA_TYPE, FILE_ARTIFACT_TYPE,
@@ -25,7 +25,7 @@ use oci_spec::image::{Descriptor, ImageIndex, ImageIndexBuilder, MediaType};
 use serde_json::json;
 
 use crate::cache::{Cache, CacheError, CachedBlob};
-use crate::resolve::image::ResolvedImage;
+use crate::resolve::image::{Referrer, ResolvedImage, digest_tag};
 
 /// A file of a binary or file artifact, for one platform (or for all).
 #[derive(Debug, Clone)]
@@ -44,6 +44,8 @@ pub struct Assembly {
     cache: Cache,
     blobs: BTreeMap<Sha256Digest, BlobFile>,
     descriptors: Vec<Descriptor>,
+    /// The reference names of `descriptors`.
+    names: BTreeSet<String>,
     artifacts: Vec<Artifact>,
 }
 
@@ -54,6 +56,7 @@ impl Assembly {
             cache: cache.clone(),
             blobs: BTreeMap::new(),
             descriptors: Vec::new(),
+            names: BTreeSet::new(),
             artifacts: Vec::new(),
         }
     }
@@ -83,6 +86,11 @@ impl Assembly {
         let digest: oci_spec::image::Digest = blob.digest.to_string().parse().map_err(|_| {
             AssembleError::Internal(format!("`{}` is not an OCI digest", blob.digest))
         })?;
+        // A referrer shared by two references of one image (`app:1` and `app:stable`) is named
+        // the same from both: listed once.
+        if !self.names.insert(reference.to_owned()) {
+            return Ok(());
+        }
         let mut descriptor = Descriptor::new(MediaType::from(media_type), blob.size, digest);
         descriptor.set_annotations(Some(HashMap::from([(
             REF_NAME_ANNOTATION.to_owned(),
@@ -132,6 +140,55 @@ impl Assembly {
                 size,
                 omitted_platforms: image.omitted_platforms.clone(),
             });
+        }
+        self.add_referrers(image, fetched)
+    }
+
+    /// Adds an image's referrers beside it, in its repository: one found under a cosign tag
+    /// keeps that tag (`<repository>:sha256-<hex>.sig`); those found through the referrers API
+    /// are listed, per subject, by a referrers tag-schema index (`<repository>:sha256-<hex>`), so
+    /// a registry without the referrers API still leads a client to them.
+    fn add_referrers(
+        &mut self,
+        image: &ResolvedImage,
+        fetched: &BTreeMap<Sha256Digest, CachedBlob>,
+    ) -> Result<(), AssembleError> {
+        let r = &image.source.reference;
+        let repository = format!("{}/{}", r.registry(), r.repository());
+        let mut by_subject: BTreeMap<Sha256Digest, Vec<&Referrer>> = BTreeMap::new();
+        for referrer in &image.referrers {
+            self.blob(&referrer.blob);
+            for needed in &referrer.document.blobs {
+                let blob = fetched.get(&needed.digest).ok_or_else(|| {
+                    AssembleError::Internal(format!(
+                        "blob `{}` of a referrer of `{}` was not fetched",
+                        needed.digest,
+                        image.source.name()
+                    ))
+                })?;
+                self.blob(blob);
+            }
+            match &referrer.tag {
+                Some(tag) => self.index_entry(
+                    &referrer.document.media_type,
+                    &referrer.blob,
+                    &format!("{repository}:{tag}"),
+                )?,
+                None => by_subject
+                    .entry(referrer.subject)
+                    .or_default()
+                    .push(referrer),
+            }
+        }
+        for (subject, mut referrers) in by_subject {
+            referrers.sort_by_key(|referrer| referrer.document.digest);
+            let manifests: Vec<serde_json::Value> =
+                referrers.iter().map(|r| referrer_descriptor(r)).collect();
+            let index =
+                json!({ "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests });
+            let blob = self.generated(&index)?;
+            let name = format!("{repository}:{}", digest_tag(&subject));
+            self.index_entry(OCI_INDEX, &blob, &name)?;
         }
         Ok(())
     }
@@ -291,6 +348,26 @@ fn descriptor_json(media_type: &str, blob: &CachedBlob) -> serde_json::Value {
     json!({ "mediaType": media_type, "digest": blob.digest.to_string(), "size": blob.size })
 }
 
+/// A referrer's descriptor in a referrers index: its `artifactType` (or else its config's media
+/// type) and annotations, as the OCI distribution spec lists them.
+fn referrer_descriptor(referrer: &Referrer) -> serde_json::Value {
+    let mut descriptor = descriptor_json(&referrer.document.media_type, &referrer.blob);
+    let artifact_type = referrer.raw.artifact_type.clone().or_else(|| {
+        referrer
+            .raw
+            .config
+            .as_ref()
+            .and_then(|config| config.media_type.clone())
+    });
+    if let Some(artifact_type) = artifact_type {
+        descriptor["artifactType"] = artifact_type.into();
+    }
+    if let Some(annotations) = &referrer.raw.annotations {
+        descriptor["annotations"] = json!(annotations);
+    }
+    descriptor
+}
+
 fn platform_json(platform: &Platform) -> serde_json::Value {
     let mut value = json!({ "os": platform.os(), "architecture": platform.architecture() });
     if let Some(variant) = platform.variant() {
@@ -317,4 +394,125 @@ pub enum AssembleError {
     /// A bug: an internal invariant broke.
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
     Internal(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use bundle_spec::layout;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::resolve::image::{Document, ImageSource};
+
+    const CONFIG: &[u8] = br#"{"os":"linux","architecture":"amd64"}"#;
+
+    fn stored(cache: &Cache, value: &Value) -> (Document, CachedBlob, bundle_spec::oci::Document) {
+        let bytes = serde_json::to_vec(value).unwrap();
+        let blob = cache.put_bytes(&bytes, None).unwrap();
+        let document = Document::parse(&bytes, blob.digest).unwrap();
+        (document, blob, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    fn manifest(config: &CachedBlob, extra: &Value) -> Value {
+        let mut value = json!({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": descriptor_json("application/vnd.oci.image.config.v1+json", config),
+            "layers": [],
+        });
+        for (key, field) in extra.as_object().unwrap() {
+            value[key] = field.clone();
+        }
+        value
+    }
+
+    #[test]
+    fn referrers_are_named_by_their_tags_and_listed_per_subject_in_digest_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let config = cache.put_bytes(CONFIG, None).unwrap();
+        let fetched = BTreeMap::from([(config.digest, config.clone())]);
+        let (top, top_blob, _) = stored(&cache, &manifest(&config, &json!({})));
+        let subject = descriptor_json(OCI_MANIFEST, &top_blob);
+        let referrer = |kind: &str, tag: Option<String>| {
+            let extra = json!({ "artifactType": kind, "subject": subject });
+            let (document, blob, raw) = stored(&cache, &manifest(&config, &extra));
+            Referrer {
+                subject: top.digest,
+                tag,
+                document,
+                raw,
+                blob,
+            }
+        };
+        let sig_tag = format!("{}.sig", digest_tag(&top.digest));
+        let referrers = vec![
+            referrer("application/spdx+json", None),
+            referrer("application/vnd.in-toto+json", None),
+            referrer("application/vnd.example.sig", Some(sig_tag.clone())),
+        ];
+        let image = |reference: &str| ResolvedImage {
+            source: ImageSource::parse(reference).unwrap(),
+            top: top.clone(),
+            top_blob: top_blob.clone(),
+            manifests: vec![(None, top.clone(), top_blob.clone())],
+            blobs: Vec::new(),
+            omitted_platforms: Vec::new(),
+            referrers: referrers.clone(),
+        };
+        let mut assembly = Assembly::new(&cache);
+        // Two tags of one image share its referrers: each is named once.
+        for reference in ["example.org/app:1", "example.org/app:stable"] {
+            assembly
+                .add_image(ArtifactKind::Image, &image(reference), &fetched)
+                .unwrap();
+        }
+        let (index, blobs, _) = assembly.finish().unwrap();
+        let names: Vec<&str> = index
+            .manifests()
+            .iter()
+            .filter_map(layout::ref_name)
+            .collect();
+        let stem = format!("example.org/app:{}", digest_tag(&top.digest));
+        let sig_name = format!("example.org/app:{sig_tag}");
+        assert_eq!(
+            names,
+            [
+                "example.org/app:1",
+                stem.as_str(),
+                sig_name.as_str(),
+                "example.org/app:stable"
+            ]
+        );
+        let listing = &index.manifests()[1];
+        let bytes =
+            std::fs::read(cache.blob_path(&listing.digest().to_string().parse().unwrap())).unwrap();
+        let listed: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut expected: Vec<&Referrer> = referrers[..2].iter().collect();
+        expected.sort_by_key(|r| r.document.digest);
+        let entries: Vec<(String, String)> = listed["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["digest"].as_str().unwrap().to_owned(),
+                    d["artifactType"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let wanted: Vec<(String, String)> = expected
+            .iter()
+            .map(|r| {
+                (
+                    r.document.digest.to_string(),
+                    r.raw.artifact_type.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(entries, wanted);
+        // Every referrer and the generated index are blobs of the layout.
+        for referrer in &referrers {
+            assert!(blobs.iter().any(|b| b.digest == referrer.document.digest));
+        }
+    }
 }

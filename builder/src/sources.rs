@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use bundle_spec::manifest::{Binary, BinaryChecksum, Chart, ChartSource, Manifest};
+use bundle_spec::manifest::{Binary, BinaryChecksum, Chart, ChartSource, Manifest, Referrers};
 use serde_json::json;
 
 use crate::catalog::Expansion;
@@ -50,7 +50,9 @@ impl Sources {
         let spec = manifest.spec();
         let mut names: BTreeSet<String> = self.images.iter().map(ImageSource::name).collect();
         for image in &spec.images {
-            let source = ImageSource::parse(&image.normalized)?;
+            let mut source = ImageSource::parse(&image.normalized)?;
+            source.bundle_referrers = image.referrers == Referrers::All;
+            source.verify = image.verify(spec).map(|verify| verify.key.clone());
             if names.insert(source.name()) {
                 self.images.push(source);
             }

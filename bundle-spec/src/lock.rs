@@ -33,6 +33,28 @@ pub struct Lock {
     /// Operating-system packages, one entry per `.deb`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<LockedPackage>,
+    /// The OCI referrers (signatures, attestations, SBOMs) bundled with the images, in the
+    /// order found; a locked build fetches exactly these and discovers none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub referrers: Vec<LockedReferrer>,
+}
+
+/// A manifest that refers to an image's manifest or index, pinned to its digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockedReferrer {
+    /// The image's reference, as its [`LockedImage::reference`].
+    pub image: String,
+    /// The manifest or index it refers to.
+    pub subject: Sha256Digest,
+    /// The tag it was found under (cosign's `sha256-<hex>.sig`, `.att`, `.sbom`); none for a
+    /// referrer found through the referrers API or its tag-schema index (it has a `subject`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Its digest.
+    pub digest: Sha256Digest,
+    /// Its media type.
+    pub media_type: String,
 }
 
 /// A `.deb` (or, later, another package format's file) pinned to its sha256.
@@ -97,6 +119,7 @@ impl Lock {
             binaries: Vec::new(),
             charts: Vec::new(),
             packages: Vec::new(),
+            referrers: Vec::new(),
         }
     }
 }

@@ -244,7 +244,7 @@ fn unpacked_store(layer_len: usize, seed: u8) -> (tempfile::TempDir, PathBuf) {
 
 /// Debian's `docker-registry` on a free loopback port, its data in `dir`; TLS with the
 /// `registry.crt`/`registry.key` of `pki` when given.
-fn docker_registry(dir: &Path, pki: Option<&Path>) -> (u16, KillOnDrop) {
+pub(crate) fn docker_registry(dir: &Path, pki: Option<&Path>) -> (u16, KillOnDrop) {
     let data = dir.join("registry");
     fs::create_dir_all(&data).expect("dir");
     let port = crate::labkit::free_port();
@@ -275,7 +275,7 @@ fn docker_registry(dir: &Path, pki: Option<&Path>) -> (u16, KillOnDrop) {
 }
 
 /// `kk-install registry serve ARGS` on a free loopback port.
-fn serve(args: &[&std::ffi::OsStr]) -> (u16, KillOnDrop) {
+pub(crate) fn serve(args: &[&std::ffi::OsStr]) -> (u16, KillOnDrop) {
     let port = crate::labkit::free_port();
     let registry = Command::new(binary("kk-install"))
         .args(["registry", "serve"])

@@ -27,6 +27,7 @@ mod nspawn_lab;
 mod packages_lab;
 mod precheck_lab;
 mod rebuild_lab;
+mod referrers;
 mod registry_load;
 mod ssh_lab;
 mod support;

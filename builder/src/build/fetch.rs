@@ -10,6 +10,7 @@ use bundle_spec::lock::LockedFile;
 use bundle_spec::manifest::{ChartSource, Spec};
 use bundle_spec::packages::{PackageSet, RootPackage, deb_arch};
 use bundle_spec::platform::Platform;
+use bundle_spec::sign::keys::read_public_key;
 use bundle_spec::write::{CACHED_BLOB_SIZE, FrameCache};
 use bundle_spec::{ArtifactKind, Lock, Sha256Digest};
 use futures_util::{StreamExt as _, TryStreamExt as _, stream};
@@ -27,7 +28,7 @@ use crate::resolve::ResolveError;
 use crate::resolve::binary::{ResolvedFile, resolve_binary};
 use crate::resolve::chart::{ResolvedChart, resolve_chart};
 use crate::resolve::image::{
-    self, BlobRef, ImageSource, RegistryAccess, ResolveOptions, ResolvedImage,
+    self, BlobRef, ImageSource, KeyCheck, RegistryAccess, ResolveOptions, ResolvedImage,
 };
 use crate::resolve::packages::{PackageRequest, ResolvedPackages, resolve_packages, roots};
 use crate::sources::Sources;
@@ -154,6 +155,15 @@ impl Fetched {
             .packages
             .iter()
             .flat_map(|set| set.locked.iter().cloned())
+            .collect();
+        lock.referrers = self
+            .images
+            .iter()
+            .chain(&self.oci_charts)
+            .flat_map(|image| {
+                let name = image.source.name();
+                image.referrers.iter().map(move |r| r.locked(&name))
+            })
             .collect();
         Ok(lock)
     }
@@ -352,9 +362,15 @@ pub(super) async fn resolve_images(
                     ),
                     None => None,
                 };
+                let check = match &source.verify {
+                    Some(key) => Some(read_key(&ctx.manifest_dir.join(key)).await?),
+                    None => None,
+                };
                 let options = ResolveOptions {
                     platforms: &ctx.platforms,
                     allow_missing_platforms: ctx.allow_missing_platforms,
+                    locked_referrers: ctx.locked.as_ref().map(|lock| lock.referrers.as_slice()),
+                    verify: check.as_ref(),
                 };
                 image::resolve_image(&ctx.access, &ctx.cache, &source, locked, options).await
             }
@@ -363,6 +379,24 @@ pub(super) async fn resolve_images(
         .try_collect::<Vec<_>>()
         .await
         .map_err(BuildError::from)
+}
+
+/// Reads a `verify.key` file: a cosign public key.
+async fn read_key(path: &std::path::Path) -> Result<KeyCheck, ResolveError> {
+    let text = tokio::fs::read_to_string(path)
+        .await
+        .map_err(|source| ResolveError::File {
+            path: path.to_owned(),
+            source,
+        })?;
+    let key = read_public_key(&text).map_err(|source| ResolveError::VerifyKey {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(KeyCheck {
+        path: path.to_owned(),
+        key,
+    })
 }
 
 /// Fetches the blobs of `images` (OCI charts) into the cache, all of them before returning.

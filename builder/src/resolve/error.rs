@@ -224,6 +224,27 @@ pub enum ResolveError {
         #[source]
         source: std::io::Error,
     },
+    /// `verify`: the image carries no signature made with the key.
+    #[error(
+        "image `{reference}` is not signed by the key `{}`: {reason}; hint: sign it with `cosign sign --key` for that key, or check `verify.key`", key.display()
+    )]
+    NotSigned {
+        /// The image.
+        reference: String,
+        /// The key file.
+        key: PathBuf,
+        /// What was wrong: no signature, or each signature's fault.
+        reason: String,
+    },
+    /// `verify.key` is not a cosign public key.
+    #[error("`verify.key` `{}` cannot be used", path.display())]
+    VerifyKey {
+        /// The key file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: bundle_spec::sign::keys::KeyError,
+    },
     /// A bug: an internal invariant broke.
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
     Internal(String),

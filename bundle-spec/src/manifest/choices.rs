@@ -1,4 +1,5 @@
-//! The closed sets of values a manifest chooses from: the container runtime and the network plugin.
+//! The closed sets of values a manifest chooses from: the container runtime, the network plugin,
+//! whether an image's referrers are bundled.
 //!
 //! Apart from [`kubernetes`](super::kubernetes): the raw YAML types deserialize these directly,
 //! and the kubernetes section's checks read the raw types.
@@ -104,4 +105,16 @@ pub enum Storage {
     /// NFS: a server on the `nfs` host, the client on every node, and the
     /// nfs-subdir-external-provisioner chart.
     Nfs,
+}
+
+/// `referrers:` of an image: whether its OCI referrers (signatures, attestations, SBOMs) are
+/// bundled with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Referrers {
+    /// Every referrer of the image and of each platform manifest kept (the default).
+    #[default]
+    All,
+    /// None.
+    None,
 }

@@ -1,5 +1,7 @@
-//! `spec.images`: container image references, pinned and normalised.
+//! `spec.images`: container image references, pinned and normalised, with what to carry beside
+//! them (their OCI referrers) and how to check them (`verify`).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use oci_spec::distribution::Reference;
@@ -7,7 +9,20 @@ use serde_saphyr::Spanned;
 
 use super::ManifestError;
 use super::SourceLocation;
-use super::rules::Seen;
+use super::choices::Referrers;
+use super::raw::{RawImage, RawVerify};
+use super::rules::{Seen, required};
+
+/// `verify:` (under `spec` for every image of `spec.images`, or under one image): the image
+/// must carry a cosign signature made with this key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Verify {
+    /// The cosign public key (PEM), as written: relative to the manifest's directory.
+    pub key: PathBuf,
+    /// Where the manifest names the key.
+    pub location: SourceLocation,
+}
 
 /// An image from `spec.images`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,11 +37,38 @@ pub struct ImageRef {
     pub reference: Reference,
     /// Where the manifest lists it.
     pub location: SourceLocation,
+    /// Whether its referrers are bundled.
+    pub referrers: Referrers,
+    /// Its own `verify:`, which overrides `spec.verify`.
+    pub verify: Option<Verify>,
+}
+
+impl ImageRef {
+    /// The key check that applies to this image: its own, or else the manifest's `spec.verify`.
+    pub fn verify<'a>(&'a self, spec: &'a super::Spec) -> Option<&'a Verify> {
+        self.verify.as_ref().or(spec.verify.as_ref())
+    }
+}
+
+/// Validates a `verify:` mapping.
+pub(super) fn validate_verify(
+    file: &Arc<str>,
+    raw: &Spanned<RawVerify>,
+) -> Result<Verify, ManifestError> {
+    let key = required(
+        raw.value.key.as_ref(),
+        "key",
+        &SourceLocation::of(file, raw),
+    )?;
+    Ok(Verify {
+        key: key.value.clone(),
+        location: SourceLocation::of(file, key),
+    })
 }
 
 pub(super) fn validate_all(
     file: &Arc<str>,
-    raw: &[Spanned<String>],
+    raw: &[Spanned<RawImage>],
 ) -> Result<Vec<ImageRef>, ManifestError> {
     let mut seen = Seen::default();
     raw.iter()
@@ -44,9 +86,27 @@ pub(super) fn validate_all(
         .collect()
 }
 
-fn validate(file: &Arc<str>, raw: &Spanned<String>) -> Result<ImageRef, ManifestError> {
+fn validate(file: &Arc<str>, raw: &Spanned<RawImage>) -> Result<ImageRef, ManifestError> {
     let at = SourceLocation::of(file, raw);
-    let original = raw.value.clone();
+    match &raw.value {
+        RawImage::Reference(text) => reference(at, text),
+        RawImage::Detailed(entry) => {
+            let written = required(entry.reference.as_ref(), "ref", &at)?;
+            let mut image = reference(SourceLocation::of(file, written), &written.value)?;
+            image.referrers = entry.referrers;
+            image.verify = entry
+                .verify
+                .as_ref()
+                .map(|verify| validate_verify(file, verify))
+                .transpose()?;
+            Ok(image)
+        }
+    }
+}
+
+/// A reference written at `at`, with the default options.
+fn reference(at: SourceLocation, text: &str) -> Result<ImageRef, ManifestError> {
+    let original = text.to_owned();
     let reference: Reference = match original.parse() {
         Ok(reference) => reference,
         Err(source) => {
@@ -79,6 +139,8 @@ fn validate(file: &Arc<str>, raw: &Spanned<String>) -> Result<ImageRef, Manifest
         original,
         reference,
         location: at,
+        referrers: Referrers::All,
+        verify: None,
     })
 }
 

@@ -80,9 +80,9 @@ use std::sync::Arc;
 pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
 pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
-pub use choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
+pub use choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
 pub use error::ManifestError;
-pub use image::ImageRef;
+pub use image::{ImageRef, Verify};
 pub use kubernetes::{Kubernetes, KubernetesVersion};
 pub use os_packages::{OsPackages, PackageRepository};
 pub use registry::{Credentials, RegistryConfig, is_env_name};
@@ -141,6 +141,9 @@ pub struct Spec {
     /// `osPackages`: operating-system packages for the nodes, per distribution release and
     /// architecture.
     pub os_packages: Vec<OsPackages>,
+    /// `verify`: the cosign key every image of `images` must be signed with, unless the image
+    /// names its own.
+    pub verify: Option<Verify>,
 }
 
 impl Manifest {

@@ -15,7 +15,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::SpannedMap;
-use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
+use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.
@@ -50,7 +50,7 @@ pub(super) struct RawSpec {
     pub(super) platforms: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) kubernetes: Option<Spanned<RawKubernetes>>,
     #[serde(default)]
-    pub(super) images: Vec<Spanned<String>>,
+    pub(super) images: Vec<Spanned<RawImage>>,
     #[serde(default)]
     pub(super) binaries: Vec<Spanned<RawBinary>>,
     #[serde(default)]
@@ -61,6 +61,30 @@ pub(super) struct RawSpec {
     pub(super) file_mirrors: SpannedMap<Spanned<String>>,
     #[serde(default)]
     pub(super) os_packages: Vec<Spanned<RawOsPackages>>,
+    pub(super) verify: Option<Spanned<RawVerify>>,
+}
+
+/// An entry of `images:`: a reference alone, or a map with the reference and its options.
+pub(super) enum RawImage {
+    Reference(String),
+    Detailed(RawImageEntry),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawImageEntry {
+    #[serde(rename = "ref")]
+    pub(super) reference: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) referrers: Referrers,
+    pub(super) verify: Option<Spanned<RawVerify>>,
+}
+
+/// `verify:`, under `spec` or an image.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawVerify {
+    pub(super) key: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Deserialize)]
@@ -201,5 +225,30 @@ impl<'de> Visitor<'de> for ArchesVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         Vec::deserialize(SeqAccessDeserializer::new(seq)).map(RawArches::Many)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawImage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Not `#[serde(untagged)]`, for the same reason as `RawSha256`.
+        deserializer.deserialize_any(ImageVisitor)
+    }
+}
+
+struct ImageVisitor;
+
+impl<'de> Visitor<'de> for ImageVisitor {
+    type Value = RawImage;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an image reference, or a map with `ref` and its options")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(RawImage::Reference(value.to_owned()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        RawImageEntry::deserialize(MapAccessDeserializer::new(map)).map(RawImage::Detailed)
     }
 }

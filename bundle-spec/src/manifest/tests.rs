@@ -178,6 +178,38 @@ fn normalizes_image_references() {
 }
 
 #[test]
+fn images_take_referrers_and_verify_options() {
+    let manifest = parse(&doc(
+        "  verify: {key: keys/all.pub}\n  images:\n    - busybox:1.36\n    - ref: quay.io/a/b:1\n      referrers: none\n      verify: {key: b.pub}\n",
+    ));
+    let spec = manifest.spec();
+    let (plain, detailed) = (&spec.images[0], &spec.images[1]);
+    assert_eq!(plain.referrers, Referrers::All);
+    assert_eq!(plain.verify(spec).unwrap().key, Path::new("keys/all.pub"));
+    assert_eq!(detailed.normalized, "quay.io/a/b:1");
+    assert_eq!(detailed.referrers, Referrers::None);
+    assert_eq!(detailed.verify(spec).unwrap().key, Path::new("b.pub"));
+    assert_eq!(detailed.location.to_string(), "demo.yaml:9:12");
+}
+
+#[test]
+fn image_options_are_checked() {
+    for (images, expected) in [
+        ("[{referrers: none}]", "`ref`"),
+        ("[{ref: a:1, referrers: some}]", "some"),
+        ("[{ref: a:1, verify: {}}]", "`key`"),
+        ("[{ref: a:1, sign: x}]", "sign"),
+        ("[{ref: a}]", "neither a tag nor a digest"),
+    ] {
+        let text = doc(&format!("  images: {images}\n"));
+        let error = Manifest::from_str_named(&text, "demo.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{images}: {error}");
+    }
+}
+
+#[test]
 fn single_sha256_covers_every_platform_of_one_file() {
     let manifest = parse(&doc(&format!(
         "  platforms: [linux/amd64, linux/arm64]\n  binaries:\n    - name: script\n      version: v1\n      url: https://example.org/{{version}}/install.sh\n      sha256: {SHA_A}\n"

@@ -47,6 +47,11 @@ fn spec(file: &Arc<str>, raw: &Spanned<RawSpec>) -> Result<Spec, ManifestError> 
         registries: registry::validate_all(file, &raw.registries)?,
         file_mirrors: file_mirrors::validate_all(file, &raw.file_mirrors)?,
         os_packages: os_packages::validate_all(file, &raw.os_packages, &platforms)?,
+        verify: raw
+            .verify
+            .as_ref()
+            .map(|verify| image::validate_verify(file, verify))
+            .transpose()?,
         platforms,
     };
     let empty = spec.kubernetes.is_none()

@@ -4,4 +4,5 @@
 //! signing those bytes vouches for every member. The keys are cosign's own files, so operators
 //! keep the keys and the `cosign verify-blob` check they already have.
 
+pub mod image;
 pub mod keys;

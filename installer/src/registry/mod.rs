@@ -40,9 +40,12 @@
 //!    a digest is served by both.
 //! 4. **By digest.** A repository serves by digest the manifests its ref names reach: the
 //!    manifest or index itself, the platform manifests of an index that the bundle carries, and
-//!    manifests whose `subject` is one of those (the referrers). A blob is served for any
-//!    repository of the map if `blobs/sha256/<hex>` exists, as registries with a shared blob
-//!    store do.
+//!    manifests whose `subject` is one of those (the referrers). The referrers API lists those,
+//!    and also the manifests cosign's tags name (`sha256-<hex>.sig`, `.att`, `.sbom`: no
+//!    `subject`, the digest is in the tag), so both of cosign's ways find the same signatures;
+//!    a bundle carries the referrers tag-schema index (`sha256-<hex>`) as a tag too. A blob is
+//!    served for any repository of the map if `blobs/sha256/<hex>` exists, as registries with a
+//!    shared blob store do.
 //!
 //! Every repository appears in `_catalog` under its rule-1 name.
 //!

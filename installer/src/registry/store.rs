@@ -136,6 +136,7 @@ impl Store {
                 }
             }
         }
+        tag_referrers(&root, &repositories, &mut referrers)?;
         // A referrer is served by every repository that serves its subject.
         for (subject, list) in &referrers {
             for repository in repositories.values_mut() {
@@ -276,6 +277,79 @@ fn read_manifest(
     }))
 }
 
+/// cosign's tags (`sha256-<hex>.sig`, `.att`, `.sbom`) name manifests without a `subject`: they
+/// are listed among the referrers of the digest their tag names too, so a client asking the
+/// referrers API finds what a client of cosign's tag scheme finds.
+fn tag_referrers(
+    root: &Path,
+    repositories: &BTreeMap<String, Repository>,
+    referrers: &mut BTreeMap<Sha256Digest, Vec<Descriptor>>,
+) -> Result<(), RegistryError> {
+    for repository in repositories.values() {
+        for (tag, digest) in &repository.tags {
+            let Some(subject) = cosign_tag_subject(tag) else {
+                continue;
+            };
+            let listed = referrers.entry(subject).or_default();
+            if listed.iter().any(|d| d.digest == digest.to_string()) {
+                continue;
+            }
+            let Some(media_type) = repository.manifests.get(digest) else {
+                continue;
+            };
+            let descriptor = Descriptor {
+                platform: None,
+                media_type: Some(media_type.clone()),
+                digest: digest.to_string(),
+                size: 0,
+                artifact_type: None,
+                annotations: None,
+            };
+            if let Some(walked) = read_manifest(root, *digest, &descriptor, false)?
+                && walked.document.subject.is_none()
+            {
+                listed.push(referrer_descriptor(root, &walked)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The digest a cosign tag (`sha256-<hex>.sig`, `.att`, `.sbom`) names.
+fn cosign_tag_subject(tag: &str) -> Option<Sha256Digest> {
+    let (stem, suffix) = tag.rsplit_once('.')?;
+    if !matches!(suffix, "sig" | "att" | "sbom") {
+        return None;
+    }
+    Sha256Digest::from_hex(stem.strip_prefix("sha256-")?)
+}
+
+/// The descriptor of a referrer as the referrers API lists it: media type, digest, size,
+/// `artifactType` (or else its config's media type) and annotations.
+fn referrer_descriptor(root: &Path, walked: &Walked) -> Result<Descriptor, RegistryError> {
+    let path = blob_path(root, walked.digest);
+    let size = std::fs::metadata(&path)
+        .map_err(|source| RegistryError::Read {
+            path: path.clone(),
+            source,
+        })?
+        .len();
+    Ok(Descriptor {
+        platform: None,
+        media_type: Some(walked.media_type.clone()),
+        digest: walked.digest.to_string(),
+        size,
+        artifact_type: walked.document.artifact_type.clone().or_else(|| {
+            walked
+                .document
+                .config
+                .as_ref()
+                .and_then(|c| c.media_type.clone())
+        }),
+        annotations: walked.document.annotations.clone(),
+    })
+}
+
 /// Records `manifest` and, for an index, its present children, as reached from `repository`;
 /// collects referrers.
 fn walk(
@@ -297,29 +371,10 @@ fn walk(
         let path = blob_path(root, current.digest);
         if first_visit && let Some(subject) = &current.document.subject {
             let subject_digest = parse_digest(&path, &subject.digest)?;
-            let size = std::fs::metadata(&path)
-                .map_err(|source| RegistryError::Read {
-                    path: path.clone(),
-                    source,
-                })?
-                .len();
             referrers
                 .entry(subject_digest)
                 .or_default()
-                .push(Descriptor {
-                    platform: None,
-                    media_type: Some(current.media_type.clone()),
-                    digest: current.digest.to_string(),
-                    size,
-                    artifact_type: current.document.artifact_type.clone().or_else(|| {
-                        current
-                            .document
-                            .config
-                            .as_ref()
-                            .and_then(|c| c.media_type.clone())
-                    }),
-                    annotations: current.document.annotations.clone(),
-                });
+                .push(referrer_descriptor(root, &current)?);
         }
         for child in current.document.manifests.iter().flatten() {
             let digest = parse_digest(&path, &child.digest)?;

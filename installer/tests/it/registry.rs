@@ -826,3 +826,89 @@ async fn requests_are_logged() {
         assert!(log.contains(needle), "{needle} in {log}");
     }
 }
+
+/// GET `uri` from the registry serving the layout at `dir`.
+async fn get_from(dir: &std::path::Path, uri: &str) -> Response {
+    let store = Store::open(dir).unwrap();
+    router(store)
+        .oneshot(Request::builder().uri(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn cosign_tags_and_tag_schema_indexes_are_served_and_listed_as_referrers() {
+    const SIG_TYPE: &str = "application/vnd.dev.cosign.artifact.sig.v1+json";
+    let dir = tempfile::tempdir().unwrap();
+    let root = HandLayout::new(dir.path());
+    let config = root.blob_descriptor("application/vnd.oci.image.config.v1+json", b"{}");
+    let image = manifest_bytes(&json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config, "layers": [],
+    }));
+    let image_digest = root.put_blob(&image);
+    let image_desc = descriptor(OCI_MANIFEST, image_digest, image.len());
+    // cosign's tag scheme: no subject, found by its tag alone.
+    let tagged = manifest_bytes(&json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config,
+        "layers": [root.blob_descriptor("application/vnd.dev.cosign.simplesigning.v1+json", b"{\"critical\":{}}")],
+    }));
+    let tagged_digest = root.put_blob(&tagged);
+    // cosign's OCI 1.1 mode: a subject, listed by the tag-schema index a bundle carries.
+    let referrer = manifest_bytes(&json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": SIG_TYPE,
+        "config": config, "layers": [], "subject": image_desc,
+    }));
+    let referrer_digest = root.put_blob(&referrer);
+    let mut listed = descriptor(OCI_MANIFEST, referrer_digest, referrer.len());
+    listed["artifactType"] = SIG_TYPE.into();
+    let tag_index = manifest_bytes(&json!({
+        "schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [listed],
+    }));
+    let tag_index_digest = root.put_blob(&tag_index);
+    let stem = format!("docker.io/library/app:sha256-{}", image_digest.hex());
+    root.write_index(&[
+        named(image_desc.clone(), "docker.io/library/app:1"),
+        named(
+            descriptor(OCI_MANIFEST, tagged_digest, tagged.len()),
+            &format!("{stem}.sig"),
+        ),
+        named(
+            descriptor(OCI_INDEX, tag_index_digest, tag_index.len()),
+            &stem,
+        ),
+    ]);
+
+    let base = "/v2/docker.io/library/app";
+    let referrers = |filter: &str| format!("{base}/referrers/{image_digest}{filter}");
+    let response = get_from(dir.path(), &referrers("")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let value: Value = serde_json::from_slice(&body(response).await).unwrap();
+    let digests: Vec<&str> = value["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        digests,
+        [referrer_digest.to_string(), tagged_digest.to_string()]
+    );
+    // `+` is a space in a query: clients send it encoded.
+    let filter = format!("?artifactType={}", SIG_TYPE.replace('+', "%2B"));
+    let response = get_from(dir.path(), &referrers(&filter)).await;
+    assert_eq!(header_of(&response, "oci-filters-applied"), "artifactType");
+    let value: Value = serde_json::from_slice(&body(response).await).unwrap();
+    assert_eq!(value["manifests"][0]["digest"], referrer_digest.to_string());
+    assert_eq!(value["manifests"].as_array().unwrap().len(), 1);
+
+    for (tag, expected) in [
+        (format!("sha256-{}.sig", image_digest.hex()), &tagged),
+        (format!("sha256-{}", image_digest.hex()), &tag_index),
+    ] {
+        let response = get_from(dir.path(), &format!("{base}/manifests/{tag}")).await;
+        assert_eq!(response.status(), StatusCode::OK, "{tag}");
+        assert_eq!(&body(response).await, expected, "{tag}");
+    }
+    let response = get_from(dir.path(), &format!("{base}/manifests/{referrer_digest}")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}

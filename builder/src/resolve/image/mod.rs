@@ -9,20 +9,28 @@
 
 mod access;
 mod document;
+mod referrers;
+#[cfg(test)]
+mod referrers_tests;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use bundle_spec::Sha256Digest;
-use bundle_spec::lock::LockedImage;
+use bundle_spec::lock::{LockedImage, LockedReferrer};
 use bundle_spec::platform::Platform;
 use futures_util::StreamExt as _;
 use oci_client::Reference;
 use oci_client::client::BlobResponse;
+use oci_client::errors::OciDistributionError;
 
 pub use access::RegistryAccess;
 pub use document::{BlobRef, Document, DocumentError};
+pub use referrers::{COSIGN_SUFFIXES, Referrer, digest_tag};
+pub use verify::verify_signed;
 
 use crate::cache::{Cache, CacheError, CachedBlob, Download};
 use crate::fetch::blocking;
@@ -38,6 +46,11 @@ pub struct ImageSource {
     pub reference: Reference,
     /// As written in the manifest (or the catalog), for messages.
     pub written: String,
+    /// Whether its referrers are bundled (`referrers: all`, the default).
+    pub bundle_referrers: bool,
+    /// The cosign public key it must be signed with (`verify.key`, as written: relative to the
+    /// manifest's directory).
+    pub verify: Option<PathBuf>,
 }
 
 impl ImageSource {
@@ -52,6 +65,8 @@ impl ImageSource {
         Ok(Self {
             reference,
             written: text.to_owned(),
+            bundle_referrers: true,
+            verify: None,
         })
     }
 
@@ -87,6 +102,8 @@ pub struct ResolvedImage {
     pub blobs: Vec<BlobRef>,
     /// Platforms the upstream index offers that were left out.
     pub omitted_platforms: Vec<String>,
+    /// The referrers bundled with it, in the order found.
+    pub referrers: Vec<Referrer>,
 }
 
 impl ResolvedImage {
@@ -107,6 +124,19 @@ pub struct ResolveOptions<'a> {
     pub platforms: &'a [Platform],
     /// Warn instead of failing when a wanted platform is missing.
     pub allow_missing_platforms: bool,
+    /// With `--locked`: the lock's referrers, the only ones a bundled image gets.
+    pub locked_referrers: Option<&'a [LockedReferrer]>,
+    /// The key the image must be signed with, if its manifest says so.
+    pub verify: Option<&'a KeyCheck>,
+}
+
+/// A `verify.key`, read.
+#[derive(Debug, Clone)]
+pub struct KeyCheck {
+    /// The key file, for messages.
+    pub path: PathBuf,
+    /// The key.
+    pub key: p256::ecdsa::VerifyingKey,
 }
 
 /// Resolves `source`: the top document (by the locked digest, if any, after checking the tag
@@ -163,10 +193,14 @@ pub async fn resolve_image(
         let platform = check_single_platform(access, cache, source, &fetch, &top, options).await?;
         manifests.push((platform, top.clone(), top_blob.clone()));
     }
+    let referrers =
+        find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?;
     let mut seen = BTreeSet::new();
     let blobs = manifests
         .iter()
-        .flat_map(|(_, document, _)| document.blobs.iter().cloned())
+        .map(|(_, document, _)| document)
+        .chain(referrers.iter().map(|referrer| &referrer.document))
+        .flat_map(|document| document.blobs.iter().cloned())
         .filter(|blob| seen.insert(blob.digest))
         .collect();
     Ok(ResolvedImage {
@@ -176,7 +210,44 @@ pub async fn resolve_image(
         manifests,
         blobs,
         omitted_platforms: omitted,
+        referrers,
     })
+}
+
+/// The referrers bundled with an image: those the lock names, or those found upstream for the
+/// top document and each platform manifest kept; none with `referrers: none`. A `verify` key
+/// is checked against them (found upstream even when none are bundled) before anything else.
+async fn find_referrers(
+    access: &RegistryAccess,
+    cache: &Cache,
+    source: &ImageSource,
+    fetch: &Reference,
+    top: &Document,
+    manifests: &[(Option<Platform>, Document, CachedBlob)],
+    options: ResolveOptions<'_>,
+) -> Result<Vec<Referrer>, ResolveError> {
+    let bundled = source.bundle_referrers;
+    let referrers = match options.locked_referrers {
+        Some(lock) if bundled => {
+            let mine: Vec<&LockedReferrer> =
+                lock.iter().filter(|r| r.image == source.name()).collect();
+            referrers::fetch_locked(access, cache, source, fetch, &mine).await?
+        }
+        _ if bundled || options.verify.is_some() => {
+            let mut subjects = vec![top.digest];
+            for (_, manifest, _) in manifests {
+                if !subjects.contains(&manifest.digest) {
+                    subjects.push(manifest.digest);
+                }
+            }
+            referrers::discover(access, cache, source, fetch, &subjects).await?
+        }
+        _ => Vec::new(),
+    };
+    if let Some(check) = options.verify {
+        verify_signed(access, cache, source, fetch, top.digest, &referrers, check).await?;
+    }
+    Ok(if bundled { referrers } else { Vec::new() })
 }
 
 /// An index entry chosen for a wanted platform.
@@ -270,16 +341,45 @@ async fn pull_document(
     source: &ImageSource,
     fetch: &Reference,
 ) -> Result<(Document, CachedBlob), ResolveError> {
+    let bytes = pull_bytes(access, fetch)
+        .await?
+        .map_err(|e| registry_error(source, &fetch.whole(), e))?;
+    store_document(cache, source, bytes).await
+}
+
+/// The bytes of the manifest or index `fetch` names, as served; the registry's error apart
+/// (the outer one is the client's set-up), for callers to whom "not found" is an answer.
+async fn pull_bytes(
+    access: &RegistryAccess,
+    fetch: &Reference,
+) -> Result<Result<bytes::Bytes, OciDistributionError>, ResolveError> {
     let client = access.client(fetch).await?;
     let auth = access.auth(fetch)?;
-    let (bytes, _header_digest) = client
+    Ok(client
         .pull_manifest_raw(fetch, &auth, MANIFEST_MEDIA_TYPES)
         .await
-        .map_err(|e| ResolveError::Registry {
-            reference: source.name(),
-            fetched: fetch.whole(),
-            source: Box::new(e),
-        })?;
+        .map(|(bytes, _header_digest)| bytes))
+}
+
+/// A registry's error while fetching `fetched` for `source`.
+fn registry_error(
+    source: &ImageSource,
+    fetched: &str,
+    error: OciDistributionError,
+) -> ResolveError {
+    ResolveError::Registry {
+        reference: source.name(),
+        fetched: fetched.to_owned(),
+        source: Box::new(error),
+    }
+}
+
+/// Parses a manifest or index and stores its `bytes` in the cache.
+async fn store_document(
+    cache: &Cache,
+    source: &ImageSource,
+    bytes: bytes::Bytes,
+) -> Result<(Document, CachedBlob), ResolveError> {
     let digest = Sha256Digest::of(&bytes);
     let document =
         Document::parse(&bytes, digest).map_err(|reason| ResolveError::InvalidManifest {
@@ -316,10 +416,8 @@ pub async fn fetch_blob(
     }
     let client = access.client(fetch).await?;
     let auth = access.auth(fetch)?;
-    let registry_error = |e: oci_client::errors::OciDistributionError| ResolveError::Registry {
-        reference: source.name(),
-        fetched: format!("{}@{}", fetch.whole(), blob.digest),
-        source: Box::new(e),
+    let failed = |e: OciDistributionError| {
+        registry_error(source, &format!("{}@{}", fetch.whole(), blob.digest), e)
     };
     client
         .store_auth_if_needed(fetch.resolve_registry(), &auth)
@@ -343,7 +441,7 @@ pub async fn fetch_blob(
         let response = client
             .pull_blob_stream_partial(fetch, digest.as_str(), download.offset(), None)
             .await
-            .map_err(registry_error)?;
+            .map_err(failed)?;
         let stream = match response {
             BlobResponse::Full(stream) => {
                 download = blocking("restarting a download", move || {

@@ -186,6 +186,8 @@ async fn resolving_and_fetching_leave_the_cache_files_to_the_blocking_pool() {
     let options = ResolveOptions {
         platforms: &platforms,
         allow_missing_platforms: false,
+        locked_referrers: None,
+        verify: None,
     };
     // A `#[tokio::test]` runtime runs every task on this thread.
     let before = cache::file_calls_on_this_thread();
