@@ -43,6 +43,9 @@ pub(crate) enum Command {
     Inspect(InspectArgs),
     /// Prints what a Kubernetes version expands to.
     Catalog(CatalogArgs),
+    /// Signs a bundle: verifies it, embeds a Sigstore signature over its checksum list and
+    /// writes it beside it as `<bundle>.sigstore.json` (a split bundle gets only the latter).
+    Sign(SignArgs),
 }
 
 #[derive(Debug, Args)]
@@ -89,6 +92,18 @@ pub(crate) struct BuildArgs {
     /// builds on) lacks; `kk-install` unpacks it onto a store that holds the previous bundle.
     #[arg(long, value_name = "PREVIOUS")]
     pub(crate) since: Option<PathBuf>,
+    /// Sign the bundle with this private key (PEM), as `kk-bundle sign` does.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) sign: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SignArgs {
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
+    /// The private key (PEM) to sign with.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) key: PathBuf,
 }
 
 #[derive(Debug, Args)]

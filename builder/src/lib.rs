@@ -24,6 +24,7 @@ pub mod fetch;
 pub mod lockfile;
 pub mod progress;
 pub mod resolve;
+pub mod sign;
 pub mod sources;
 
 pub use build::BuildError;

@@ -63,6 +63,8 @@ pub struct BuildOptions {
     pub level: i32,
     /// Write a delta bundle on this previous bundle: only the blobs it lacks.
     pub since: Option<PathBuf>,
+    /// Sign the bundle with this key: embedded, and as `<bundle>.sigstore.json` beside it.
+    pub signing_key: Option<p256::ecdsa::SigningKey>,
 }
 
 /// What a build did.
@@ -150,6 +152,7 @@ pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildR
         blobs,
     };
     let written = write::write_while_fetching(contents, options, layers).await?;
+    crate::sign::write_sidecar(&options.output, written.signature.as_deref())?;
     progress.finish();
     Ok(BuildReport {
         written,

@@ -225,6 +225,7 @@ impl Lab {
             locked,
             lock_path: None,
             split_size: None,
+            signing_key: None,
             platforms: Vec::new(),
             allow_missing_platforms: false,
             allow_missing_chart_images: false,
