@@ -26,6 +26,7 @@ mod packages_lab;
 mod precheck_lab;
 mod rebuild_lab;
 mod registry_load;
+mod signing;
 mod ssh_lab;
 mod support;
 mod upgrade_lab;
