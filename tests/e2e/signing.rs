@@ -35,7 +35,7 @@ fn node(script: &str, args: &[&Path]) -> Command {
 
 /// A P-256 key pair made by openssl: the PKCS#8 private key (as `cosign import-key-pair` takes
 /// it) and the public key (`cosign.pub`).
-fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let (private, public) = (dir.join(format!("{name}.key")), dir.join(format!("{name}.pub")));
     let script = format!(
         "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out {0} && openssl pkey -in {0} -pubout -out {1}",
