@@ -57,25 +57,25 @@ pub fn load_signing_key(path: &Path) -> Result<SigningKey, SignError> {
 
 /// Writes `signature` beside the bundle at `bundle` as `<bundle>.sigstore.json`, durably, or
 /// (for `None`, an unsigned build) removes one left from an earlier bundle of that name, which
-/// would be about other bytes. Returns the sidecar's path when one was written.
-pub fn write_sidecar(
-    bundle: &Path,
-    signature: Option<&[u8]>,
-) -> Result<Option<PathBuf>, SignError> {
+/// would be about other bytes. Returns the sidecar's path.
+pub fn write_sidecar(bundle: &Path, signature: Option<&[u8]>) -> Result<PathBuf, SignError> {
     let path = sidecar_path(bundle);
     let failed = |source| SignError::Sidecar {
         path: path.clone(),
         source,
     };
     match signature {
-        Some(bytes) => bundle_spec::durable::write(&path, bytes, 0o644, ".kk-signature-")
-            .map_err(failed)
-            .map(|()| Some(path.clone())),
+        Some(bytes) => {
+            bundle_spec::durable::write(&path, bytes, 0o644, ".kk-signature-").map_err(failed)?;
+        }
         None => match std::fs::remove_file(&path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(failed(error)),
-            _ => Ok(None),
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(failed(error));
+            }
+            _ => {}
         },
     }
+    Ok(path)
 }
 
 /// What `kk-bundle sign` did.
@@ -93,8 +93,7 @@ pub struct SignReport {
 /// bundles) and writes it beside the bundle.
 pub fn sign_existing(bundle: &Path, key: &SigningKey) -> Result<SignReport, SignError> {
     let signed = bundle_spec::write::sign_bundle(bundle, key).map_err(SignError::Bundle)?;
-    let sidecar = write_sidecar(bundle, Some(&signed.signature))?
-        .expect("a signature was given, so a sidecar was written");
+    let sidecar = write_sidecar(bundle, Some(&signed.signature))?;
     Ok(SignReport {
         fingerprint: fingerprint(key.verifying_key()),
         embedded: signed.embedded,
@@ -130,11 +129,11 @@ mod tests {
     fn unsigned_build_removes_a_stale_sidecar() {
         let dir = tempfile::tempdir().unwrap();
         let bundle = dir.path().join("b.kkb");
-        let written = write_sidecar(&bundle, Some(b"{}\n")).unwrap().unwrap();
+        let written = write_sidecar(&bundle, Some(b"{}\n")).unwrap();
         assert_eq!(written, dir.path().join("b.kkb.sigstore.json"));
         assert_eq!(std::fs::read(&written).unwrap(), b"{}\n");
-        assert_eq!(write_sidecar(&bundle, None).unwrap(), None);
+        assert_eq!(write_sidecar(&bundle, None).unwrap(), written);
         assert!(!written.exists());
-        assert_eq!(write_sidecar(&bundle, None).unwrap(), None);
+        assert_eq!(write_sidecar(&bundle, None).unwrap(), written);
     }
 }

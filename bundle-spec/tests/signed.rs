@@ -46,7 +46,11 @@ fn build_sign_and_sign_later_write_the_same_bytes() {
 
     let mut bundle = Bundle::open(&signed).unwrap();
     let verified = bundle.verify().unwrap();
-    assert_eq!(verified.members + 1, written.members, "the signature is not a listed member");
+    assert_eq!(
+        verified.members + 1,
+        written.members,
+        "the signature is not a listed member"
+    );
     let json = bundle.signature().unwrap().unwrap();
     assert_eq!(json, result.signature);
     let list = bundle.checksums().to_bytes();
@@ -82,11 +86,20 @@ fn zstd_and_tar_extract_the_signature_cosign_checks() {
     let target = fx.dir.path().join("s.kkb");
     let written = write_bundle(&fx.contents, &target, &options(Some(key(1)))).unwrap();
     let out = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", "mkdir x && zstd -dc s.kkb | tar -x -C x"])
+        .args([
+            "-euo",
+            "pipefail",
+            "-c",
+            "mkdir x && zstd -dc s.kkb | tar -x -C x",
+        ])
         .current_dir(fx.dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let x = fx.dir.path().join("x");
     let signature = fs::read(x.join(SIGNATURE_PATH)).unwrap();
     assert_eq!(Some(signature.clone()), written.signature);
@@ -103,12 +116,19 @@ fn trusted_keys_and_the_sidecar() {
     write_bundle(&fx.contents, &target, &options(None)).unwrap();
     let (one, two) = (*key(1).verifying_key(), *key(2).verifying_key());
     let list = Bundle::open(&target).unwrap().checksums().to_bytes();
-    fs::write(sidecar_path(&target), bundle_spec::sign::sigstore::sign(&key(1), &list)).unwrap();
+    fs::write(
+        sidecar_path(&target),
+        bundle_spec::sign::sigstore::sign(&key(1), &list),
+    )
+    .unwrap();
     let mut bundle = Bundle::open(&target).unwrap();
     let found = check_bundle(&mut bundle, &[one]).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].origin, Origin::Sidecar(sidecar_path(&target)));
-    assert_eq!(found[0].fingerprint.as_deref(), Some(fingerprint(&one).as_str()));
+    assert_eq!(
+        found[0].fingerprint.as_deref(),
+        Some(fingerprint(&one).as_str())
+    );
     assert!(found[0].trusted);
     let untrusted = check_bundle(&mut bundle, &[two]).unwrap_err().to_string();
     assert!(untrusted.contains("b.kkb.sigstore.json"), "{untrusted}");
@@ -142,10 +162,20 @@ fn split_bundle_is_signed_beside_its_parts() {
         ..options(None)
     };
     let written = write_bundle(&fx.contents, &target, &options).unwrap();
-    let before: Vec<Vec<u8>> = written.output.paths.iter().map(|p| fs::read(p).unwrap()).collect();
+    let before: Vec<Vec<u8>> = written
+        .output
+        .paths
+        .iter()
+        .map(|p| fs::read(p).unwrap())
+        .collect();
     let result = sign_bundle(&written.output.paths[0], &key(1)).unwrap();
     assert!(!result.embedded);
-    let after: Vec<Vec<u8>> = written.output.paths.iter().map(|p| fs::read(p).unwrap()).collect();
+    let after: Vec<Vec<u8>> = written
+        .output
+        .paths
+        .iter()
+        .map(|p| fs::read(p).unwrap())
+        .collect();
     assert_eq!(before, after, "a split bundle's parts stay as they are");
     // A signed split bundle written by `build --sign` embeds it in its last part.
     let signed = fx.dir.path().join("q.kkb");
@@ -157,7 +187,10 @@ fn split_bundle_is_signed_beside_its_parts() {
     let mut bundle = Bundle::open(&signed).unwrap();
     bundle.verify().unwrap();
     assert!(bundle.signature().unwrap().is_some());
-    assert!(matches!(Bundle::open(&target).unwrap().signature(), Ok(None)));
+    assert!(matches!(
+        Bundle::open(&target).unwrap().signature(),
+        Ok(None)
+    ));
 }
 
 /// The signature member is only valid last and unlisted: anywhere else, or named by the
@@ -183,9 +216,16 @@ fn misplaced_signature_member_is_refused() {
 
     let mut members = minimal_members(mtime);
     members.push(signature);
-    fs::write(&path, craft_bundle(&checksum_list(&members), &members, true)).unwrap();
+    fs::write(
+        &path,
+        craft_bundle(&checksum_list(&members), &members, true),
+    )
+    .unwrap();
     let error = Bundle::open(&path).unwrap_err();
-    assert!(error.to_string().contains("is named by the checksum list"), "{error}");
+    assert!(
+        error.to_string().contains("is named by the checksum list"),
+        "{error}"
+    );
 
     // Last and unlisted, it is read and the bundle verifies.
     let mut members = minimal_members(mtime);

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use bundle_spec::Bundle;
-use kk_install::trust::Signatures;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kk_install::trust::Signatures;
 use serde_json::json;
 
 use crate::cli::{InspectArgs, Output, UnpackArgs, VerifyArgs};

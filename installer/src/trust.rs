@@ -98,7 +98,10 @@ impl Signatures {
         self.found
             .iter()
             .map(|signature| {
-                let key = signature.fingerprint.as_deref().unwrap_or("unknown (no key hint)");
+                let key = signature
+                    .fingerprint
+                    .as_deref()
+                    .unwrap_or("unknown (no key hint)");
                 let how = if signature.trusted {
                     "verified with trusted key"
                 } else {

@@ -220,7 +220,11 @@ fn an_untrusted_bundle_is_refused_before_any_node_is_contacted() {
     let (_, public) = crate::signing::key_pair(dir, "cosign");
     let bundle = write_bundle(dir, &[]);
 
-    let error = run_failing(kk_install(&[], &bundle, dir).arg("--trusted-key").arg(&public));
+    let error = run_failing(
+        kk_install(&[], &bundle, dir)
+            .arg("--trusted-key")
+            .arg(&public),
+    );
     assert!(error.contains("is not signed"), "{error}");
 
     let config = dir.join("config.yaml");
@@ -229,7 +233,10 @@ fn an_untrusted_bundle_is_refused_before_any_node_is_contacted() {
     let error = run_failing(&mut kk_install(&[], &bundle, dir));
     assert!(error.contains("is not signed"), "{error}");
 
-    assert!(!dir.join("work").exists(), "the refused install recorded state");
+    assert!(
+        !dir.join("work").exists(),
+        "the refused install recorded state"
+    );
     match node.accept() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("the install contacted the node: {other:?}"),

@@ -36,7 +36,10 @@ fn node(script: &str, args: &[&Path]) -> Command {
 /// A P-256 key pair made by openssl: the PKCS#8 private key (as `cosign import-key-pair` takes
 /// it) and the public key (`cosign.pub`).
 pub(crate) fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let (private, public) = (dir.join(format!("{name}.key")), dir.join(format!("{name}.pub")));
+    let (private, public) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.pub")),
+    );
     let script = format!(
         "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out {0} && openssl pkey -in {0} -pubout -out {1}",
         private.display(),
@@ -89,12 +92,7 @@ fn the_js_verifier_accepts_what_kk_bundle_signs() {
     let dir = tmp.path();
     let (private, public) = key_pair(dir, "cosign");
     let b = bundle(dir, "b", 1);
-    let (out, _) = run_ok(
-        kk_bundle(&["sign"])
-            .arg(&b)
-            .arg("--key")
-            .arg(&private),
-    );
+    let (out, _) = run_ok(kk_bundle(&["sign"]).arg(&b).arg("--key").arg(&private));
     assert!(out.contains("embedded, and written to"), "{out}");
     let x = extract(&b, dir);
     let list = x.join("kk-bundle/SHA256SUMS");
@@ -104,7 +102,10 @@ fn the_js_verifier_accepts_what_kk_bundle_signs() {
     }
     let (_, other) = key_pair(dir, "other");
     let error = run_failing(&mut node("verify.mjs", &[&sidecar(&b), &list, &other]));
-    assert!(error.contains("PUBLIC_KEY_ERROR") || error.contains("key not found"), "{error}");
+    assert!(
+        error.contains("PUBLIC_KEY_ERROR") || error.contains("key not found"),
+        "{error}"
+    );
     let another = x.join("index.json");
     let error = run_failing(&mut node("verify.mjs", &[&sidecar(&b), &another, &public]));
     assert!(error.contains("VerificationError"), "{error}");
@@ -113,13 +114,18 @@ fn the_js_verifier_accepts_what_kk_bundle_signs() {
     let (text, _) = run_ok(&mut verify_trusting(&b, &[&public]));
     let fingerprint = fingerprint_of(&public);
     assert!(
-        text.contains(&format!("signature: embedded: verified with trusted key {fingerprint}")),
+        text.contains(&format!(
+            "signature: embedded: verified with trusted key {fingerprint}"
+        )),
         "{text}"
     );
     let (json, _) = run_ok(kk_install(&["verify"], &b).args(["--output", "json"]));
     let json: Value = serde_json::from_str(&json).expect("json");
     assert_eq!(json["signature"]["checked"], false);
-    assert_eq!(json["signature"]["signatures"][0]["fingerprint"], fingerprint);
+    assert_eq!(
+        json["signature"]["signatures"][0]["fingerprint"],
+        fingerprint
+    );
 }
 
 /// The fingerprint kk shows: the hex sha256 of the key's DER.
@@ -227,7 +233,8 @@ fn trusted_keys_refuse_every_tampered_signature_naming_what_failed() {
             "dsse",
             {
                 let mut dsse = good.clone();
-                dsse["dsseEnvelope"] = serde_json::json!({"payload": "", "payloadType": "x", "signatures": []});
+                dsse["dsseEnvelope"] =
+                    serde_json::json!({"payload": "", "payloadType": "x", "signatures": []});
                 dsse
             },
             "DSSE envelope",

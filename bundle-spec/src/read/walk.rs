@@ -14,9 +14,7 @@ use super::frames::FrameReader;
 use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::digest::{BackgroundHasher, HashedReader, Sha256Digest};
-use crate::member::{
-    BLOCK, CHECKSUMS_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding,
-};
+use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding};
 
 /// What to do with members' bytes during [`Bundle::walk`](crate::Bundle::walk).
 ///

@@ -22,8 +22,14 @@ pub const MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 /// Media types read, and whether they need a transparency log entry (v0.1 does).
 const MEDIA_TYPES: [(&str, bool); 4] = [
     ("application/vnd.dev.sigstore.bundle+json;version=0.1", true),
-    ("application/vnd.dev.sigstore.bundle+json;version=0.2", false),
-    ("application/vnd.dev.sigstore.bundle+json;version=0.3", false),
+    (
+        "application/vnd.dev.sigstore.bundle+json;version=0.2",
+        false,
+    ),
+    (
+        "application/vnd.dev.sigstore.bundle+json;version=0.3",
+        false,
+    ),
     (MEDIA_TYPE, false),
 ];
 
@@ -84,6 +90,10 @@ struct DigestJson {
 
 /// The public key hint cosign writes: the base64 (standard, padded) sha256 of the key's
 /// `SubjectPublicKeyInfo` DER. It is the same hash as [`super::keys::fingerprint`], in base64.
+///
+/// # Panics
+///
+/// Never: a P-256 public key always encodes.
 pub fn key_hint(key: &VerifyingKey) -> String {
     let der = key
         .to_public_key_der()
@@ -93,6 +103,10 @@ pub fn key_hint(key: &VerifyingKey) -> String {
 
 /// Signs `artifact` (ECDSA P-256 over its SHA-256, deterministic per RFC 6979) and returns the
 /// Sigstore bundle v0.3 JSON, one line with a final newline.
+///
+/// # Panics
+///
+/// Never: the JSON holds only strings.
 pub fn sign(key: &SigningKey, artifact: &[u8]) -> Vec<u8> {
     let signature: DerSignature = key.sign(artifact);
     let json = Json {
@@ -120,7 +134,10 @@ pub fn sign(key: &SigningKey, artifact: &[u8]) -> Vec<u8> {
 /// Parses a Sigstore bundle JSON holding a message signature made with a key.
 pub fn parse(bytes: &[u8]) -> Result<MessageSignature, SignatureError> {
     let json: Json = serde_json::from_slice(bytes).map_err(SignatureError::Json)?;
-    match MEDIA_TYPES.iter().find(|(name, _)| *name == json.media_type) {
+    match MEDIA_TYPES
+        .iter()
+        .find(|(name, _)| *name == json.media_type)
+    {
         None => {
             return Err(SignatureError::MediaType {
                 found: json.media_type,
@@ -148,11 +165,10 @@ pub fn parse(bytes: &[u8]) -> Result<MessageSignature, SignatureError> {
         });
     }
     let digest = decode("messageDigest.digest", &message_digest.digest)?;
-    let digest = <[u8; 32]>::try_from(digest.as_slice()).map_err(|_| {
-        SignatureError::DigestLength {
+    let digest =
+        <[u8; 32]>::try_from(digest.as_slice()).map_err(|_| SignatureError::DigestLength {
             length: digest.len(),
-        }
-    })?;
+        })?;
     Ok(MessageSignature {
         media_type: json.media_type,
         hint: json

@@ -57,8 +57,14 @@ fn writes_cosigns_shape() {
 fn media_types() {
     let cases: &[(&str, Result<(), &str>)] = &[
         (MEDIA_TYPE, Ok(())),
-        ("application/vnd.dev.sigstore.bundle+json;version=0.3", Ok(())),
-        ("application/vnd.dev.sigstore.bundle+json;version=0.2", Ok(())),
+        (
+            "application/vnd.dev.sigstore.bundle+json;version=0.3",
+            Ok(()),
+        ),
+        (
+            "application/vnd.dev.sigstore.bundle+json;version=0.2",
+            Ok(()),
+        ),
         (
             "application/vnd.dev.sigstore.bundle+json;version=0.1",
             Err("requires a transparency log"),
@@ -101,16 +107,44 @@ fn tampered_signatures_are_refused_by_name() {
     let mut bad_base64 = good.clone();
     bad_base64["messageSignature"]["signature"] = json!("not base64!");
     let mut no_message = good.clone();
-    no_message.as_object_mut().unwrap().remove("messageSignature");
+    no_message
+        .as_object_mut()
+        .unwrap()
+        .remove("messageSignature");
     let mut md5 = good.clone();
     md5["messageSignature"]["messageDigest"]["algorithm"] = json!("MD5");
     let cases: Vec<(&str, Value, &[u8], &str)> = vec![
-        ("another artifact", good.clone(), b"another list\n", "signs another checksum list"),
-        ("truncated", with_signature(&signature[..signature.len() - 3]), artifact, "not a DER-encoded"),
-        ("bit-flipped", with_signature(&flipped), artifact, "verification failed"),
+        (
+            "another artifact",
+            good.clone(),
+            b"another list\n",
+            "signs another checksum list",
+        ),
+        (
+            "truncated",
+            with_signature(&signature[..signature.len() - 3]),
+            artifact,
+            "not a DER-encoded",
+        ),
+        (
+            "bit-flipped",
+            with_signature(&flipped),
+            artifact,
+            "verification failed",
+        ),
         ("dsse", dsse, artifact, "DSSE envelope"),
-        ("base64", bad_base64, artifact, "`messageSignature.signature` is not valid base64"),
-        ("no message signature", no_message, artifact, "no `messageSignature`"),
+        (
+            "base64",
+            bad_base64,
+            artifact,
+            "`messageSignature.signature` is not valid base64",
+        ),
+        (
+            "no message signature",
+            no_message,
+            artifact,
+            "no `messageSignature`",
+        ),
         ("digest algorithm", md5, artifact, "`MD5` is not `SHA2_256`"),
     ];
     for (name, bundle, artifact, part) in cases {

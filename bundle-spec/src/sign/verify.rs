@@ -68,8 +68,8 @@ fn read_over(
             actual: hex::encode(actual),
         });
     }
-    let signature = DerSignature::try_from(message.signature.as_slice())
-        .map_err(SignatureError::Der)?;
+    let signature =
+        DerSignature::try_from(message.signature.as_slice()).map_err(SignatureError::Der)?;
     Ok((message, signature))
 }
 

@@ -29,8 +29,7 @@ use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
 use crate::layout::index_bytes;
 use crate::member::{
-    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header,
-    padding,
+    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding,
 };
 use crate::oci::{INDEX_PATH, OCI_LAYOUT, OCI_LAYOUT_PATH};
 use crate::sbom::{SBOM_PATH, spdx_document};
