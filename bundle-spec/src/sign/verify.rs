@@ -23,10 +23,13 @@ use crate::member::SIGNATURE_PATH;
 /// split bundle given by its parts index (`<bundle>.split.json`) or first part
 /// (`<bundle>.part001`), it is named after the bundle too, beside the parts.
 pub fn sidecar_path(bundle: &Path) -> PathBuf {
-    let text = bundle.to_string_lossy();
-    let base = text
-        .strip_suffix(".split.json")
-        .or_else(|| text.strip_suffix(".part001"))
+    // A name that is not UTF-8 is kept whole: kk never writes one as a parts index or part.
+    let base = bundle
+        .to_str()
+        .and_then(|text| {
+            text.strip_suffix(".split.json")
+                .or_else(|| text.strip_suffix(".part001"))
+        })
         .map_or_else(|| bundle.to_owned(), PathBuf::from);
     let mut name = base.into_os_string();
     name.push(".sigstore.json");
