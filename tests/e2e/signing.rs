@@ -126,6 +126,21 @@ fn the_js_verifier_accepts_what_kk_bundle_signs() {
         json["signature"]["signatures"][0]["fingerprint"],
         fingerprint
     );
+
+    // A signed bundle inspects and unpacks like any other; the signature is not a store blob.
+    run_ok(&mut kk_install(&["inspect"], &b));
+    let store = dir.join("store");
+    let (out, unpack) = run_ok(
+        kk_install(&["unpack"], &b)
+            .arg("--store")
+            .arg(&store)
+            .arg("--trusted-key")
+            .arg(&public),
+    );
+    assert!(out.starts_with("unpacked"), "{out}");
+    let stderr = String::from_utf8_lossy(&unpack.stderr);
+    assert!(stderr.contains("verified with trusted key"), "{stderr}");
+    assert!(store.join("index.json").is_file());
 }
 
 /// The fingerprint kk shows: the hex sha256 of the key's DER.
