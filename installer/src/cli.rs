@@ -325,6 +325,8 @@ pub(crate) struct UpgradeArgs {
     /// bundle.
     #[command(flatten)]
     pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 #[derive(Debug, Subcommand)]
