@@ -27,8 +27,7 @@ use crate::description::{
 };
 use crate::digest::Sha256Digest;
 use crate::member::{
-    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MAX_SIGNATURE_SIZE, MemberPath, SIGNATURE_PATH,
-    canonical_header, padding,
+    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header,
 };
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
@@ -349,9 +348,10 @@ impl Bundle {
     }
 
     /// The embedded signature (the member [`SIGNATURE_PATH`], a Sigstore bundle JSON), if the
-    /// bundle has one. It is the last member, so only its frame and the end marker's are
-    /// decoded; its bytes are as stored (the checksum list does not cover them: checking the
-    /// signature is what vouches for them).
+    /// bundle has one. The member headers are walked as [`members`](Self::members) does (one
+    /// small partial decode per member, no content), then only the signature's frame and the
+    /// end marker's are decoded. Its bytes are as stored: the checksum list does not cover
+    /// them, checking the signature is what vouches for them.
     pub fn signature(&mut self) -> Result<Option<Vec<u8>>, BundleError> {
         let Some(index) = self.signature_frame()? else {
             return Ok(None);
@@ -392,19 +392,14 @@ impl Bundle {
             .collect())
     }
 
-    /// The frame the signature member would be in: the last before the end marker's, if it is
-    /// small enough to hold it and starts with its header.
+    /// The frame the signature member starts, found by walking the member headers: a frame
+    /// that merely starts with bytes like its header (inside a blob) is not mistaken for it.
     fn signature_frame(&mut self) -> Result<Option<usize>, BundleError> {
-        let largest = BLOCK + MAX_SIGNATURE_SIZE + padding(MAX_SIGNATURE_SIZE);
-        let Some(index) = self.table.frames.len().checked_sub(2) else {
-            return Ok(None);
-        };
-        if self.table.frames[index].size > largest {
-            return Ok(None);
-        }
-        let block = self.first_block(index)?;
-        let header = tar::Header::from_byte_slice(&block);
-        Ok((&*header.path_bytes() == SIGNATURE_PATH.as_bytes()).then_some(index))
+        let headers = self.headers_until(|m| m.path.as_str() == SIGNATURE_PATH)?;
+        Ok(headers
+            .last()
+            .filter(|m| m.path.as_str() == SIGNATURE_PATH)
+            .and_then(|m| self.table.frame_starting_at(m.offset)))
     }
 
     /// The SBOM `kk-bundle/sbom.spdx.json` (SPDX 2.3 JSON, as stored), verified against the
