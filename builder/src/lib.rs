@@ -30,6 +30,7 @@ pub mod lockfile;
 pub mod passphrase;
 pub mod progress;
 pub mod resolve;
+pub mod sign;
 pub mod sources;
 
 pub use build::BuildError;

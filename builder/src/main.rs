@@ -11,7 +11,7 @@ use kk_bundle::build::{BuildOptions, BuildReport, build};
 use kk_bundle::cache::Cache;
 use kk_bundle::progress::Progress;
 
-use cli::{CatalogArgs, Cli, Command, ConvertArgs, InspectArgs, KeygenArgs, Output};
+use cli::{CatalogArgs, Cli, Command, ConvertArgs, InspectArgs, KeygenArgs, Output, SignArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -52,6 +52,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 level: args.level,
                 since: args.since,
                 kubekey: kubekey_options(args.os_repository),
+                signing_key: args
+                    .sign
+                    .as_deref()
+                    .map(kk_bundle::sign::load_signing_key)
+                    .transpose()?,
             };
             let runtime =
                 tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -74,6 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Catalog(args) => catalog(&args),
         Command::Keygen(args) => keygen(&args),
         Command::Convert(args) => convert(&args),
+        Command::Sign(args) => sign(&args),
     }
 }
 
@@ -116,6 +122,24 @@ fn keygen(args: &KeygenArgs) -> anyhow::Result<()> {
         files.private_key.display(),
         files.public_key.display(),
         files.fingerprint
+    ))
+}
+
+fn sign(args: &SignArgs) -> anyhow::Result<()> {
+    let bundle = args.bundle.path();
+    let key = kk_bundle::sign::load_signing_key(&args.key)?;
+    let report = kk_bundle::sign::sign_existing(bundle, &key)
+        .with_context(|| format!("cannot sign `{}`", bundle.display()))?;
+    let embedded = if report.embedded {
+        "embedded, and "
+    } else {
+        "a split bundle keeps its parts: "
+    };
+    print(&format!(
+        "signed `{}` with key {}: {embedded}written to `{}`\n",
+        bundle.display(),
+        report.fingerprint,
+        report.sidecar.display()
     ))
 }
 
@@ -215,6 +239,13 @@ fn summary(report: &BuildReport) -> String {
         files.join(", ")
     );
     let _ = writeln!(out, "identity           {}", report.written.identity);
+    if report.written.signature.is_some() {
+        let _ = writeln!(
+            out,
+            "signature          embedded, and `{}`",
+            bundle_spec::sign::verify::sidecar_path(&report.written.output.paths[0]).display()
+        );
+    }
     let _ = writeln!(out, "lock               {}", report.lock_path.display());
     let _ = writeln!(
         out,

@@ -200,6 +200,12 @@ pub enum BundleError {
         /// The member.
         member: MemberPath,
     },
+    /// The signature member is misplaced: not the last member, or named by the checksum list.
+    #[error("the signature member `{}` {reason}", crate::member::SIGNATURE_PATH)]
+    SignatureMember {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A member in the checksum list is not in the bundle.
     #[error("member `{member}` is in the checksum list but not in the bundle")]
     Missing {

@@ -15,6 +15,12 @@ pub const CHECKSUMS_PATH: &str = "kk-bundle/SHA256SUMS";
 /// Path of the bundle description, always the second member.
 pub const DESCRIPTION_PATH: &str = "kk-bundle/bundle.json";
 
+/// Path of the signature over the checksum list (a Sigstore bundle JSON), the one member the
+/// checksum list does not name: it is the last member, after every listed one.
+pub const SIGNATURE_PATH: &str = "kk-bundle/SHA256SUMS.sigstore.json";
+/// Largest signature member a reader accepts (a key-only Sigstore bundle is about 500 bytes).
+pub const MAX_SIGNATURE_SIZE: u64 = 64 << 10;
+
 /// Largest checksum list a reader accepts (it is held in memory to verify everything else).
 pub const MAX_CHECKSUMS_SIZE: u64 = 16 << 20;
 /// The most members a bundle can have: a checksum list of [`MAX_CHECKSUMS_SIZE`] bytes names at
@@ -109,6 +115,7 @@ impl MemberPath {
             MemberKind::Checksums => Some(MAX_CHECKSUMS_SIZE),
             MemberKind::Description | MemberKind::Index => Some(MAX_PARSED_HEADER_SIZE),
             MemberKind::Blob(_) => None,
+            _ if self.0 == SIGNATURE_PATH => Some(MAX_SIGNATURE_SIZE),
             _ => Some(MAX_HEADER_FILE_SIZE),
         }
     }

@@ -27,6 +27,7 @@ fn options() -> WriteOptions {
         split_size: None,
         verify_blobs: true,
         frame_cache: None,
+        signing_key: None,
     }
 }
 

@@ -1,12 +1,13 @@
 //! `kk-install verify`, `inspect` and `unpack`: a bundle read on the installer machine, with a
 //! progress bar on a terminal and the result as text or JSON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
 use bundle_spec::Bundle;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kk_install::trust::Signatures;
 use serde_json::json;
 
 use crate::cli::{InspectArgs, Output, UnpackArgs, VerifyArgs};
@@ -16,6 +17,7 @@ pub(crate) fn verify(args: &VerifyArgs, quiet: bool) -> anyhow::Result<()> {
     let started = Instant::now();
     let path = args.bundle.path();
     let mut bundle = open(path)?;
+    let signatures = trust(&mut bundle, &args.trust.trusted_keys)?;
     if let Some(store) = &args.store {
         kk_install::registry::check_base(&bundle, store)
             .with_context(|| format!("bundle `{}` cannot go into this store", path.display()))?;
@@ -28,11 +30,12 @@ pub(crate) fn verify(args: &VerifyArgs, quiet: bool) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     match args.output {
         Output::Text => crate::print(&format!(
-            "ok: {} members, {} verified in {seconds:.1}s; identity {}\n{}",
+            "ok: {} members, {} verified in {seconds:.1}s; identity {}\n{}{}",
             verified.members,
             bytesize::ByteSize(verified.bytes),
             bundle.identity(),
-            delta_note(&bundle, args.store.is_some())
+            delta_note(&bundle, args.store.is_some()),
+            signature_lines(&signatures),
         )),
         Output::Json => crate::print_json(&json!({
             "bundle": path,
@@ -45,6 +48,7 @@ pub(crate) fn verify(args: &VerifyArgs, quiet: bool) -> anyhow::Result<()> {
                 "blobs": base.blobs.len(),
                 "storeChecked": args.store.is_some(),
             })),
+            "signature": signatures.to_json(),
         })),
     }
 }
@@ -69,18 +73,31 @@ pub(crate) fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
 
 /// `kk-install unpack`.
 pub(crate) fn unpack(args: &UnpackArgs, quiet: bool) -> anyhow::Result<()> {
-    unpack_into(args.bundle.path(), &args.store, args.output, quiet)
+    unpack_into(
+        args.bundle.path(),
+        &args.store,
+        &args.trust.trusted_keys,
+        args.output,
+        quiet,
+    )
 }
 
-/// Verifies the bundle at `path` while unpacking it into `store`, and reports what it did.
+/// Verifies the bundle at `path` while unpacking it into `store`, and reports what it did. A
+/// bundle not signed by one of `trusted_keys` (when given) is refused before the store is
+/// touched.
 pub(crate) fn unpack_into(
     path: &Path,
     store: &Path,
+    trusted_keys: &[PathBuf],
     output: Output,
     quiet: bool,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut bundle = open(path)?;
+    let signatures = trust(&mut bundle, trusted_keys)?;
+    if output == Output::Text {
+        eprint!("{}", signature_lines(&signatures));
+    }
     let bar = progress(bundle.content_size(), quiet);
     let unpacked = kk_install::registry::unpack(&mut bundle, store, &mut |bytes| bar.inc(bytes))
         .with_context(|| {
@@ -111,8 +128,28 @@ pub(crate) fn unpack_into(
             "blobsWritten": unpacked.written,
             "blobsPresent": unpacked.skipped,
             "seconds": seconds,
+            "signature": signatures.to_json(),
         })),
     }
+}
+
+/// Checks the bundle's signatures against `trusted_keys` (see [`kk_install::trust::check`]):
+/// the first thing done with an opened bundle. An unsigned bundle's warning goes to stderr.
+pub(crate) fn trust(bundle: &mut Bundle, trusted_keys: &[PathBuf]) -> anyhow::Result<Signatures> {
+    let signatures = kk_install::trust::check(bundle, trusted_keys)?;
+    if let Some(warning) = signatures.warning() {
+        eprintln!("{warning}");
+    }
+    Ok(signatures)
+}
+
+/// The signature report, a line each.
+pub(crate) fn signature_lines(signatures: &Signatures) -> String {
+    signatures
+        .lines()
+        .into_iter()
+        .map(|line| line + "\n")
+        .collect()
 }
 
 pub(crate) fn open(path: &Path) -> anyhow::Result<Bundle> {

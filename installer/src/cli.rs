@@ -100,6 +100,8 @@ pub(crate) struct InstallArgs {
     pub(crate) config: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) checks: CheckOptions,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
     /// Continue the install recorded in the work directory (an error when there is none).
     #[arg(long)]
     pub(crate) resume: bool,
@@ -323,6 +325,8 @@ pub(crate) struct UpgradeArgs {
     /// bundle.
     #[command(flatten)]
     pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -520,9 +524,20 @@ pub(crate) struct VerifyArgs {
     /// delta takes from its base.
     #[arg(long)]
     pub(crate) store: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
     /// How to print what was verified.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
+}
+
+/// The keys a bundle must be signed by.
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// Refuse the bundle unless it is signed by this public key (cosign's `cosign.pub`), checked
+    /// before anything is unpacked; repeatable (any of them will do).
+    #[arg(long = "trusted-key", value_name = "PUB")]
+    pub(crate) trusted_keys: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -544,6 +559,8 @@ pub(crate) struct UnpackArgs {
     /// The content store (an OCI image layout), created if needed; shared by all bundles.
     #[arg(long, default_value = DEFAULT_STORE)]
     pub(crate) store: PathBuf,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
     /// How to print what was unpacked.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
@@ -567,6 +584,8 @@ pub(crate) struct StoreSource {
     /// The content store made by `kk-install unpack`.
     #[arg(long, default_value = DEFAULT_STORE)]
     pub(crate) store: PathBuf,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 impl StoreSource {

@@ -13,6 +13,7 @@ pub mod precheck;
 pub mod push;
 pub mod registry;
 pub mod ssh;
+pub mod trust;
 
 // The durable write is shared with the builder; `crate::durable` names it here.
 use bundle_spec::durable;

@@ -240,7 +240,19 @@ pub(crate) fn install(
             state.display()
         );
     }
-    let read = Cluster::open(bundle_path, inventory, args.config.as_deref(), reach)?;
+    let mut read = Cluster::open(bundle_path, inventory, args.config.as_deref(), reach)?;
+    // Before any node is reached: a bundle the operator does not trust touches nothing.
+    let trusted: Vec<PathBuf> = args
+        .trust
+        .trusted_keys
+        .iter()
+        .chain(&read.config.trusted_keys)
+        .cloned()
+        .collect();
+    let signatures = crate::bundles::trust(&mut read.bundle, &trusted)?;
+    if !quiet {
+        eprint!("{}", crate::bundles::signature_lines(&signatures));
+    }
     let plan = Plan::new(
         &read.inventory,
         &read.config,

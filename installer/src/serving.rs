@@ -191,7 +191,13 @@ pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
 /// The store of `source`, after unpacking its bundle into it when one is given.
 fn filled_store(source: &StoreSource, quiet: bool) -> anyhow::Result<kk_install::registry::Store> {
     if let Some(bundle) = source.bundle() {
-        crate::bundles::unpack_into(bundle, &source.store, Output::Text, quiet)?;
+        crate::bundles::unpack_into(
+            bundle,
+            &source.store,
+            &source.trust.trusted_keys,
+            Output::Text,
+            quiet,
+        )?;
     }
     kk_install::registry::Store::open(&source.store)
         .with_context(|| format!("cannot read the store `{}`", source.store.display()))

@@ -42,7 +42,19 @@ pub(crate) fn upgrade(runtime: &Runtime, args: &UpgradeArgs, quiet: bool) -> any
     let cluster = &args.cluster;
     let work_dir = &args.reach.work_dir;
     let (inventory, config) = read_files(&cluster.inventory, cluster.config.as_deref())?;
-    let bundle = crate::bundles::open_listed(cluster.bundle.path())?;
+    let mut bundle = crate::bundles::open_listed(cluster.bundle.path())?;
+    // Before any node is reached, as for the install (the config's keys are the install's).
+    let trusted: Vec<std::path::PathBuf> = args
+        .trust
+        .trusted_keys
+        .iter()
+        .chain(&config.trusted_keys)
+        .cloned()
+        .collect();
+    let signatures = crate::bundles::trust(&mut bundle, &trusted)?;
+    if !quiet {
+        eprint!("{}", crate::bundles::signature_lines(&signatures));
+    }
     let target = Plan::new(&inventory, &config, bundle.identity(), bundle.description())
         .context("cannot plan the install of the bundle upgraded to")?;
     // What the states record is judged before any node is reached (a state without versions

@@ -206,3 +206,39 @@ fn a_missing_values_file_or_cni_image_fails_the_install_before_any_node_is_conta
         other => panic!("the install contacted the node: {other:?}"),
     }
 }
+
+/// A bundle not signed by a trusted key (`--trusted-key` or the config's `trusted_keys`) is
+/// refused before the install reads further or reaches any node, and records nothing.
+#[test]
+fn an_untrusted_bundle_is_refused_before_any_node_is_contacted() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let node = TcpListener::bind("127.0.0.1:0").expect("listen");
+    node.set_nonblocking(true).expect("nonblocking");
+    write_cluster(dir, node.local_addr().expect("address").port());
+    fs::write(dir.join("values.yaml"), "{}\n").expect("values");
+    let (_, public) = crate::signing::key_pair(dir, "cosign");
+    let bundle = write_bundle(dir, &[]);
+
+    let error = run_failing(
+        kk_install(&[], &bundle, dir)
+            .arg("--trusted-key")
+            .arg(&public),
+    );
+    assert!(error.contains("is not signed"), "{error}");
+
+    let config = dir.join("config.yaml");
+    let text = fs::read_to_string(&config).expect("config");
+    fs::write(&config, format!("{text}  trusted_keys: [cosign.pub]\n")).expect("config");
+    let error = run_failing(&mut kk_install(&[], &bundle, dir));
+    assert!(error.contains("is not signed"), "{error}");
+
+    assert!(
+        !dir.join("work").exists(),
+        "the refused install recorded state"
+    );
+    match node.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the install contacted the node: {other:?}"),
+    }
+}

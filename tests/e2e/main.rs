@@ -29,6 +29,7 @@ mod precheck_lab;
 mod rebuild_lab;
 mod referrers;
 mod registry_load;
+mod signing;
 mod ssh_lab;
 mod support;
 mod upgrade_lab;

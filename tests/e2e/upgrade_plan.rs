@@ -214,3 +214,34 @@ fn plan_upgrade_prints_kubeadms_order_and_refuses_a_skipped_minor_before_any_con
         other => panic!("a refused upgrade contacted a node: {other:?}"),
     }
 }
+
+/// An upgrade to a bundle not signed by a trusted key is refused before any node is contacted,
+/// and the install state is left as it was.
+#[test]
+fn upgrade_to_an_untrusted_bundle_is_refused_before_any_connection() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let node = TcpListener::bind("127.0.0.1:0").expect("listen");
+    node.set_nonblocking(true).expect("nonblocking");
+    let port = node.local_addr().expect("address").port();
+    let (_, a) = write_bundle(dir, "v1.32.3");
+    write_cluster(dir, port, &a);
+    let state = fs::read(dir.join("work/install-state.json")).expect("state");
+    let (b, _) = write_bundle(dir, "v1.33.1");
+    let (_, public) = crate::signing::key_pair(dir, "cosign");
+
+    let error = run_failing(
+        kk_install(&["upgrade"], &b, dir)
+            .arg("--trusted-key")
+            .arg(&public),
+    );
+    assert!(error.contains("is not signed"), "{error}");
+    assert_eq!(
+        fs::read(dir.join("work/install-state.json")).expect("state"),
+        state
+    );
+    match node.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the upgrade contacted a node: {other:?}"),
+    }
+}

@@ -56,6 +56,9 @@ pub enum BuildError {
     /// The manifest's and the catalog's entries cannot be collected.
     #[error(transparent)]
     Sources(#[from] SourcesError),
+    /// The signature beside the bundle cannot be written.
+    #[error(transparent)]
+    Sign(#[from] crate::sign::SignError),
     /// The fetched blobs cannot be laid out.
     #[error(transparent)]
     Assemble(#[from] AssembleError),

@@ -66,6 +66,8 @@ pub struct BuildOptions {
     pub since: Option<PathBuf>,
     /// How to convert the manifest if it is a KubeKey v3 `Manifest`.
     pub kubekey: kubekey::Options,
+    /// Sign the bundle with this key: embedded, and as `<bundle>.sigstore.json` beside it.
+    pub signing_key: Option<p256::ecdsa::SigningKey>,
 }
 
 /// What a build did.
@@ -175,6 +177,7 @@ pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildR
         blobs,
     };
     let written = write::write_while_fetching(contents, options, layers).await?;
+    crate::sign::write_sidecar(&options.output, written.signature.as_deref())?;
     progress.finish();
     Ok(BuildReport {
         written,

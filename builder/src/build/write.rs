@@ -36,6 +36,7 @@ pub(super) async fn write_while_fetching(
         // double the slowest step of the build.
         verify_blobs: false,
         frame_cache: Some(frame_cache(options)),
+        signing_key: options.signing_key.clone(),
         ..WriteOptions::default()
     };
     let output = options.output.clone();

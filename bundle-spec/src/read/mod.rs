@@ -26,7 +26,9 @@ use crate::description::{
     DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
 };
 use crate::digest::Sha256Digest;
-use crate::member::{BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header};
+use crate::member::{
+    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header,
+};
 use crate::sbom::SBOM_PATH;
 use frames::{FrameReader, FrameTable};
 use source::Source;
@@ -87,6 +89,12 @@ impl Bundle {
         };
         let checksum_bytes = std::mem::take(&mut collect.bytes);
         let checksums = ChecksumList::parse(&checksum_bytes)?;
+        if checksums.get(&MemberPath::fixed(SIGNATURE_PATH)).is_some() {
+            // A listed signature would be checked by digest, and could then never be added.
+            return Err(BundleError::SignatureMember {
+                reason: "is named by the checksum list, which it signs",
+            });
+        }
         let second = match walker.step(Some(&checksums), &mut collect)? {
             Step::Member(member) => member.path,
             Step::End => {
@@ -337,6 +345,61 @@ impl Bundle {
         let list = (path != CHECKSUMS_PATH).then_some(&*checksums);
         walker.step(list, &mut CopyTo(out))?;
         Ok(member.size)
+    }
+
+    /// The embedded signature (the member [`SIGNATURE_PATH`], a Sigstore bundle JSON), if the
+    /// bundle has one. The member headers are walked as [`members`](Self::members) does (one
+    /// small partial decode per member, no content), then only the signature's frame and the
+    /// end marker's are decoded. Its bytes are as stored: the checksum list does not cover
+    /// them, checking the signature is what vouches for them.
+    pub fn signature(&mut self) -> Result<Option<Vec<u8>>, BundleError> {
+        let Some(index) = self.signature_frame()? else {
+            return Ok(None);
+        };
+        let Self {
+            source,
+            table,
+            checksums,
+            mtime,
+            ..
+        } = self;
+        let mut walker = Walker::new(FrameReader::new(source, table, index)?, Some(*mtime));
+        walker.step(Some(&*checksums), &mut Discard)?;
+        Ok(walker.signature())
+    }
+
+    /// Whether the bundle is split into parts.
+    pub fn is_split(&self) -> bool {
+        matches!(self.source, Source::Parts(_))
+    }
+
+    /// The mtime of every member.
+    pub(crate) fn mtime(&self) -> u64 {
+        self.mtime
+    }
+
+    /// The data frames up to the end marker, but for the signature member's: what a signed
+    /// copy of the bundle keeps verbatim. Each is `(compressed offset, compressed size,
+    /// decompressed size)`.
+    pub(crate) fn unsigned_frames(&mut self) -> Result<Vec<(u64, u64, u64)>, BundleError> {
+        let end = match self.signature_frame()? {
+            Some(index) => index,
+            None => self.table.frames.len().saturating_sub(1),
+        };
+        Ok(self.table.frames[..end]
+            .iter()
+            .map(|f| (f.compressed_offset, f.compressed_size, f.size))
+            .collect())
+    }
+
+    /// The frame the signature member starts, found by walking the member headers: a frame
+    /// that merely starts with bytes like its header (inside a blob) is not mistaken for it.
+    fn signature_frame(&mut self) -> Result<Option<usize>, BundleError> {
+        let headers = self.headers_until(|m| m.path.as_str() == SIGNATURE_PATH)?;
+        Ok(headers
+            .last()
+            .filter(|m| m.path.as_str() == SIGNATURE_PATH)
+            .and_then(|m| self.table.frame_starting_at(m.offset)))
     }
 
     /// The SBOM `kk-bundle/sbom.spdx.json` (SPDX 2.3 JSON, as stored), verified against the

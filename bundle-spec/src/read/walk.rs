@@ -14,7 +14,7 @@ use super::frames::FrameReader;
 use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::digest::{BackgroundHasher, HashedReader, Sha256Digest};
-use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, canonical_header, padding};
+use crate::member::{BLOCK, CHECKSUMS_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding};
 
 /// What to do with members' bytes during [`Bundle::walk`](crate::Bundle::walk).
 ///
@@ -59,6 +59,8 @@ pub(crate) struct Walker<'a, S> {
     mtime: Option<u64>,
     seen: HashSet<MemberPath>,
     last: Option<MemberPath>,
+    /// The signature member's bytes, once the walk passed it.
+    signature: Option<Vec<u8>>,
 }
 
 impl<'a, S: Read + Seek> Walker<'a, S> {
@@ -69,6 +71,7 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
             mtime,
             seen: HashSet::new(),
             last: None,
+            signature: None,
         }
     }
 
@@ -101,6 +104,9 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
             return self.end_marker(at_start).map(|()| Step::End);
         }
         let member = self.header(&block, offset, list)?;
+        if list.is_some() && member.path.as_str() == SIGNATURE_PATH {
+            return self.signature_member(member).map(|()| Step::End);
+        }
         // The size comes from the file: checked against the stream before anything is read.
         self.frames.table().member_end(&member)?;
         let expected = list.map(|l| *l.get(&member.path).expect("checked in header"));
@@ -158,7 +164,7 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
             return Err(BundleError::NotABundle { first: shown });
         }
         let path = MemberPath::parse(&name).ok_or(BundleError::UnknownMember { member: shown })?;
-        if list.is_some_and(|list| list.get(&path).is_none()) {
+        if list.is_some_and(|list| list.get(&path).is_none()) && name != SIGNATURE_PATH {
             return Err(BundleError::NotListed { member: path });
         }
         if !self.seen.insert(path.clone()) {
@@ -209,6 +215,39 @@ impl<'a, S: Read + Seek> Walker<'a, S> {
             });
         }
         Ok(())
+    }
+
+    /// The signature member, which the checksum list does not cover (SPEC §3.6): kept for
+    /// [`Self::signature`], never handed to a visitor, and only valid as the last member. The
+    /// integrity frame still covers its bytes.
+    fn signature_member(&mut self, member: MemberHeader) -> Result<(), BundleError> {
+        self.frames.table().member_end(&member)?;
+        let mut bytes = Vec::with_capacity(member.size as usize);
+        Read::take(&mut self.frames, member.size)
+            .read_to_end(&mut bytes)
+            .map_err(|e| from_io(e, BundleError::Read))?;
+        if bytes.len() as u64 != member.size {
+            return Err(BundleError::Truncated {
+                after: Some(member.path),
+            });
+        }
+        self.check_padding(&member)?;
+        self.last = Some(member.path);
+        self.signature = Some(bytes);
+        let at_start = self.frames.at_frame_start();
+        let mut block = [0u8; BLOCK as usize];
+        let read = read_full(&mut self.frames, &mut block)?;
+        if read < block.len() || block.iter().any(|b| *b != 0) {
+            return Err(BundleError::SignatureMember {
+                reason: "is not the last member",
+            });
+        }
+        self.end_marker(at_start)
+    }
+
+    /// The signature member's bytes, if the walk passed one.
+    pub(crate) fn signature(&mut self) -> Option<Vec<u8>> {
+        self.signature.take()
     }
 
     /// The end-of-archive marker: two zero blocks that form the last frame, then nothing.

@@ -8,17 +8,20 @@
 mod frame_cache;
 pub(crate) mod frames;
 mod output;
+mod resign;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use oci_spec::image::ImageIndex;
+use p256::ecdsa::SigningKey;
 use sha2::{Digest as _, Sha256};
 
 pub use frame_cache::{CACHED_BLOB_SIZE, FrameCache};
 pub(crate) use frames::{INTEGRITY_FRAME_SIZE, integrity_frame};
 pub use output::{MAX_PART_SIZE, OutputFiles};
+pub use resign::{SignedBundle, sign_bundle};
 
 use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
@@ -26,10 +29,11 @@ use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
 use crate::layout::index_bytes;
 use crate::member::{
-    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, canonical_header, padding,
+    BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding,
 };
 use crate::oci::{INDEX_PATH, OCI_LAYOUT, OCI_LAYOUT_PATH};
 use crate::sbom::{SBOM_PATH, spdx_document};
+use crate::sign::sigstore;
 use frames::FrameEncoder;
 use output::Output;
 
@@ -83,6 +87,9 @@ pub struct WriteOptions {
     /// Copy the compressed frames of large blobs from this cache when it has them, and store
     /// them there when it does not (see [`FrameCache`]).
     pub frame_cache: Option<FrameCache>,
+    /// Sign the checksum list with this key and embed the signature as the last member
+    /// (SPEC §3.6). Signing is deterministic (RFC 6979), so a signed bundle is reproducible too.
+    pub signing_key: Option<SigningKey>,
 }
 
 impl Default for WriteOptions {
@@ -94,6 +101,7 @@ impl Default for WriteOptions {
             split_size: None,
             verify_blobs: true,
             frame_cache: None,
+            signing_key: None,
         }
     }
 }
@@ -107,6 +115,9 @@ pub struct WrittenBundle {
     pub output: OutputFiles,
     /// How many members the tar holds.
     pub members: usize,
+    /// The embedded signature (a Sigstore bundle JSON), when the bundle was signed: the caller
+    /// writes it beside the bundle too.
+    pub signature: Option<Vec<u8>>,
 }
 
 /// Writes `contents` to `target` (or to parts beside it). Nothing appears at `target` unless
@@ -182,11 +193,19 @@ pub fn write_bundle_as_ready(
         ready(blob)?;
         tar.member_blob(blob)?;
     }
+    let signature = options
+        .signing_key
+        .as_ref()
+        .map(|key| sigstore::sign(key, &checksums));
+    if let Some(signature) = &signature {
+        tar.member_bytes(&MemberPath::fixed(SIGNATURE_PATH), signature)?;
+    }
     let output = tar.finish()?.commit()?;
     Ok(WrittenBundle {
         identity: Sha256Digest::of(&checksums),
         output,
-        members: 1 + small.len() + blobs.len(),
+        members: 1 + small.len() + blobs.len() + usize::from(signature.is_some()),
+        signature,
     })
 }
 

@@ -42,6 +42,9 @@ pub struct Config {
     pub nfs: NfsConfig,
     /// `spec.storage_class`: the storage classes kk installs.
     pub storage_class: StorageClassConfig,
+    /// `spec.trusted_keys`: public keys (cosign's `cosign.pub`), relative to the config file; the
+    /// bundle must be signed by one of them, as with `--trusted-key`.
+    pub trusted_keys: Vec<std::path::PathBuf>,
     /// Every key kk does not read, by dotted path below `spec` (`kubernetes.helm_version`), as
     /// written. A whole unknown section is one entry.
     pub extra: BTreeMap<String, Value>,
@@ -82,6 +85,7 @@ impl Default for Config {
             addons: Vec::new(),
             nfs: NfsConfig::default(),
             storage_class: StorageClassConfig::default(),
+            trusted_keys: Vec::new(),
             extra: BTreeMap::new(),
             source_name: "defaults".to_owned(),
             name: None,

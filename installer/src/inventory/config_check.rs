@@ -108,6 +108,9 @@ fn apply_spec(
     if let Some(raw) = spec.storage_class {
         config.storage_class = storage_class(cx, raw, extra);
     }
+    for key in spec.trusted_keys.into_iter().flatten() {
+        config.trusted_keys.push(relative_to_config(cx, &key.value));
+    }
     Ok(())
 }
 

@@ -109,6 +109,7 @@ section! {
         "addons" => addons: Option<Vec<Spanned<RawAddon>>>,
         "nfs" => nfs: Option<RawNfs>,
         "storage_class" => storage_class: Option<RawStorageClass>,
+        "trusted_keys" => trusted_keys: Option<Vec<Spanned<String>>>,
     }
 }
 

@@ -585,6 +585,25 @@ spec:
 }
 
 #[test]
+fn trusted_keys_are_read_relative_to_the_config() {
+    let text = "apiVersion: kubekey.kubesphere.io/v1
+kind: Config
+spec:
+  trusted_keys: [keys/cosign.pub, /srv/vendor.pub]
+";
+    let config = Config::from_str_named(text, "/etc/kk/config.yaml").expect("config");
+    assert_eq!(
+        config.trusted_keys,
+        [
+            Path::new("/etc/kk/keys/cosign.pub"),
+            Path::new("/srv/vendor.pub")
+        ]
+    );
+    assert!(config.extra.is_empty(), "{:?}", config.extra);
+    assert!(Config::default().trusted_keys.is_empty());
+}
+
+#[test]
 fn node_names_are_refused_with_their_line() {
     let text = |control_plane: &str, etcd: &str| {
         format!(

@@ -225,6 +225,7 @@ impl Lab {
             locked,
             lock_path: None,
             split_size: None,
+            signing_key: None,
             platforms: Vec::new(),
             allow_missing_platforms: false,
             allow_missing_chart_images: false,
@@ -486,5 +487,35 @@ async fn file_mirrors_serve_the_repository_and_the_lock_keeps_its_url() {
     assert_eq!(
         description.lock.packages[1].url,
         "http://repo.kk.invalid/debian/pool/main/s/socat/socat_1.7.4.4-2_amd64.deb"
+    );
+}
+
+/// `build --sign` embeds the signature and writes the same bytes beside the bundle; an unsigned
+/// rebuild to the same name removes the stale one. (Any build would do: this harness builds
+/// without network.)
+#[tokio::test]
+async fn a_signed_build_writes_its_signature_inside_and_beside_the_bundle() {
+    let lab = Lab::start().await;
+    let manifest = lab.manifest("socat");
+    let key = p256::ecdsa::SigningKey::from_slice(&[9; 32]).unwrap();
+    let options = BuildOptions {
+        signing_key: Some(key.clone()),
+        ..lab.options(&manifest, false)
+    };
+    let report = build(&options, &Progress::hidden()).await.unwrap();
+    let sidecar = bundle_spec::sign::verify::sidecar_path(&lab.output());
+    let mut bundle = Bundle::open(&lab.output()).unwrap();
+    let embedded = bundle.signature().unwrap().unwrap();
+    assert_eq!(std::fs::read(&sidecar).unwrap(), embedded);
+    assert_eq!(report.written.signature.as_ref(), Some(&embedded));
+    let list = bundle.checksums().to_bytes();
+    bundle_spec::sign::verify::verify(&embedded, &list, &[*key.verifying_key()]).unwrap();
+
+    build(&lab.options(&manifest, false), &Progress::hidden())
+        .await
+        .unwrap();
+    assert!(
+        !sidecar.exists(),
+        "the unsigned rebuild left a stale signature"
     );
 }

@@ -169,11 +169,6 @@ pub fn read_private_key(pem: &str, passphrase: &[u8]) -> Result<SigningKey, KeyE
     }
 }
 
-/// Reads an unencrypted PKCS#8 PEM `PRIVATE KEY` (what `cosign import-key-pair` takes).
-pub fn read_pkcs8_private_key(pem: &str) -> Result<SigningKey, KeyError> {
-    SigningKey::from_pkcs8_pem(pem.trim()).map_err(|error| KeyError::PrivateKey(error.to_string()))
-}
-
 /// A P-256 key from PKCS#8 DER, or the refusal naming the key's algorithm.
 fn from_pkcs8_der(der: &[u8]) -> Result<SigningKey, KeyError> {
     SigningKey::from_pkcs8_der(der).map_err(|error| {

@@ -69,7 +69,6 @@ fn every_private_key_form_reads() {
         let read = read_private_key(pem, PASSPHRASE).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_same_key(&read, &key);
     }
-    assert_same_key(&read_pkcs8_private_key(&pkcs8).expect("reads"), &key);
 }
 
 #[test]
