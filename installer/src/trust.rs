@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use bundle_spec::Bundle;
 use bundle_spec::sign::SignatureError;
 use bundle_spec::sign::keys::{KeyError, read_public_key};
 use bundle_spec::sign::verify::{FoundSignature, Origin, check_bundle};
+use bundle_spec::{Bundle, BundleError};
 use p256::ecdsa::VerifyingKey;
 use serde_json::{Value, json};
 
@@ -31,6 +31,26 @@ pub enum TrustError {
         /// What is wrong with it.
         #[source]
         source: KeyError,
+    },
+    /// The bundle's bytes cannot be read where its signature is: it is damaged, which the
+    /// integrity check names, not the trust.
+    #[error("bundle `{}` is not intact", bundle.display())]
+    Damaged {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Where it is damaged.
+        #[source]
+        source: Box<BundleError>,
+    },
+    /// A signature is there but unreadable, with no trusted key given: kk reports who signed,
+    /// and must not pass over a signature it cannot read.
+    #[error("cannot read the signature of bundle `{}`; hint: sign it again with `kk-bundle sign`, or remove `<bundle>.sigstore.json` if it belongs to another bundle", bundle.display())]
+    Unreadable {
+        /// The bundle.
+        bundle: PathBuf,
+        /// Why.
+        #[source]
+        source: SignatureError,
     },
     /// The bundle's signatures do not satisfy the trusted keys.
     #[error("bundle `{}` is refused: it is not signed by a trusted key", bundle.display())]
@@ -75,9 +95,13 @@ pub struct Signatures {
 /// their key, and a malformed one is refused all the same.
 pub fn check(bundle: &mut Bundle, paths: &[PathBuf]) -> Result<Signatures, TrustError> {
     let keys = read_trusted_keys(paths)?;
-    let found = check_bundle(bundle, &keys).map_err(|source| TrustError::Refused {
-        bundle: bundle.path().to_owned(),
-        source,
+    let found = check_bundle(bundle, &keys).map_err(|source| {
+        let bundle = bundle.path().to_owned();
+        match source {
+            SignatureError::Embedded(source) => TrustError::Damaged { bundle, source },
+            source if keys.is_empty() => TrustError::Unreadable { bundle, source },
+            source => TrustError::Refused { bundle, source },
+        }
     })?;
     Ok(Signatures {
         found,

@@ -287,6 +287,14 @@ fn trusted_keys_refuse_every_tampered_signature_naming_what_failed() {
             "{name}: {error}"
         );
     }
+    // Without a trusted key, a signature that cannot be read is an error too (never passed
+    // over as if the bundle were unsigned), and says so rather than claiming distrust.
+    fs::write(sidecar(&a), "{").expect("sidecar");
+    let error = run_failing(&mut verify_trusting(&a, &[]));
+    assert!(
+        error.contains("cannot read the signature of bundle") && !error.contains("trusted key"),
+        "{error}"
+    );
 }
 
 fn with_signature(good: &Value, signature: &str) -> Value {
