@@ -652,4 +652,26 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
     assert!(!third.exists() && !entry.exists());
     write_bundle(&fx.contents, &third, &cached).unwrap();
     assert_eq!(fs::read(&third).unwrap(), bytes);
+
+    // The same for the last frame, which the verifier thread checks after the writer copied
+    // every frame before it.
+    let mut damaged = fs::read(&entry).unwrap();
+    let frames_end = damaged.len() - 12 - 8 * frame_count(&damaged);
+    damaged[frames_end - 100] ^= 0x10;
+    fs::write(&entry, damaged).unwrap();
+    let fourth = fx.dir.path().join("4.tar.zst");
+    let err = write_bundle(&fx.contents, &fourth, &cached).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::FrameCacheDamaged { digest, .. } if *digest == layer.digest),
+        "{err}"
+    );
+    assert!(!fourth.exists() && !entry.exists());
+    write_bundle(&fx.contents, &fourth, &cached).unwrap();
+    assert_eq!(fs::read(&fourth).unwrap(), bytes);
+}
+
+/// The number of frames a frame-cache entry lists (the `u32` before its 8-byte magic).
+fn frame_count(entry: &[u8]) -> usize {
+    let at = entry.len() - 12;
+    u32::from_le_bytes(entry[at..at + 4].try_into().unwrap()) as usize
 }

@@ -18,6 +18,7 @@
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+use std::sync::mpsc;
 
 use tempfile::NamedTempFile;
 
@@ -180,6 +181,29 @@ impl EntryWriter {
         temp.persist(&self.path).map_err(|e| e.error)?;
         Ok(())
     }
+}
+
+/// Decodes each frame received on `frames` (compressed bytes and decompressed size), checking
+/// it yields exactly that many bytes and zstd's content checksum matches, and hands its buffer
+/// back on `recycle`. Returns `false` at the first bad frame, without waiting for the rest (the
+/// sender then finds the channel closed), `true` once the sender is done and every frame passed.
+pub(crate) fn verify_frames(
+    mut decoder: zstd::bulk::Decompressor<'_>,
+    frames: &mpsc::Receiver<(Vec<u8>, u32)>,
+    recycle: &mpsc::Sender<Vec<u8>>,
+) -> bool {
+    let mut content_buffer = Vec::with_capacity(MAX_FRAME_SIZE);
+    for (compressed, content) in frames {
+        let intact = decoder
+            .decompress_to_buffer(&compressed[..], &mut content_buffer)
+            .is_ok_and(|n| n == content as usize);
+        if !intact {
+            return false;
+        }
+        // The writer may have stopped reading buffers back; then this one is simply freed.
+        let _ = recycle.send(compressed);
+    }
+    true
 }
 
 /// Where a damaged entry was, for the error.

@@ -13,6 +13,7 @@ mod resign;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use oci_spec::image::ImageIndex;
 use p256::ecdsa::SigningKey;
@@ -293,30 +294,49 @@ impl TarFrames {
         Ok(())
     }
 
-    /// Copies a frame-cache entry's frames, decoding each to check it is one whole frame of
-    /// the listed size with a matching content checksum.
+    /// Copies a frame-cache entry's frames. Each is decoded, to check it is one whole frame of
+    /// the listed size with a matching content checksum, on a verifier thread while the writer
+    /// goes on copying: a rebuild copies most of its bundle from the cache, and decoding every
+    /// frame on the writer thread made the copy wait for it. A bad frame still fails the write
+    /// (whose output is then removed) before this blob counts as written.
     fn copy_cached(
         &mut self,
         cache: &FrameCache,
         mut entry: frame_cache::Entry,
         digest: Sha256Digest,
     ) -> Result<(), BundleError> {
-        let level = self.frames.level();
-        let mut decoder = zstd::bulk::Decompressor::new().map_err(BundleError::Compress)?;
-        let mut compressed = Vec::new();
-        let mut content_buffer = Vec::with_capacity(MAX_FRAME_SIZE);
-        for (size, content) in entry.sizes.clone() {
-            let whole_frame = entry.read_frame(size, &mut compressed).is_ok()
-                && zstd::zstd_safe::find_frame_compressed_size(&compressed) == Ok(size as usize)
-                && decoder
-                    .decompress_to_buffer(&compressed[..], &mut content_buffer)
-                    .is_ok_and(|n| n == content as usize);
-            if !whole_frame {
-                return Err(frame_cache::damaged(cache, digest, level));
+        let sizes = entry.sizes.clone();
+        let decoder = zstd::bulk::Decompressor::new().map_err(BundleError::Compress)?;
+        let intact = std::thread::scope(|scope| -> Result<bool, BundleError> {
+            // One frame waits while one is decoded and one read: at most three frames in memory.
+            let (to_verifier, frames) = mpsc::sync_channel(1);
+            let (recycle, buffers) = mpsc::channel();
+            let verifier =
+                scope.spawn(move || frame_cache::verify_frames(decoder, &frames, &recycle));
+            for (size, content) in sizes {
+                let mut compressed = buffers.try_recv().unwrap_or_default();
+                let whole_frame = entry.read_frame(size, &mut compressed).is_ok()
+                    && zstd::zstd_safe::find_frame_compressed_size(&compressed)
+                        == Ok(size as usize);
+                if !whole_frame {
+                    return Ok(false);
+                }
+                self.frames.copy_frame(&compressed, content)?;
+                if to_verifier.send((compressed, content)).is_err() {
+                    // The verifier stopped at a bad frame; it says so below.
+                    break;
+                }
             }
-            self.frames.copy_frame(&compressed, content)?;
+            drop(to_verifier);
+            Ok(verifier
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        })?;
+        if intact {
+            Ok(())
+        } else {
+            Err(frame_cache::damaged(cache, digest, self.frames.level()))
         }
-        Ok(())
     }
 
     /// The content of `blob` and its padding, read from its file.
