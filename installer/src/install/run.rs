@@ -1,6 +1,13 @@
 //! The executor: runs the plan phase by phase and, inside a phase, step by step, each step on
-//! all its nodes at once (bounded by `--concurrency`); records every finished step in the
-//! state file; stops after the first step that failed on any node.
+//! all its nodes at once (bounded by `--jobs`); records every finished node-step in the state
+//! and saves the state once per step, after the step ended on every node (also when it failed);
+//! stops after the first step that failed on any node.
+//!
+//! One save per step rather than one per node-step: a save is a durable write of the whole state
+//! (O(nodes) bytes, two fsyncs), and one per node-step made saving grow with nodes × nodes and
+//! stall the async workers that drive every connection. Saves run on the blocking pool. A killed
+//! installer forgets at most the node-steps of the step that was running, and those run again:
+//! every step checks before it changes, so redoing one changes nothing.
 //!
 //! Steps are run step-major (every node does step 1, then every node step 2) rather than node by
 //! node: etcd members must all be started before any can report healthy, and a failing step
@@ -25,7 +32,7 @@ use crate::inventory::Inventory;
 use crate::precheck::Report;
 use crate::ssh::{Node, fan_out};
 
-pub use super::phases::precheck::{Checks, report as precheck_report};
+pub use super::phases::precheck::{Checks, judge as precheck_judge};
 
 /// Everything an install reads.
 #[derive(Debug)]
@@ -142,7 +149,8 @@ impl Progress<'_> {
         mutex.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records a finished step (persisted at once) and tells the caller.
+    /// Records a finished step in memory (persisted by [`Progress::save`] after the step) and
+    /// tells the caller.
     fn finish(
         &self,
         target: &Target,
@@ -150,7 +158,7 @@ impl Progress<'_> {
         status: StepStatus,
         seconds: f64,
         outcome: Option<&phases::Outcome>,
-    ) -> Result<(), InstallError> {
+    ) {
         if status != StepStatus::Failed {
             let mut state = Self::lock(&self.state);
             if status != StepStatus::Done {
@@ -159,7 +167,6 @@ impl Progress<'_> {
             if let (Some(outcome), Target::Node(node)) = (outcome, target) {
                 state.add_files(node, outcome.files.iter().cloned());
             }
-            state.save(self.work_dir)?;
         }
         if let (Some(outcome), Target::Node(node)) = (outcome, target) {
             let mut summary = Self::lock(&self.summary);
@@ -198,7 +205,16 @@ impl Progress<'_> {
             finished,
             total: self.total,
         }));
-        Ok(())
+    }
+
+    /// Writes the state durably, on the blocking pool: the async workers keep driving the
+    /// nodes' connections meanwhile.
+    async fn save(&self) -> Result<(), InstallError> {
+        let state = Self::lock(&self.state).clone();
+        let work_dir = self.work_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || state.save(&work_dir))
+            .await
+            .unwrap_or_else(|panicked| std::panic::resume_unwind(panicked.into_panic()))
     }
 }
 
@@ -254,7 +270,11 @@ pub async fn run(
     };
     for phase in &phases {
         for step in steps.iter().filter(|s| s.phase == *phase) {
-            run_step(&cx, nodes, step, &progress).await?;
+            let ran = run_step(&cx, nodes, step, &progress).await;
+            // Saved on failure too: the nodes where the step succeeded need not redo it.
+            let saved = progress.save().await;
+            ran?;
+            saved?;
         }
         record(&cx, nodes, Some(*phase), &progress).await?;
     }
@@ -321,7 +341,7 @@ async fn run_step(
     let results = fan_out(&targets, cx.checks.reach.concurrency, |node| async move {
         let target = Target::node(node.name());
         if Progress::lock(&progress.state).is_done(&target, &step.id) {
-            progress.finish(&target, step, StepStatus::Done, 0.0, None)?;
+            progress.finish(&target, step, StepStatus::Done, 0.0, None);
             return Ok(());
         }
         let started = Instant::now();
@@ -337,10 +357,11 @@ async fn run_step(
                 } else {
                     StepStatus::Unchanged
                 };
-                progress.finish(&target, step, status, seconds, Some(&outcome))
+                progress.finish(&target, step, status, seconds, Some(&outcome));
+                Ok(())
             }
             Err(source) => {
-                progress.finish(&target, step, StepStatus::Failed, seconds, None)?;
+                progress.finish(&target, step, StepStatus::Failed, seconds, None);
                 Err(InstallError::Step {
                     phase: step.phase.name().to_owned(),
                     step: step.id.clone(),
@@ -374,7 +395,8 @@ async fn run_cluster_step(
         return precheck(cx, nodes, step, progress, done).await;
     }
     if done && !always {
-        return progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        return Ok(());
     }
     let started = Instant::now();
     let note = phases::run_cluster(cx, &step.action, step.phase, &nodes_of(step, nodes), done)
@@ -399,7 +421,8 @@ async fn run_cluster_step(
         status,
         started.elapsed().as_secs_f64(),
         None,
-    )
+    );
+    Ok(())
 }
 
 /// The precheck: on every node the first time; on a rerun (`done`), again for the nodes added
@@ -422,7 +445,8 @@ async fn precheck(
         (nodes.iter().collect(), Rules::All)
     };
     if targets.is_empty() {
-        return progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        return Ok(());
     }
     let started = Instant::now();
     let report = phases::precheck::rules(cx.checks, &targets, rules).await?;
@@ -441,7 +465,8 @@ async fn precheck(
         status,
         started.elapsed().as_secs_f64(),
         None,
-    )
+    );
+    Ok(())
 }
 
 /// `/etc/kubekey/installed.json` on every node of `phase`: the bundle, the Kubernetes version,
@@ -679,8 +704,42 @@ mod tests {
         assert!(other.get("nfs_share").is_none(), "{other}");
     }
 
-    #[test]
-    fn a_node_named_installer_has_its_steps_files_row_and_record_as_any_node() {
+    #[tokio::test]
+    async fn finished_node_steps_are_saved_once_after_the_step_not_one_by_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = sample_plan();
+        let report = |_: Event<'_>| {};
+        let progress = Progress {
+            state: Mutex::new(State::new(&plan.bundle.to_string())),
+            summary: Mutex::new(Summary::default()),
+            work_dir: dir.path(),
+            finished: Mutex::new(0),
+            total: 0,
+            report: &report,
+        };
+        let step = plan
+            .phase(Phase::Os)
+            .find(|s| s.id == "os.swap")
+            .expect("os.swap");
+        let nodes: Vec<Target> = (1..=24).map(|i| Target::node(&format!("n{i}"))).collect();
+        for node in &nodes {
+            progress.finish(node, step, StepStatus::Changed, 0.1, None);
+        }
+        assert_eq!(
+            State::load(dir.path()).expect("load"),
+            None,
+            "finishing a node-step writes nothing"
+        );
+        progress.save().await.expect("save");
+        let saved = State::load(dir.path()).expect("load").expect("saved");
+        assert!(
+            nodes.iter().all(|node| saved.is_done(node, "os.swap")),
+            "one save holds every node: {saved:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_node_named_installer_has_its_steps_files_row_and_record_as_any_node() {
         // `installer` is a valid inventory name: nothing may take its steps for the cluster's.
         let dir = tempfile::tempdir().expect("tempdir");
         let mut plan = sample_plan();
@@ -716,10 +775,9 @@ mod tests {
             } else {
                 installer.clone()
             };
-            progress
-                .finish(&target, step, StepStatus::Changed, 0.1, Some(&outcome))
-                .expect("finish");
+            progress.finish(&target, step, StepStatus::Changed, 0.1, Some(&outcome));
         }
+        progress.save().await.expect("save");
         let state = State::load(dir.path()).expect("load").expect("saved");
         assert!(state.is_done(&installer, "os.swap"), "{state:?}");
         assert!(!state.is_done(&Target::Cluster, "os.swap"), "{state:?}");
