@@ -1,17 +1,21 @@
-//! The executor: runs the plan phase by phase and, inside a phase, step by step, each step on
-//! all its nodes at once (bounded by `--jobs`); records every finished node-step in the state
-//! and saves the state once per step, after the step ended on every node (also when it failed);
-//! stops after the first step that failed on any node.
+//! The executor: runs the plan phase by phase and, inside a phase, segment by segment (see
+//! `segments`), each on all its nodes at once (bounded by `--jobs`); records every finished
+//! node-step in the state and saves the state once per segment, after it ended on every node
+//! (also when it failed); stops after the first segment that failed on any node.
 //!
-//! One save per step rather than one per node-step: a save is a durable write of the whole state
-//! (O(nodes) bytes, two fsyncs), and one per node-step made saving grow with nodes × nodes and
-//! stall the async workers that drive every connection. Saves run on the blocking pool. A killed
-//! installer forgets at most the node-steps of the step that was running, and those run again:
-//! every step checks before it changes, so redoing one changes nothing.
+//! A segment is one step, run step-major (every node finishes it before any starts the next):
+//! etcd members must all be started before any can report healthy, joins need the first
+//! control plane, cluster-wide steps need every node. Or it is a run of consecutive node steps
+//! of one phase that need no other node ([`Action::pipelines`]: the os phase's steps, the
+//! certificates, fetches, the runtime, the kubelet's unit), which each node goes through on its
+//! own: a barrier after each of them made the wall time the sum of every step's slowest node,
+//! which grows with the number of nodes. Every node-step is still recorded and reported.
 //!
-//! Steps are run step-major (every node does step 1, then every node step 2) rather than node by
-//! node: etcd members must all be started before any can report healthy, and a failing step
-//! stops the install before the next one begins anywhere.
+//! One save per segment rather than one per node-step: a save is a durable write of the whole
+//! state (O(nodes) bytes, two fsyncs), and one per node-step made saving grow with nodes × nodes
+//! and stall the async workers that drive every connection. Saves run on the blocking pool. A
+//! killed installer forgets at most the node-steps of the segment that was running, and those
+//! run again: every step checks before it changes, so redoing one changes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -269,9 +273,14 @@ pub async fn run(
         bootstrap: &bootstrap,
     };
     for phase in &phases {
-        for step in steps.iter().filter(|s| s.phase == *phase) {
-            let ran = run_step(&cx, nodes, step, &progress).await;
-            // Saved on failure too: the nodes where the step succeeded need not redo it.
+        let of_phase: Vec<&Step> = steps
+            .iter()
+            .copied()
+            .filter(|s| s.phase == *phase)
+            .collect();
+        for segment in segments(&of_phase) {
+            let ran = run_segment(&cx, nodes, &segment, &progress).await;
+            // Saved on failure too: the nodes where a step succeeded need not redo it.
             let saved = progress.save().await;
             ran?;
             saved?;
@@ -328,51 +337,93 @@ fn nodes_of<'n>(step: &Step, nodes: &'n [Node]) -> Vec<&'n Node> {
         .collect()
 }
 
-async fn run_step(
+/// Consecutive steps run as one: a step alone, or a run of node steps of one phase that each
+/// [pipeline](Action::pipelines), which every node goes through on its own without waiting
+/// for the others between them.
+fn segments<'s>(steps: &[&'s Step]) -> Vec<Vec<&'s Step>> {
+    let mut segments: Vec<Vec<&Step>> = Vec::new();
+    for step in steps {
+        match segments.last_mut() {
+            Some(last)
+                if step.action.pipelines()
+                    && last.last().is_some_and(|prev| {
+                        prev.phase == step.phase && prev.action.pipelines()
+                    }) =>
+            {
+                last.push(step);
+            }
+            _ => segments.push(vec![step]),
+        }
+    }
+    segments
+}
+
+/// Runs a segment of [`segments`]: each node its steps of the segment in order, stopping at
+/// its first failure; the segment fails when any node did.
+async fn run_segment(
     cx: &Cx<'_>,
     nodes: &[Node],
-    step: &Step,
+    segment: &[&Step],
     progress: &Progress<'_>,
 ) -> Result<(), InstallError> {
-    if step.action.is_cluster_wide() {
+    if let [step] = segment
+        && step.action.is_cluster_wide()
+    {
         return run_cluster_step(cx, nodes, step, progress).await;
     }
-    let targets = nodes_of(step, nodes);
+    let on = |node: &Node, step: &Step| step.nodes.iter().any(|name| name == node.name());
+    let targets: Vec<&Node> = nodes
+        .iter()
+        .filter(|node| segment.iter().any(|step| on(node, step)))
+        .collect();
     let results = fan_out(&targets, cx.checks.reach.concurrency, |node| async move {
-        let target = Target::node(node.name());
-        if Progress::lock(&progress.state).is_done(&target, &step.id) {
-            progress.finish(&target, step, StepStatus::Done, 0.0, None);
-            return Ok(());
+        for step in segment.iter().filter(|step| on(node, step)) {
+            run_node_step(cx, node, step, progress).await?;
         }
-        let started = Instant::now();
-        let result = phases::run(cx, &step.action, node).await;
-        let seconds = started.elapsed().as_secs_f64();
-        match result {
-            Ok(outcome) => {
-                for note in &outcome.notes {
-                    (progress.report)(Event::Note(format!("{}: {}: {note}", node.name(), step.id)));
-                }
-                let status = if outcome.changed {
-                    StepStatus::Changed
-                } else {
-                    StepStatus::Unchanged
-                };
-                progress.finish(&target, step, status, seconds, Some(&outcome));
-                Ok(())
-            }
-            Err(source) => {
-                progress.finish(&target, step, StepStatus::Failed, seconds, None);
-                Err(InstallError::Step {
-                    phase: step.phase.name().to_owned(),
-                    step: step.id.clone(),
-                    target,
-                    source: Box::new(source),
-                })
-            }
-        }
+        Ok(())
     })
     .await;
     results.into_iter().collect()
+}
+
+/// Runs `step` on `node`, unless the state has it done there; records and reports it.
+async fn run_node_step(
+    cx: &Cx<'_>,
+    node: &Node,
+    step: &Step,
+    progress: &Progress<'_>,
+) -> Result<(), InstallError> {
+    let target = Target::node(node.name());
+    if Progress::lock(&progress.state).is_done(&target, &step.id) {
+        progress.finish(&target, step, StepStatus::Done, 0.0, None);
+        return Ok(());
+    }
+    let started = Instant::now();
+    let result = phases::run(cx, &step.action, node).await;
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok(outcome) => {
+            for note in &outcome.notes {
+                (progress.report)(Event::Note(format!("{}: {}: {note}", node.name(), step.id)));
+            }
+            let status = if outcome.changed {
+                StepStatus::Changed
+            } else {
+                StepStatus::Unchanged
+            };
+            progress.finish(&target, step, status, seconds, Some(&outcome));
+            Ok(())
+        }
+        Err(source) => {
+            progress.finish(&target, step, StepStatus::Failed, seconds, None);
+            Err(InstallError::Step {
+                phase: step.phase.name().to_owned(),
+                step: step.id.clone(),
+                target,
+                source: Box::new(source),
+            })
+        }
+    }
 }
 
 async fn run_cluster_step(
@@ -702,6 +753,72 @@ mod tests {
         let other: serde_json::Value =
             serde_json::from_slice(&installed_json(&plan, &state, "w1")).expect("json");
         assert!(other.get("nfs_share").is_none(), "{other}");
+    }
+
+    #[test]
+    fn only_consecutive_per_node_steps_of_one_phase_run_as_one_segment() {
+        let fetch = || Action::Fetch {
+            binaries: Vec::new(),
+        };
+        let plan: Vec<Step> = [
+            (Phase::Precheck, "rules", Action::Precheck),
+            (Phase::Os, "installer", Action::Installer),
+            (Phase::Os, "hostname", Action::Hostname),
+            (Phase::Os, "sysctl", Action::Sysctl { ipv6: false }),
+            (Phase::Os, "hosts", Action::Hosts),
+            (Phase::Os, "verify", Action::VerifyOs),
+            (Phase::Pki, "issue", Action::IssueCertificates),
+            (Phase::Pki, "copy", Action::Certificates),
+            (Phase::Pki, "spread", Action::SpreadCertificates),
+            (Phase::Registry, "unpack", Action::UnpackBundle),
+            (Phase::Registry, "service", Action::RegistryService),
+            (Phase::Registry, "ready", Action::RegistryReady),
+            (Phase::Runtime, "binaries", fetch()),
+            (Phase::Runtime, "containerd", Action::Containerd),
+            (Phase::Runtime, "pull", Action::PullProbe),
+            (Phase::Etcd, "binaries", fetch()),
+            (Phase::Etcd, "service", Action::EtcdService),
+            (Phase::Etcd, "health", Action::EtcdHealth),
+            (Phase::Kubernetes, "binaries", fetch()),
+            (Phase::Kubernetes, "kubelet", Action::KubeletService),
+            (Phase::Kubernetes, "token", Action::BootstrapToken),
+            (Phase::Kubernetes, "init", Action::KubeadmInit),
+            (Phase::Kubernetes, "join-worker", Action::JoinWorker),
+        ]
+        .into_iter()
+        .map(|(phase, what, action)| Step {
+            phase,
+            id: format!("{phase}.{what}"),
+            action,
+            nodes: vec!["n1".to_owned()],
+        })
+        .collect();
+        let steps: Vec<&Step> = plan.iter().collect();
+        let ids: Vec<Vec<&str>> = segments(&steps)
+            .iter()
+            .map(|segment| segment.iter().map(|s| s.id.as_str()).collect())
+            .collect();
+        let expected: [&[&str]; 17] = [
+            &["precheck.rules"],
+            &["os.installer", "os.hostname", "os.sysctl", "os.hosts"],
+            &["os.verify"],
+            &["pki.issue"],
+            &["pki.copy"],
+            &["pki.spread"],
+            &["registry.unpack"],
+            &["registry.service"],
+            &["registry.ready"],
+            &["runtime.binaries", "runtime.containerd", "runtime.pull"],
+            // A phase boundary always splits, even between two per-node steps.
+            &["etcd.binaries"],
+            &["etcd.service"],
+            &["etcd.health"],
+            &["kubernetes.binaries", "kubernetes.kubelet"],
+            &["kubernetes.token"],
+            &["kubernetes.init"],
+            &["kubernetes.join-worker"],
+        ];
+        assert_eq!(ids, expected);
     }
 
     #[tokio::test]
