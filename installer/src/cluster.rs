@@ -97,15 +97,46 @@ pub async fn connect(inventory: &Inventory, reach: &Reach) -> Result<Vec<Node>, 
     let targets = targets(inventory);
     let logs = reach.work_dir.join("logs");
     let connected = fan_out(&targets, reach.concurrency, |target| {
-        let logs = &logs;
-        async move {
-            // A log that cannot be opened must not stop the install; the run goes on unlogged.
-            let log = NodeLog::open(logs, &target.name).unwrap_or_else(|_| NodeLog::discard());
-            Node::connect(target, &reach.host_keys, Timeouts::default(), log).await
-        }
+        connect_one(target, reach, &logs)
     })
     .await;
     connected.into_iter().collect()
+}
+
+/// Connects to every node and gathers its facts (recorded as [`gather`] does), one future per
+/// node: a node's facts are asked for as soon as it is connected, not after the last node's
+/// handshake, and `--jobs` bounds nodes rather than two rounds of waves. The first node that
+/// failed (in inventory order) is the error.
+pub async fn connect_and_gather(
+    inventory: &Inventory,
+    reach: &Reach,
+) -> Result<(Vec<Node>, BTreeMap<String, Facts>), SshError> {
+    let targets = targets(inventory);
+    let logs = reach.work_dir.join("logs");
+    let gathered = fan_out(&targets, reach.concurrency, |target| {
+        let logs = &logs;
+        async move {
+            let node = connect_one(target, reach, logs).await?;
+            let facts = facts::gather(&node).await?;
+            Ok::<_, SshError>((node, facts))
+        }
+    })
+    .await;
+    let mut nodes = Vec::with_capacity(gathered.len());
+    let mut by_node = BTreeMap::new();
+    for result in gathered {
+        let (node, facts) = result?;
+        record(&reach.work_dir, node.name(), &facts);
+        by_node.insert(node.name().to_owned(), facts);
+        nodes.push(node);
+    }
+    Ok((nodes, by_node))
+}
+
+async fn connect_one(target: &Target, reach: &Reach, logs: &Path) -> Result<Node, SshError> {
+    // A log that cannot be opened must not stop the install; the run goes on unlogged.
+    let log = NodeLog::open(logs, &target.name).unwrap_or_else(|_| NodeLog::discard());
+    Node::connect(target, &reach.host_keys, Timeouts::default(), log).await
 }
 
 /// Gathers every node's facts and records them as `facts/<node>.json` in the work directory.
@@ -144,13 +175,20 @@ pub async fn measure(
         .iter()
         .map(|h| h.name.as_str())
         .collect();
-    let mut etcd_fsync_p99_seconds = BTreeMap::new();
-    for node in nodes.iter().filter(|n| etcd.contains(&n.name())) {
-        let has_fio = facts.get(node.name()).is_some_and(|f| f.has_command("fio"));
-        if has_fio && let Some(p99) = fsync_p99(node, fio_size).await {
-            etcd_fsync_p99_seconds.insert(node.name().to_owned(), p99);
-        }
-    }
+    let members: Vec<&Node> = nodes
+        .iter()
+        .copied()
+        .filter(|n| etcd.contains(&n.name()))
+        .filter(|n| facts.get(n.name()).is_some_and(|f| f.has_command("fio")))
+        .collect();
+    // Every member at once: each measures its own disk, and one after another made the check
+    // take members × the fio run.
+    let measured = fan_out(&members, members.len(), |node| fsync_p99(node, fio_size)).await;
+    let etcd_fsync_p99_seconds = members
+        .iter()
+        .zip(measured)
+        .filter_map(|(node, p99)| Some((node.name().to_owned(), p99?)))
+        .collect();
     let endpoint = &config.kubernetes.control_plane_endpoint;
     let vip_answers = match &endpoint.kind {
         EndpointKind::KubeVip(vip) => {

@@ -102,11 +102,11 @@ pub(crate) fn precheck(runtime: &Runtime, args: &crate::cli::PrecheckArgs) -> an
         ignore: &args.checks.ignore.iter().cloned().collect(),
     };
     let report = runtime.block_on(async {
-        let nodes = cluster::connect(&read.inventory, &read.reach).await?;
+        let (nodes, facts) = cluster::connect_and_gather(&read.inventory, &read.reach).await?;
         let all: Vec<&Node> = nodes.iter().collect();
-        let report = kk_install::install::run::precheck_report(&checks, &all).await;
+        let report = kk_install::install::run::precheck_judge(&checks, &all, &facts).await;
         close(nodes).await;
-        report
+        Ok::<_, kk_install::ssh::SshError>(report)
     })?;
     match cluster_args.output {
         Output::Text => crate::print(&report.render_table())?,

@@ -43,10 +43,25 @@ pub async fn gather(node: &Node) -> Result<Facts, SshError> {
         node: node.name().to_owned(),
         source,
     })?;
-    // The script reads the clock first thing, so the time since `before` is the channel setup
-    // alone (milliseconds); the whole run would skew it by the script's own duration.
-    facts.clock_offset = facts.clock - before;
+    facts.clock_offset = clock_offset(facts.clock, before, now());
     Ok(facts)
+}
+
+/// How far a node's clock reading `clock` lies outside `[before, after]`, the installer's clock
+/// when the command was sent and when its output was in (negative: behind, 0: inside).
+///
+/// The node read its clock somewhere in that interval, so only a reading outside it is a skew.
+/// `clock - before` alone counted the channel's setup as skew: milliseconds on an idle
+/// machine, seconds with a hundred nodes connecting at once, which warned of skews that were
+/// not there. Not measured: a true skew smaller than the round trip.
+fn clock_offset(clock: f64, before: f64, after: f64) -> f64 {
+    if clock < before {
+        clock - before
+    } else if clock > after {
+        clock - after
+    } else {
+        0.0
+    }
 }
 
 fn now() -> f64 {
@@ -138,7 +153,7 @@ pub struct Facts {
     /// The uid the commands ran as.
     pub uid: u32,
     /// How far the node's clock is ahead of the installer's (negative: behind), in seconds,
-    /// measured from just before the script was sent.
+    /// beyond the round trip of the gathering script (see `clock_offset`).
     pub clock_offset: f64,
 }
 
@@ -293,5 +308,29 @@ impl Facts {
                 "br_netfilter" => self.sysctls.keys().any(|k| k.starts_with("net.bridge.")),
                 _ => false,
             }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clock_offset;
+
+    #[test]
+    fn only_a_clock_outside_the_round_trip_is_an_offset() {
+        // (node clock, sent, output in, offset)
+        let cases = [
+            (100.0, 100.0, 100.0, 0.0),
+            // A loaded installer: the channel took 3 s to open, the node's clock is right.
+            (103.0, 100.0, 103.5, 0.0),
+            (100.0, 100.0, 104.0, 0.0),
+            (95.0, 100.0, 101.0, -5.0),
+            (140.0, 100.0, 110.0, 30.0),
+        ];
+        for (clock, before, after, offset) in cases {
+            assert!(
+                (clock_offset(clock, before, after) - offset).abs() < 1e-9,
+                "{clock} in [{before}, {after}]: {offset}"
+            );
+        }
     }
 }

@@ -293,6 +293,31 @@ impl Action {
                 | Self::SpreadCertificates
         )
     }
+
+    /// Whether a node may go on to the next step of its phase without waiting for the other
+    /// nodes to finish this one: the step reads and changes only its own node (and the
+    /// registry, up since `registry.ready`). Consecutive such steps of one phase run as one
+    /// per-node sequence; every other step keeps its barrier: etcd members must all start
+    /// before any is healthy, joins need the first control plane, `registry.ready` needs the
+    /// registry's service, cluster-wide steps need every node.
+    pub fn pipelines(&self) -> bool {
+        matches!(
+            self,
+            Self::Installer
+                | Self::Hostname
+                | Self::Swap
+                | Self::Modules
+                | Self::Sysctl { .. }
+                | Self::Hosts
+                | Self::Certificates
+                | Self::Fetch { .. }
+                | Self::Containerd
+                | Self::Docker
+                | Self::PullProbe
+                | Self::KubeletService
+                | Self::InstallPackages
+        )
+    }
 }
 
 /// A binary a node fetches from the registry, and where it puts which files.

@@ -1,10 +1,21 @@
-//! The executor: runs the plan phase by phase and, inside a phase, step by step, each step on
-//! all its nodes at once (bounded by `--concurrency`); records every finished step in the
-//! state file; stops after the first step that failed on any node.
+//! The executor: runs the plan phase by phase and, inside a phase, segment by segment (see
+//! `segments`), each on all its nodes at once (bounded by `--jobs`); records every finished
+//! node-step in the state and saves the state once per segment, after it ended on every node
+//! (also when it failed); stops after the first segment that failed on any node.
 //!
-//! Steps are run step-major (every node does step 1, then every node step 2) rather than node by
-//! node: etcd members must all be started before any can report healthy, and a failing step
-//! stops the install before the next one begins anywhere.
+//! A segment is one step, run step-major (every node finishes it before any starts the next):
+//! etcd members must all be started before any can report healthy, joins need the first
+//! control plane, cluster-wide steps need every node. Or it is a run of consecutive node steps
+//! of one phase that need no other node ([`Action::pipelines`]: the os phase's steps, the
+//! certificates, fetches, the runtime, the kubelet's unit), which each node goes through on its
+//! own: a barrier after each of them made the wall time the sum of every step's slowest node,
+//! which grows with the number of nodes. Every node-step is still recorded and reported.
+//!
+//! One save per segment rather than one per node-step: a save is a durable write of the whole
+//! state (O(nodes) bytes, two fsyncs), and one per node-step made saving grow with nodes × nodes
+//! and stall the async workers that drive every connection. Saves run on the blocking pool. A
+//! killed installer forgets at most the node-steps of the segment that was running, and those
+//! run again: every step checks before it changes, so redoing one changes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -25,7 +36,7 @@ use crate::inventory::Inventory;
 use crate::precheck::Report;
 use crate::ssh::{Node, fan_out};
 
-pub use super::phases::precheck::{Checks, report as precheck_report};
+pub use super::phases::precheck::{Checks, judge as precheck_judge};
 
 /// Everything an install reads.
 #[derive(Debug)]
@@ -142,7 +153,8 @@ impl Progress<'_> {
         mutex.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records a finished step (persisted at once) and tells the caller.
+    /// Records a finished step in memory (persisted by [`Progress::save`] after the step) and
+    /// tells the caller.
     fn finish(
         &self,
         target: &Target,
@@ -150,7 +162,7 @@ impl Progress<'_> {
         status: StepStatus,
         seconds: f64,
         outcome: Option<&phases::Outcome>,
-    ) -> Result<(), InstallError> {
+    ) {
         if status != StepStatus::Failed {
             let mut state = Self::lock(&self.state);
             if status != StepStatus::Done {
@@ -159,7 +171,6 @@ impl Progress<'_> {
             if let (Some(outcome), Target::Node(node)) = (outcome, target) {
                 state.add_files(node, outcome.files.iter().cloned());
             }
-            state.save(self.work_dir)?;
         }
         if let (Some(outcome), Target::Node(node)) = (outcome, target) {
             let mut summary = Self::lock(&self.summary);
@@ -198,7 +209,16 @@ impl Progress<'_> {
             finished,
             total: self.total,
         }));
-        Ok(())
+    }
+
+    /// Writes the state durably, on the blocking pool: the async workers keep driving the
+    /// nodes' connections meanwhile.
+    async fn save(&self) -> Result<(), InstallError> {
+        let state = Self::lock(&self.state).clone();
+        let work_dir = self.work_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || state.save(&work_dir))
+            .await
+            .unwrap_or_else(|panicked| std::panic::resume_unwind(panicked.into_panic()))
     }
 }
 
@@ -253,8 +273,17 @@ pub async fn run(
         bootstrap: &bootstrap,
     };
     for phase in &phases {
-        for step in steps.iter().filter(|s| s.phase == *phase) {
-            run_step(&cx, nodes, step, &progress).await?;
+        let of_phase: Vec<&Step> = steps
+            .iter()
+            .copied()
+            .filter(|s| s.phase == *phase)
+            .collect();
+        for segment in segments(&of_phase) {
+            let ran = run_segment(&cx, nodes, &segment, &progress).await;
+            // Saved on failure too: the nodes where a step succeeded need not redo it.
+            let saved = progress.save().await;
+            ran?;
+            saved?;
         }
         record(&cx, nodes, Some(*phase), &progress).await?;
     }
@@ -308,50 +337,93 @@ fn nodes_of<'n>(step: &Step, nodes: &'n [Node]) -> Vec<&'n Node> {
         .collect()
 }
 
-async fn run_step(
+/// Consecutive steps run as one: a step alone, or a run of node steps of one phase that each
+/// [pipeline](Action::pipelines), which every node goes through on its own without waiting
+/// for the others between them.
+fn segments<'s>(steps: &[&'s Step]) -> Vec<Vec<&'s Step>> {
+    let mut segments: Vec<Vec<&Step>> = Vec::new();
+    for step in steps {
+        match segments.last_mut() {
+            Some(last)
+                if step.action.pipelines()
+                    && last.last().is_some_and(|prev| {
+                        prev.phase == step.phase && prev.action.pipelines()
+                    }) =>
+            {
+                last.push(step);
+            }
+            _ => segments.push(vec![step]),
+        }
+    }
+    segments
+}
+
+/// Runs a segment of [`segments`]: each node its steps of the segment in order, stopping at
+/// its first failure; the segment fails when any node did.
+async fn run_segment(
     cx: &Cx<'_>,
     nodes: &[Node],
-    step: &Step,
+    segment: &[&Step],
     progress: &Progress<'_>,
 ) -> Result<(), InstallError> {
-    if step.action.is_cluster_wide() {
+    if let [step] = segment
+        && step.action.is_cluster_wide()
+    {
         return run_cluster_step(cx, nodes, step, progress).await;
     }
-    let targets = nodes_of(step, nodes);
+    let on = |node: &Node, step: &Step| step.nodes.iter().any(|name| name == node.name());
+    let targets: Vec<&Node> = nodes
+        .iter()
+        .filter(|node| segment.iter().any(|step| on(node, step)))
+        .collect();
     let results = fan_out(&targets, cx.checks.reach.concurrency, |node| async move {
-        let target = Target::node(node.name());
-        if Progress::lock(&progress.state).is_done(&target, &step.id) {
-            progress.finish(&target, step, StepStatus::Done, 0.0, None)?;
-            return Ok(());
+        for step in segment.iter().filter(|step| on(node, step)) {
+            run_node_step(cx, node, step, progress).await?;
         }
-        let started = Instant::now();
-        let result = phases::run(cx, &step.action, node).await;
-        let seconds = started.elapsed().as_secs_f64();
-        match result {
-            Ok(outcome) => {
-                for note in &outcome.notes {
-                    (progress.report)(Event::Note(format!("{}: {}: {note}", node.name(), step.id)));
-                }
-                let status = if outcome.changed {
-                    StepStatus::Changed
-                } else {
-                    StepStatus::Unchanged
-                };
-                progress.finish(&target, step, status, seconds, Some(&outcome))
-            }
-            Err(source) => {
-                progress.finish(&target, step, StepStatus::Failed, seconds, None)?;
-                Err(InstallError::Step {
-                    phase: step.phase.name().to_owned(),
-                    step: step.id.clone(),
-                    target,
-                    source: Box::new(source),
-                })
-            }
-        }
+        Ok(())
     })
     .await;
     results.into_iter().collect()
+}
+
+/// Runs `step` on `node`, unless the state has it done there; records and reports it.
+async fn run_node_step(
+    cx: &Cx<'_>,
+    node: &Node,
+    step: &Step,
+    progress: &Progress<'_>,
+) -> Result<(), InstallError> {
+    let target = Target::node(node.name());
+    if Progress::lock(&progress.state).is_done(&target, &step.id) {
+        progress.finish(&target, step, StepStatus::Done, 0.0, None);
+        return Ok(());
+    }
+    let started = Instant::now();
+    let result = phases::run(cx, &step.action, node).await;
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok(outcome) => {
+            for note in &outcome.notes {
+                (progress.report)(Event::Note(format!("{}: {}: {note}", node.name(), step.id)));
+            }
+            let status = if outcome.changed {
+                StepStatus::Changed
+            } else {
+                StepStatus::Unchanged
+            };
+            progress.finish(&target, step, status, seconds, Some(&outcome));
+            Ok(())
+        }
+        Err(source) => {
+            progress.finish(&target, step, StepStatus::Failed, seconds, None);
+            Err(InstallError::Step {
+                phase: step.phase.name().to_owned(),
+                step: step.id.clone(),
+                target,
+                source: Box::new(source),
+            })
+        }
+    }
 }
 
 async fn run_cluster_step(
@@ -374,7 +446,8 @@ async fn run_cluster_step(
         return precheck(cx, nodes, step, progress, done).await;
     }
     if done && !always {
-        return progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        return Ok(());
     }
     let started = Instant::now();
     let note = phases::run_cluster(cx, &step.action, step.phase, &nodes_of(step, nodes), done)
@@ -399,7 +472,8 @@ async fn run_cluster_step(
         status,
         started.elapsed().as_secs_f64(),
         None,
-    )
+    );
+    Ok(())
 }
 
 /// The precheck: on every node the first time; on a rerun (`done`), again for the nodes added
@@ -422,7 +496,8 @@ async fn precheck(
         (nodes.iter().collect(), Rules::All)
     };
     if targets.is_empty() {
-        return progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        progress.finish(&Target::Cluster, step, StepStatus::Done, 0.0, None);
+        return Ok(());
     }
     let started = Instant::now();
     let report = phases::precheck::rules(cx.checks, &targets, rules).await?;
@@ -441,7 +516,8 @@ async fn precheck(
         status,
         started.elapsed().as_secs_f64(),
         None,
-    )
+    );
+    Ok(())
 }
 
 /// `/etc/kubekey/installed.json` on every node of `phase`: the bundle, the Kubernetes version,
@@ -541,199 +617,4 @@ pub fn state_path(work_dir: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::install::plan::tests_support::sample_plan;
-
-    #[test]
-    fn a_run_starts_from_the_recorded_state_of_its_own_bundle_only() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let plan = sample_plan();
-        let fresh = RunOptions::default();
-        let resume = RunOptions {
-            resume: true,
-            ..RunOptions::default()
-        };
-        let error = starting_state(&plan, dir.path(), &resume).expect_err("nothing to resume");
-        assert!(
-            error.to_string().contains("no install to resume"),
-            "{error}"
-        );
-
-        let mut state = starting_state(&plan, dir.path(), &fresh).expect("fresh");
-        assert_eq!(state.bundle, plan.bundle.to_string());
-        // Recorded for a later upgrade: what the bundle installs.
-        assert_eq!(
-            state.versions.get("kubeadm").map(String::as_str),
-            Some("v1.33.0")
-        );
-        assert_eq!(state.versions, plan.versions);
-        let cp1 = Target::node("cp1");
-        state.mark_done(&cp1, "os.swap", 0.1);
-        state.mark_done(&cp1, "runtime.pull", 0.1);
-        state.save(dir.path()).expect("save");
-        let resumed = starting_state(&plan, dir.path(), &resume).expect("resume");
-        assert!(resumed.is_done(&cp1, "os.swap") && resumed.is_done(&cp1, "runtime.pull"));
-
-        let os_again = RunOptions {
-            phase: Some(Phase::Os),
-            ..RunOptions::default()
-        };
-        let again = starting_state(&plan, dir.path(), &os_again).expect("phase");
-        assert!(
-            !again.is_done(&cp1, "os.swap"),
-            "`--phase os` runs os again"
-        );
-        assert!(
-            again.is_done(&cp1, "runtime.pull"),
-            "other phases stay done"
-        );
-
-        let mut other = plan.clone();
-        other.bundle = bundle_spec::Sha256Digest::of(b"another bundle");
-        let error = starting_state(&other, dir.path(), &fresh).expect_err("other bundle");
-        assert!(error.to_string().contains("not of this bundle"), "{error}");
-    }
-
-    #[test]
-    fn the_table_has_a_row_per_node_and_a_column_per_phase() {
-        let inventory = Inventory::from_str_named(
-            "apiVersion: kubekey.kubesphere.io/v1\nkind: Inventory\nmetadata: {name: t}\nspec:\n  hosts:\n    cp1: {internal_ipv4: 10.0.0.1}\n    w1: {internal_ipv4: 10.0.0.2}\n  groups:\n    kube_control_plane: {hosts: [cp1]}\n    kube_worker: {hosts: [w1]}\n",
-            "inventory.yaml",
-        )
-        .expect("inventory");
-        let mut summary = Summary::default();
-        summary.nodes.insert(
-            "cp1".to_owned(),
-            BTreeMap::from([
-                ("os".to_owned(), "changed".to_owned()),
-                ("etcd".to_owned(), "done".to_owned()),
-            ]),
-        );
-        summary.sent.insert("cp1".to_owned(), 2048);
-        let table = summary.render(&inventory, &[Phase::Os, Phase::Etcd]);
-        let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(
-            lines[0].split_whitespace().collect::<Vec<_>>(),
-            ["node", "os", "etcd", "sent"]
-        );
-        assert_eq!(
-            lines[1].split_whitespace().collect::<Vec<_>>(),
-            ["cp1", "changed", "done", "2.0", "KiB"]
-        );
-        assert_eq!(lines[2].split_whitespace().next(), Some("w1"));
-        assert!(
-            lines[2].contains(" - "),
-            "a phase with nothing on w1 is `-`: {table}"
-        );
-    }
-
-    #[test]
-    fn the_record_lists_phases_done_on_the_node_and_its_files_in_order() {
-        let plan = sample_plan();
-        let mut state = State::new(&plan.bundle.to_string());
-        for step in plan.phase(Phase::Os) {
-            let target = if step.action.is_cluster_wide() {
-                Target::Cluster
-            } else {
-                Target::node("w1")
-            };
-            state.mark_done(&target, &step.id, 0.1);
-        }
-        state.add_files("w1", ["/etc/sysctl.d/99-kk.conf".to_owned()]);
-        let record: serde_json::Value =
-            serde_json::from_slice(&installed_json(&plan, &state, "w1")).expect("json");
-        assert_eq!(record["phases"], serde_json::json!(["os"]));
-        assert_eq!(
-            record["files"],
-            serde_json::json!(["/etc/kubekey/installed.json", "/etc/sysctl.d/99-kk.conf"])
-        );
-        assert_eq!(
-            installed_json(&plan, &state, "w1"),
-            installed_json(&plan, &state, "w1"),
-            "the same state gives the same bytes"
-        );
-    }
-
-    #[test]
-    fn the_nfs_hosts_record_names_its_share_and_the_exports_it_keeps_a_block_in() {
-        let plan = crate::install::plan::tests_support::packages_plan();
-        let mut state = State::new(&plan.bundle.to_string());
-        state.mark_done(&Target::node("store"), "nfs.server", 0.1);
-        state.add_files("store", ["/etc/exports".to_owned()]);
-        let record: serde_json::Value =
-            serde_json::from_slice(&installed_json(&plan, &state, "store")).expect("json");
-        assert_eq!(record["nfs_share"], "/share");
-        assert!(
-            record["phases"]
-                .as_array()
-                .expect("phases")
-                .contains(&"nfs".into())
-        );
-        assert_eq!(
-            record["files"],
-            serde_json::json!(["/etc/exports", "/etc/kubekey/installed.json"])
-        );
-        let other: serde_json::Value =
-            serde_json::from_slice(&installed_json(&plan, &state, "w1")).expect("json");
-        assert!(other.get("nfs_share").is_none(), "{other}");
-    }
-
-    #[test]
-    fn a_node_named_installer_has_its_steps_files_row_and_record_as_any_node() {
-        // `installer` is a valid inventory name: nothing may take its steps for the cluster's.
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut plan = sample_plan();
-        for name in plan.steps.iter_mut().flat_map(|s| s.nodes.iter_mut()) {
-            if name == "w1" {
-                "installer".clone_into(name);
-            }
-        }
-        let events = Mutex::new(Vec::new());
-        let report = |event: Event<'_>| {
-            if let Event::Step(step) = event {
-                Progress::lock(&events).push(step.target.clone());
-            }
-        };
-        let progress = Progress {
-            state: Mutex::new(State::new(&plan.bundle.to_string())),
-            summary: Mutex::new(Summary::default()),
-            work_dir: dir.path(),
-            finished: Mutex::new(0),
-            total: 0,
-            report: &report,
-        };
-        let installer = Target::node("installer");
-        let outcome = phases::Outcome {
-            changed: true,
-            files: vec!["/etc/sysctl.d/99-kk.conf".to_owned()],
-            sent: 7,
-            notes: Vec::new(),
-        };
-        for step in plan.phase(Phase::Os) {
-            let target = if step.action.is_cluster_wide() {
-                Target::Cluster
-            } else {
-                installer.clone()
-            };
-            progress
-                .finish(&target, step, StepStatus::Changed, 0.1, Some(&outcome))
-                .expect("finish");
-        }
-        let state = State::load(dir.path()).expect("load").expect("saved");
-        assert!(state.is_done(&installer, "os.swap"), "{state:?}");
-        assert!(!state.is_done(&Target::Cluster, "os.swap"), "{state:?}");
-        assert!(state.is_done(&Target::Cluster, "os.verify"), "{state:?}");
-        let record: serde_json::Value =
-            serde_json::from_slice(&installed_json(&plan, &state, "installer")).expect("json");
-        assert_eq!(record["phases"], serde_json::json!(["os"]));
-        assert_eq!(
-            record["files"],
-            serde_json::json!(["/etc/kubekey/installed.json", "/etc/sysctl.d/99-kk.conf"])
-        );
-        let summary = Progress::lock(&progress.summary);
-        assert_eq!(summary.nodes["installer"]["os"], "changed");
-        assert!(summary.sent["installer"] > 0);
-        assert!(Progress::lock(&events).contains(&installer));
-    }
-}
+mod tests;

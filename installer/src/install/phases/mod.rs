@@ -19,6 +19,7 @@ mod push;
 pub(crate) mod registry;
 mod runtime;
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -162,6 +163,132 @@ async fn put_file(node: &Node, local: &Path, path: &str, mode: u32) -> StepResul
     Ok(outcome)
 }
 
+/// A local file to put on a node: [`put_many`]'s unit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Put<'a> {
+    /// The file on the installer machine.
+    pub(crate) local: &'a Path,
+    /// Where it goes on the node.
+    pub(crate) path: &'a str,
+    /// Its mode there.
+    pub(crate) mode: u32,
+}
+
+/// Like [`put_file`] for several files, in a fixed number of round trips whatever their count:
+/// one probe of every path, one upload of a tar of the files that differ (checked by its sha256
+/// as any upload), and one command that takes each out of it into a fresh staging directory
+/// beside its target, checks its sha256, sets its mode and renames it into place (the staging
+/// of [`Node::upload`]). One [`put_file`] per file was four round trips each: a control plane's
+/// two dozen certificates cost a hundred.
+async fn put_many(work_dir: &Path, node: &Node, files: &[Put<'_>]) -> StepResult {
+    let locals: Vec<PathBuf> = files.iter().map(|f| f.local.to_owned()).collect();
+    let digests = tokio::task::spawn_blocking(move || {
+        locals
+            .iter()
+            .map(|local| {
+                std::fs::File::open(local)
+                    .and_then(bundle_spec::Sha256Digest::of_reader)
+                    .map_err(StepError::io("read", local))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await??;
+    let mut outcome = Outcome {
+        files: files.iter().map(|f| f.path.to_owned()).collect(),
+        ..Outcome::default()
+    };
+    let current = sh(node, &probe_script(files)).await?;
+    let mut found = current.lines();
+    let changed: Vec<Changed<'_>> = files
+        .iter()
+        .zip(digests)
+        .filter_map(|(file, (digest, _))| {
+            let wanted = format!("{} {:o}", digest.hex(), file.mode);
+            (found.next().map(str::trim) != Some(wanted.as_str())).then(|| Changed {
+                file,
+                hex: digest.hex(),
+            })
+        })
+        .collect();
+    let Some(first) = changed.first() else {
+        return Ok(outcome);
+    };
+    let archive = stage_archive(work_dir, &changed)?;
+    // Named by content: two runs never share a half-written tar.
+    let landed = format!("/tmp/kk-put-{}.tar", &first.hex[..16]);
+    node.upload(archive.path(), &landed, 0o600).await?;
+    sh(node, &place_script(&landed, &changed)).await?;
+    outcome.changed = true;
+    outcome.sent = archive
+        .as_file()
+        .metadata()
+        .map_err(StepError::io("read", archive.path()))?
+        .len();
+    Ok(outcome)
+}
+
+/// A file [`put_many`] writes, and its sha256.
+struct Changed<'a> {
+    file: &'a Put<'a>,
+    hex: String,
+}
+
+/// One line per file, in order: `<sha256> <mode>` of what is there, or `-`.
+fn probe_script(files: &[Put<'_>]) -> String {
+    let paths: Vec<String> = files.iter().map(|f| quote(f.path)).collect();
+    format!(
+        "for p in {}; do if [ -f \"$p\" ]; then echo \"$(sha256sum < \"$p\" | cut -d' ' -f1) $(stat -c %a \"$p\")\"; else echo -; fi; done",
+        paths.join(" ")
+    )
+}
+
+/// The `changed` files in a tar of the work directory, member `<i>` for the i-th.
+fn stage_archive(
+    work_dir: &Path,
+    changed: &[Changed<'_>],
+) -> Result<tempfile::NamedTempFile, StepError> {
+    let mut archive = tar::Builder::new(Vec::new());
+    for (index, changed) in changed.iter().enumerate() {
+        let local = changed.file.local;
+        archive
+            .append_path_with_name(local, index.to_string())
+            .map_err(StepError::io("read", local))?;
+    }
+    let bytes = archive
+        .into_inner()
+        .map_err(StepError::io("write in", work_dir))?;
+    stage(work_dir, &bytes)
+}
+
+/// Takes member `<i>` of the tar `landed` to the i-th of `changed`: staged beside its target
+/// (a fresh `mktemp -d`), sha256 checked (exit 3 naming what was found), mode set, renamed.
+/// The tar and every staging directory go, whatever happens.
+fn place_script(landed: &str, changed: &[Changed<'_>]) -> String {
+    let tar = quote(landed);
+    let mut script =
+        format!("s=; fail() {{ rm -rf -- ${{s:+\"$s\"}}; rm -f -- {tar}; exit \"$1\"; }}; ");
+    for (index, Changed { file, hex }) in changed.iter().enumerate() {
+        let dir = match file.path.rsplit_once('/') {
+            Some(("", _)) => "/",
+            Some((dir, _)) => dir,
+            None => ".",
+        };
+        let dir = quote(dir);
+        let _ = write!(
+            script,
+            "mkdir -p -- {dir} || fail 1; s=$(mktemp -d {dir}/.kk-upload-XXXXXXXXXX) || fail 1; \
+             tar -xOf {tar} {index} > \"$s/f\" || fail 1; \
+             got=$(sha256sum -- \"$s/f\" | cut -d' ' -f1) || fail 1; \
+             if [ \"$got\" != {hex} ]; then echo {to}\": found sha256 $got\" >&2; fail 3; fi; \
+             chmod {mode:o} \"$s/f\" && mv -f -- \"$s/f\" {to} && rmdir -- \"$s\" || fail 1; s=; ",
+            mode = file.mode,
+            to = quote(file.path),
+        );
+    }
+    let _ = write!(script, "rm -f -- {tar}");
+    script
+}
+
 /// `content` in a temporary file of the work directory, for an upload.
 fn stage(work_dir: &Path, content: &[u8]) -> Result<tempfile::NamedTempFile, StepError> {
     let dir: PathBuf = work_dir.join("tmp");
@@ -256,5 +383,108 @@ pub(crate) async fn run_cluster(
         _ => Err(StepError::not_in_plan(format!(
             "`{action:?}` is not a cluster-wide step"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::ssh::{Connector, HostKeyPolicy, NodeLog, Target, Timeouts};
+
+    async fn local_node() -> Node {
+        let target = Target {
+            name: "local".to_owned(),
+            connector: Connector::Local,
+        };
+        let policy = HostKeyPolicy {
+            known_hosts: PathBuf::from("/nonexistent"),
+            accept_new: false,
+        };
+        Node::connect(&target, &policy, Timeouts::default(), NodeLog::discard())
+            .await
+            .expect("local node")
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        std::fs::metadata(path).expect("stat").permissions().mode() & 0o7777
+    }
+
+    #[tokio::test]
+    async fn put_many_writes_only_what_differs_and_nothing_the_second_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (work, node_root) = (dir.path().join("work"), dir.path().join("node"));
+        std::fs::create_dir_all(node_root.join("x")).expect("mkdir");
+        let local = |name: &str, content: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, content).expect("write");
+            path
+        };
+        let (same, mode, new) = (
+            local("same", "kept as is\n"),
+            local("mode", "right bytes, wrong mode\n"),
+            local("new", "not there yet\n"),
+        );
+        let target = |rel: &str| node_root.join(rel).to_str().expect("utf-8").to_owned();
+        let (same_at, mode_at, new_at) = (target("x/same"), target("x/mode"), target("y/z/new"));
+        std::fs::copy(&same, &same_at).expect("copy");
+        std::fs::set_permissions(&same_at, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        std::fs::copy(&mode, &mode_at).expect("copy");
+        std::fs::set_permissions(&mode_at, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let puts = [
+            Put {
+                local: &same,
+                path: &same_at,
+                mode: 0o644,
+            },
+            Put {
+                local: &mode,
+                path: &mode_at,
+                mode: 0o600,
+            },
+            Put {
+                local: &new,
+                path: &new_at,
+                mode: 0o640,
+            },
+        ];
+        let node = local_node().await;
+
+        let first = put_many(&work, &node, &puts).await.expect("put");
+        assert!(first.changed && first.sent > 0, "{first:?}");
+        assert_eq!(
+            first.files,
+            [same_at.clone(), mode_at.clone(), new_at.clone()]
+        );
+        for (local, at, mode) in [
+            (&same, &same_at, 0o644),
+            (&mode, &mode_at, 0o600),
+            (&new, &new_at, 0o640),
+        ] {
+            let at = Path::new(at);
+            assert_eq!(
+                std::fs::read(at).expect("read"),
+                std::fs::read(local).expect("read"),
+                "{at:?}"
+            );
+            assert_eq!(mode_of(at), mode, "{at:?}");
+        }
+        // No staging directory left beside any target.
+        for dir in ["x", "y/z"] {
+            let names: Vec<_> = std::fs::read_dir(node_root.join(dir))
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            assert!(
+                names
+                    .iter()
+                    .all(|n| !n.to_string_lossy().starts_with(".kk-upload-")),
+                "{names:?}"
+            );
+        }
+
+        let again = put_many(&work, &node, &puts).await.expect("put again");
+        assert!(!again.changed && again.sent == 0, "{again:?}");
     }
 }

@@ -1,7 +1,7 @@
 //! The pki phase: the certificates are made once, on the installer machine, in the work
 //! directory (the master copy), then each node gets exactly the files the plan gives it.
 
-use super::{Cx, Outcome, StepResult, put_file};
+use super::{Cx, Put, StepResult, put_many};
 use crate::install::error::StepError;
 use crate::install::plan::CertificateSet;
 use crate::pki;
@@ -36,14 +36,18 @@ pub(super) async fn copy(cx: &Cx<'_>, node: &Node) -> StepResult {
         CertificateSet::StackedEtcd => issued.stacked_etcd_files(),
         CertificateSet::EtcdMember => issued.etcd_member_files(node.name()),
     });
-    let mut outcome = Outcome::default();
+    let files: Vec<_> = files.collect();
     let mut seen = std::collections::BTreeSet::new();
-    for file in files {
-        if seen.insert(file.remote.clone()) {
-            outcome.merge(put_file(node, &file.local, &file.remote, file.mode).await?);
-        }
-    }
-    Ok(outcome)
+    let puts: Vec<Put<'_>> = files
+        .iter()
+        .filter(|file| seen.insert(file.remote.as_str()))
+        .map(|file| Put {
+            local: &file.local,
+            path: &file.remote,
+            mode: file.mode,
+        })
+        .collect();
+    put_many(cx.work_dir, node, &puts).await
 }
 
 /// The master copy's certificates that name control planes or the registry: the ones

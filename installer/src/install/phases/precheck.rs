@@ -1,9 +1,10 @@
 //! The precheck phase (on the installer machine): every node's facts gathered, the cluster
 //! measured, every rule judged.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{self, Reach};
+use crate::facts::Facts;
 use crate::inventory::{Config, Inventory};
 use crate::precheck::{self, BundleFacts, Context, Report};
 use crate::ssh::Node;
@@ -50,22 +51,32 @@ pub(crate) async fn rules(
 }
 
 /// Gathers facts and measurements from every node and evaluates every rule.
-pub async fn report(checks: &Checks<'_>, nodes: &[&Node]) -> Result<Report, SshError> {
+pub(crate) async fn report(checks: &Checks<'_>, nodes: &[&Node]) -> Result<Report, SshError> {
     let facts = cluster::gather(nodes, checks.reach).await?;
+    Ok(judge(checks, nodes, &facts).await)
+}
+
+/// Measures the cluster (etcd disks, the virtual IP) and evaluates every rule on the `facts`
+/// already gathered from `nodes`.
+pub async fn judge(
+    checks: &Checks<'_>,
+    nodes: &[&Node],
+    facts: &BTreeMap<String, Facts>,
+) -> Report {
     let measured = cluster::measure(
         checks.inventory,
         checks.config,
         nodes,
-        &facts,
+        facts,
         checks.fio_size,
     )
     .await;
     let context = Context {
         inventory: checks.inventory,
         config: checks.config,
-        facts: &facts,
+        facts,
         bundle: checks.bundle,
         cluster: &measured,
     };
-    Ok(precheck::evaluate(&context, checks.ignore))
+    precheck::evaluate(&context, checks.ignore)
 }
