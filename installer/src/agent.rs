@@ -138,8 +138,11 @@ mod tests {
 
     fn executable(dir: &Path, agent: &[u8], trailer: &[u8]) -> PathBuf {
         let path = dir.join("kk-install");
-        std::fs::write(&path, [b"\x7fELF program".as_slice(), agent, trailer].concat())
-            .expect("write");
+        std::fs::write(
+            &path,
+            [b"\x7fELF program".as_slice(), agent, trailer].concat(),
+        )
+        .expect("write");
         path
     }
 
@@ -161,7 +164,10 @@ mod tests {
         let mut wrong = trailer(b"the agent's bytes");
         let exe = executable(dir.path(), b"the agent's bytez", &wrong);
         let error = embedded(&exe).expect_err("tampered").to_string();
-        assert!(error.contains("damaged") && error.contains("sha256"), "{error}");
+        assert!(
+            error.contains("damaged") && error.contains("sha256"),
+            "{error}"
+        );
         wrong[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
         let exe = executable(dir.path(), b"", &wrong);
         let error = embedded(&exe).expect_err("too long").to_string();

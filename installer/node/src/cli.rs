@@ -211,9 +211,32 @@ mod tests {
     #[test]
     fn what_the_agent_refuses() {
         for (args, says) in [
-            (&["fetch", "a:1", "--registry", "r", "--ca", "c", "--into", "/"][..], "--expect"),
             (
-                &["fetch", "a:1", "--registry", "r", "--ca", "c", "--into", "/", "--expect", "md5:00"],
+                &[
+                    "fetch",
+                    "a:1",
+                    "--registry",
+                    "r",
+                    "--ca",
+                    "c",
+                    "--into",
+                    "/",
+                ][..],
+                "--expect",
+            ),
+            (
+                &[
+                    "fetch",
+                    "a:1",
+                    "--registry",
+                    "r",
+                    "--ca",
+                    "c",
+                    "--into",
+                    "/",
+                    "--expect",
+                    "md5:00",
+                ],
                 "md5:00",
             ),
             (&["ping", "--ca", "c"], "--registry"),
