@@ -76,7 +76,7 @@ fn assert_static(dist: &Path) {
         Command::new("readelf")
             .arg("--program-headers")
             .arg("--wide")
-            .arg(&dist),
+            .arg(dist),
     );
     assert!(
         headers.contains("LOAD"),
@@ -91,7 +91,7 @@ fn assert_static(dist: &Path) {
         Command::new("readelf")
             .arg("--dynamic")
             .arg("--wide")
-            .arg(&dist),
+            .arg(dist),
     );
     assert!(
         !dynamic.contains("(NEEDED)"),
