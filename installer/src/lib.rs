@@ -1,10 +1,11 @@
 //! `kk-install` as a library: the parts of the installer that tests and the binary share.
 
+pub mod agent;
 pub mod certs;
 pub mod cluster;
 pub mod error;
 pub mod facts;
-pub mod fetch;
+pub use kk_node::fetch;
 pub mod hooks;
 pub mod install;
 pub mod inventory;

@@ -262,12 +262,14 @@ pub(crate) fn install(
     .context("cannot plan the install")?;
     let installer_binary =
         std::env::current_exe().context("cannot find this kk-install's own file")?;
+    let agent_binary = kk_install::agent::locate(&installer_binary, &read.reach.work_dir)?;
     let bundle_facts = cluster::bundle_facts(&read.bundle);
     let ignore = args.checks.ignore.iter().cloned().collect();
     let install = Install {
         plan: &plan,
         bundle_path,
         installer_binary: &installer_binary,
+        agent_binary: &agent_binary,
         checks: Checks {
             inventory: &read.inventory,
             config: &read.config,

@@ -67,12 +67,14 @@ pub(crate) fn upgrade(runtime: &Runtime, args: &UpgradeArgs, quiet: bool) -> any
     let reach = reach_of(&args.reach);
     let installer_binary =
         std::env::current_exe().context("cannot find this kk-install's own file")?;
+    let agent_binary = kk_install::agent::locate(&installer_binary, work_dir)?;
     let bundle_facts = cluster::bundle_facts(&bundle);
     let ignore = std::collections::BTreeSet::new();
     let run = Upgrade {
         target: &target,
         bundle_path: cluster.bundle.path(),
         installer_binary: &installer_binary,
+        agent_binary: &agent_binary,
         checks: Checks {
             inventory: &inventory,
             config: &config,

@@ -209,14 +209,15 @@ for i in 1 2 3; do
   [ "$expected" = "$(sort "$bench/key-sums-$i.txt")" ] || die "node$i's copies differ"
 done
 
-python3 - "$bench" "$kk_seconds" "$key_seconds" "$kk_install" "$bundle" <<'PY'
+python3 - "$bench" "$kk_seconds" "$key_seconds" "$kk_install" "$bundle" "$target/dist/kk-node" <<'PY'
 import json, os, sys
-bench, kk_s, key_s, installer, bundle = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+bench, kk_s, key_s, installer, bundle, agent = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 mib = lambda b: f"{b / 2**20:.1f} MiB"
 summary = json.load(open(f"{bench}/kk-summary.json"))
 kk_wire = [int(x) for x in open(f"{bench}/kk-wire.txt").read().split()]
 key_wire = [int(x) for x in open(f"{bench}/key-wire.txt").read().split()]
 installer_size, bundle_size = os.path.getsize(installer), os.path.getsize(bundle)
+agent_size = os.path.getsize(agent)
 rows = [line.rstrip("\n").split("\t") for line in open(f"{bench}/binaries.tsv")]
 all_bins = sum(int(r[2]) for r in rows)
 runtime = sum(int(r[2]) for r in rows if r[3] == "runtime")
@@ -229,7 +230,8 @@ for i in (1, 2, 3):
     configs.append((len(paths), sum(os.path.getsize(f"{bench}/configs/node{i}{p}") for p in paths)))
 print(f"bundle {mib(bundle_size)}; its binaries {mib(all_bins)} ({len(rows)} files), of which runtime "
       f"(containerd, runc, cni-plugins, crictl) {mib(runtime)}, etcd {mib(etcd)}, kubeadm+kubelet+kubectl "
-      f"{mib(kube)} (the lab's stand-ins), helm {mib(helm)}; static kk-install {mib(installer_size)}")
+      f"{mib(kube)} (the lab's stand-ins), helm {mib(helm)}; static kk-install {mib(installer_size)} "
+      f"(with the agent appended), node agent kk-node {agent_size} B ({mib(agent_size)})")
 print()
 print(f"{'node':<6} {'kk sent':>10} {'kk wire':>10} {'KubeKey-way files':>18} {'KubeKey-way wire':>17} {'kk/KubeKey (wire)':>18}")
 for i in (1, 2, 3):
@@ -239,14 +241,30 @@ for i in (1, 2, 3):
 print(f"{'all':<6} {mib(sum(summary['sent'].values())):>10} {mib(sum(kk_wire)):>10} "
       f"{mib(3 * (runtime + etcd + kube) + helm + sum(c[1] for c in configs)):>18} {mib(sum(key_wire)):>17} {sum(kk_wire) / sum(key_wire):>18.2f}")
 print()
+print("bytes per node: the installer machine's wire bytes to the node / the bundle's binary bytes "
+      "(target <= 0.05 for a node that is not the registry host)")
+print(f"{'node':<6} {'kk wire':>10} {'kk / binaries':>14} {'target':>8} {'KubeKey way / binaries':>23}")
+for i in (1, 2, 3):
+    target = "-" if i == 1 else ("met" if kk_wire[i - 1] <= 0.05 * all_bins else "MISSED")
+    print(f"node{i:<2} {mib(kk_wire[i-1]):>10} {kk_wire[i-1] / all_bins:>14.3f} {target:>8} {key_wire[i-1] / all_bins:>23.3f}")
+print()
 print("kk's sent, by what: ")
 for i in (1, 2, 3):
     sent = summary["sent"].get(f"node{i}", 0)
-    rest = sent - installer_size - (bundle_size if i == 1 else 0)
-    print(f"  node{i}: kk-install {installer_size} B" + (f" + bundle {bundle_size} B" if i == 1 else "")
+    rest = sent - agent_size - (installer_size + bundle_size if i == 1 else 0)
+    print(f"  node{i}: kk-node {agent_size} B" + (f" + kk-install {installer_size} B + bundle {bundle_size} B" if i == 1 else "")
           + f" + certificates and configs {rest} B")
 print(f"KubeKey-way small files per node: " + ", ".join(f"node{i + 1} {n} files {b} B" for i, (n, b) in enumerate(configs)))
 print()
 print(f"wall time: kk full install {kk_s:.1f} s (kk's own summary: {summary['seconds']:.1f} s); "
       f"KubeKey-way copy only {key_s:.1f} s")
 PY
+
+# What the agent is made of: its largest crates, from an unstripped build of the same profile.
+if cargo bloat --version >/dev/null 2>&1; then
+  log "the node agent's largest crates (cargo bloat, unstripped node profile)"
+  CC_x86_64_unknown_linux_musl=musl-gcc CARGO_PROFILE_NODE_STRIP=false cargo bloat --profile node --target x86_64-unknown-linux-musl \
+    -p kk-node --crates -n 15 2>/dev/null
+else
+  log "cargo-bloat not installed: no breakdown of the agent (cargo install cargo-bloat --locked)"
+fi

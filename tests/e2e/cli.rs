@@ -14,6 +14,7 @@ fn about_words(name: &str) -> &'static [&'static str] {
     match name {
         "kk-bundle" => &["offline bundle", "manifest"],
         "kk-install" => &["bundle", "airgap"],
+        "kk-node" => &["node agent", "registry"],
         other => panic!("unknown binary {other}"),
     }
 }

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 /// The two binaries of the workspace, by package name (which is also the binary name).
-pub(crate) const BINARIES: [&str; 2] = ["kk-bundle", "kk-install"];
+pub(crate) const BINARIES: [&str; 3] = ["kk-bundle", "kk-install", "kk-node"];
 
 /// The version both binaries report: the workspace version, which this crate shares.
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -154,7 +154,10 @@ pub enum Action {
     Hooks,
     /// Gathers facts and evaluates every rule (cluster-wide).
     Precheck,
-    /// Copies this kk-install to `/usr/local/bin/kk-install` on the node.
+    /// Copies the node agent to `/usr/local/bin/kk-node` on the node (what every node runs to
+    /// fetch binaries and wait for the registry).
+    Agent,
+    /// Copies this kk-install to `/usr/local/bin/kk-install` on the registry host.
     Installer,
     /// Sets the host name to the inventory name (kubeadm registers the node by it).
     Hostname,

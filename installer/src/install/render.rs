@@ -20,8 +20,10 @@ pub mod paths {
     pub const STORE: &str = "/var/lib/kk/store";
     /// Where an uploaded bundle waits to be unpacked (removed afterwards).
     pub const INCOMING: &str = "/var/lib/kk/incoming";
-    /// The node's kk-install.
+    /// The registry host's kk-install (`unpack`, `registry serve`).
     pub const KK_INSTALL: &str = "/usr/local/bin/kk-install";
+    /// The node agent (`kk-node fetch`, `kk-node ping`), on every node.
+    pub const KK_NODE: &str = "/usr/local/bin/kk-node";
     /// containerd's mirror directory.
     pub const CERTS_D: &str = "/etc/containerd/certs.d";
     /// `username:password` of an external registry (root only), for `kk-install fetch` and

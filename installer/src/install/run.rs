@@ -45,8 +45,10 @@ pub struct Install<'a> {
     pub plan: &'a Plan,
     /// The bundle as given on the command line.
     pub bundle_path: &'a Path,
-    /// The kk-install binary copied to the nodes.
+    /// The kk-install binary copied to the registry host.
     pub installer_binary: &'a Path,
+    /// The node agent copied to every node ([`crate::agent::locate`]).
+    pub agent_binary: &'a Path,
     /// The cluster, the bundle's facts, how nodes are reached.
     pub checks: Checks<'a>,
 }
@@ -268,6 +270,7 @@ pub async fn run(
         checks: &install.checks,
         bundle_path: install.bundle_path,
         installer_binary: install.installer_binary,
+        agent_binary: install.agent_binary,
         work_dir,
         pki: &pki,
         bootstrap: &bootstrap,

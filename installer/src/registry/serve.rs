@@ -81,13 +81,7 @@ pub async fn serve(
     let no_delay = axum_server::accept::NoDelayAcceptor;
     let stopped = |source| ServeError::Stopped { address, source };
     if let Some(files) = tls {
-        let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key)
-            .await
-            .map_err(|source| ServeError::Tls {
-                cert: files.cert.clone(),
-                key: files.key.clone(),
-                source,
-            })?;
+        let config = tls_config(files).await?;
         tracing::info!("serving {served} on https://{address}");
         let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config).acceptor(no_delay);
         http.acceptor(acceptor).serve(app).await.map_err(stopped)
@@ -97,8 +91,37 @@ pub async fn serve(
     }
 }
 
+/// The server's TLS from `files`, with aws-lc's primitives.
+async fn tls_config(files: &TlsFiles) -> Result<axum_server::tls_rustls::RustlsConfig, ServeError> {
+    // The node agent links rustls with ring too, so rustls cannot pick a process-wide provider
+    // from its features any more (it would panic): name the one kk-install uses.
+    let _already = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    axum_server::tls_rustls::RustlsConfig::from_pem_file(&files.cert, &files.key)
+        .await
+        .map_err(|source| ServeError::Tls {
+            cert: files.cert.clone(),
+            key: files.key.clone(),
+            source,
+        })
+}
+
 #[cfg(test)]
 mod tests {
+    #[tokio::test]
+    async fn the_tls_config_loads_although_two_crypto_providers_are_linked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let issued =
+            rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("certificate");
+        let files = super::TlsFiles {
+            cert: dir.path().join("registry.crt"),
+            key: dir.path().join("registry.key"),
+        };
+        std::fs::write(&files.cert, issued.cert.pem()).expect("write");
+        std::fs::write(&files.key, issued.signing_key.serialize_pem()).expect("write");
+        let config = super::tls_config(&files).await.expect("a TLS config");
+        assert!(!config.get_inner().alpn_protocols.is_empty());
+    }
+
     #[test]
     fn a_busy_address_is_refused_naming_it() {
         let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");

@@ -40,8 +40,10 @@ pub(crate) struct Cx<'a> {
     pub(crate) checks: &'a Checks<'a>,
     /// The bundle file as given (a file, a parts index or a first part).
     pub(crate) bundle_path: &'a Path,
-    /// The kk-install copied to nodes.
+    /// The kk-install copied to the registry host.
     pub(crate) installer_binary: &'a Path,
+    /// The node agent copied to every node.
+    pub(crate) agent_binary: &'a Path,
     /// The work directory (certificates, logs, state).
     pub(crate) work_dir: &'a Path,
     /// The certificates, once `pki.issue` ran.
@@ -78,6 +80,7 @@ pub(crate) type StepResult = Result<Outcome, StepError>;
 /// Runs the per-node `action` on `node`.
 pub(crate) async fn run(cx: &Cx<'_>, action: &Action, node: &Node) -> StepResult {
     match action {
+        Action::Agent => os::agent(cx, node).await,
         Action::Installer => os::installer(cx, node).await,
         Action::Hostname => os::hostname(node).await,
         Action::Swap => os::swap(node).await,

@@ -1,4 +1,4 @@
-//! The os phase: the node's copy of kk-install, swap, kernel modules, sysctls, `/etc/hosts`,
+//! The os phase: the node agent (and the registry host's kk-install), swap, kernel modules, sysctls, `/etc/hosts`,
 //! and the check that they hold.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,8 +11,14 @@ use crate::install::render::{self, paths};
 use crate::precheck::{self, Context};
 use crate::ssh::{Node, fan_out};
 
-/// `os.installer`: this kk-install at `/usr/local/bin/kk-install` (the node fetches binaries
-/// and the registry host serves the bundle with it).
+/// `os.agent`: the node agent at `/usr/local/bin/kk-node` (the node fetches binaries and waits
+/// for the registry with it).
+pub(super) async fn agent(cx: &Cx<'_>, node: &Node) -> StepResult {
+    put_file(node, cx.agent_binary, paths::KK_NODE, 0o755).await
+}
+
+/// `os.installer`: this kk-install at `/usr/local/bin/kk-install` on the registry host (it
+/// unpacks and serves the bundle with it).
 pub(super) async fn installer(cx: &Cx<'_>, node: &Node) -> StepResult {
     put_file(node, cx.installer_binary, paths::KK_INSTALL, 0o755).await
 }

@@ -142,8 +142,8 @@ pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
     sh(
         node,
         &format!(
-            "{kk} registry ping --registry {registry} --ca {ca} --wait 60{auth}",
-            kk = paths::KK_INSTALL,
+            "{kk} ping --registry {registry} --ca {ca} --wait 60{auth}",
+            kk = paths::KK_NODE,
             registry = quote(&cx.plan.registry.address),
             ca = quote(&cx.plan.registry.ca),
             auth = auth_flag(cx),
@@ -153,12 +153,12 @@ pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
     Ok(outcome)
 }
 
-/// `kk-install fetch` from the plan's registry, trusting its CA, with its credentials file
+/// `kk-node fetch` from the plan's registry, trusting its CA, with its credentials file
 /// when it wants credentials; the caller adds what to fetch and where.
 pub(super) fn fetch_command(cx: &Cx<'_>) -> String {
     format!(
         "{kk} fetch --registry {registry} --ca {ca}{auth}",
-        kk = paths::KK_INSTALL,
+        kk = paths::KK_NODE,
         registry = quote(&cx.plan.registry.address),
         ca = quote(&cx.plan.registry.ca),
         auth = auth_flag(cx),

@@ -60,7 +60,14 @@ pub(super) fn steps(
     }
     add(Phase::PreHook, "scripts", Action::Hooks, all);
     add(Phase::Precheck, "rules", Action::Precheck, all);
-    add(Phase::Os, "installer", Action::Installer, all);
+    add(Phase::Os, "agent", Action::Agent, all);
+    // Only the registry host serves and unpacks; every other node runs the small agent.
+    add(
+        Phase::Os,
+        "installer",
+        Action::Installer,
+        groups.registry.as_slice(),
+    );
     add(Phase::Os, "hostname", Action::Hostname, all);
     add(Phase::Os, "swap", Action::Swap, runtime_nodes);
     add(Phase::Os, "modules", Action::Modules, runtime_nodes);

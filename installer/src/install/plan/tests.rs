@@ -146,7 +146,8 @@ fn each_step_runs_where_its_role_is() {
     let plan = plan(INVENTORY, "  etcd: {deployment_type: external}\n", &[]).expect("plan");
     let all = vec!["cp1".to_owned(), "w1".to_owned(), "w2".to_owned()];
     let cases: &[(&str, &[&str])] = &[
-        ("os.installer", &["cp1", "w1", "w2"]),
+        ("os.agent", &["cp1", "w1", "w2"]),
+        ("os.installer", &["cp1"]),
         ("os.sysctl", &["cp1", "w1", "w2"]),
         ("pki.issue", &[]),
         ("registry.unpack", &["cp1"]),

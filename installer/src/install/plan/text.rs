@@ -158,6 +158,7 @@ fn describe(action: &Action) -> String {
     match action {
         Action::Hooks => "run the hook scripts".to_owned(),
         Action::Precheck => "gather facts, check every rule".to_owned(),
+        Action::Agent => "copy the node agent kk-node to /usr/local/bin".to_owned(),
         Action::Installer => "copy kk-install to /usr/local/bin".to_owned(),
         Action::Hostname => "host name = the inventory name".to_owned(),
         Action::Swap => "swap off, now and in /etc/fstab".to_owned(),

@@ -210,6 +210,11 @@ impl UpgradePlan {
                 nodes: step.nodes.clone(),
             });
         }
+        // Nodes a kk-install without the agent installed get it before anything is fetched
+        // (the same file again is no change).
+        for step in target.steps.iter().filter(|s| s.action == Action::Agent) {
+            steps.add(&step.id, install(step), &step.nodes);
+        }
         if let Some(registry) = target.registry.node() {
             steps.add("unpack", UpgradeAction::Unpack, &[registry.to_owned()]);
         }

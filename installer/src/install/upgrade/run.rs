@@ -31,8 +31,10 @@ pub struct Upgrade<'a> {
     pub target: &'a Plan,
     /// The next bundle as given on the command line.
     pub bundle_path: &'a std::path::Path,
-    /// The kk-install binary the nodes have.
+    /// The kk-install binary the registry host has.
     pub installer_binary: &'a std::path::Path,
+    /// The node agent every node has ([`crate::agent::locate`]).
+    pub agent_binary: &'a std::path::Path,
     /// The cluster, the bundle's facts, how nodes are reached.
     pub checks: Checks<'a>,
 }
@@ -67,6 +69,7 @@ pub async fn run(
         checks: &upgrade.checks,
         bundle_path: upgrade.bundle_path,
         installer_binary: upgrade.installer_binary,
+        agent_binary: upgrade.agent_binary,
         work_dir,
         pki: &pki,
         bootstrap: &bootstrap,

@@ -127,6 +127,7 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
         steps(&plan),
         [
             ("upgrade.precheck", vec!["cp1", "w1"]),
+            ("upgrade.os.agent", vec!["cp1", "w1"]),
             ("upgrade.unpack", vec!["cp1"]),
             ("upgrade.kubeadm", vec!["cp1", "w1"]),
             ("upgrade.apply", vec!["cp1"]),
@@ -139,15 +140,15 @@ fn one_control_plane_and_a_worker_upgrade_in_kubeadms_order() {
         ],
         "no runtime step: the next bundle's containerd is the installed one"
     );
-    let apply = &plan.steps[3].action;
+    let apply = &plan.steps[4].action;
     assert_eq!(
         apply,
         &UpgradeAction::Apply {
             version: "v1.33.1".to_owned()
         }
     );
-    let UpgradeAction::Kubelet { binaries } = &plan.steps[5].action else {
-        panic!("{:?}", plan.steps[5]);
+    let UpgradeAction::Kubelet { binaries } = &plan.steps[6].action else {
+        panic!("{:?}", plan.steps[6]);
     };
     let names: Vec<&str> = binaries.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["kubelet", "kubectl"]);
@@ -166,6 +167,7 @@ fn three_control_planes_with_external_etcd_upgrade_runtime_and_members_first() {
         steps(&plan),
         [
             ("upgrade.precheck", vec!["cp1", "cp2", "cp3", "w1"]),
+            ("upgrade.os.agent", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.unpack", vec!["cp1"]),
             ("upgrade.runtime", vec!["cp1", "cp2", "cp3", "w1"]),
             ("upgrade.etcd", vec!["cp1", "cp2", "cp3"]),
@@ -312,6 +314,7 @@ fn the_rendered_plan_names_both_versions_and_each_nodes_steps() {
         w1,
         [
             "upgrade.precheck",
+            "upgrade.os.agent",
             "upgrade.kubeadm",
             "upgrade.node",
             "upgrade.kubelet",
@@ -337,12 +340,13 @@ fn an_external_registry_gets_the_next_bundle_pushed_instead_of_unpacked() {
         UpgradePlan::new(&installed("v1.32.3", "1.7.30", "v3.5.21"), &next, &[]).expect("plan");
     let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(
-        ids[..5],
+        ids[..6],
         [
             "upgrade.precheck",
             "upgrade.push.login",
             "upgrade.push.store",
             "upgrade.push.bundle",
+            "upgrade.os.agent",
             "upgrade.kubeadm",
         ]
     );

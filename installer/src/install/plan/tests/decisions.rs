@@ -343,9 +343,11 @@ fn an_external_registry_is_pushed_to_first_and_nothing_of_kks_registry_is_instal
     for id in ["push.login", "push.store", "push.bundle"] {
         assert!(nodes_of(&plan, id).is_empty(), "{id}");
     }
-    for gone in ["registry.unpack", "registry.service"] {
+    // No node serves, so none gets kk-install; every node fetches with the agent.
+    for gone in ["registry.unpack", "registry.service", "os.installer"] {
         assert!(!ids.contains(&gone), "{gone} in {ids:?}");
     }
+    assert_eq!(nodes_of(&plan, "os.agent"), ["cp1", "w1", "w2"]);
     // Every node still proves it reaches and trusts the registry.
     assert_eq!(nodes_of(&plan, "registry.ready"), ["cp1", "w1", "w2"]);
     assert_eq!(plan.registry.address, "harbor.lab:8443");

@@ -1,8 +1,8 @@
-//! `kk-install fetch`, run *on a node*: takes a binary from kk's registry, verifies it and
-//! installs it.
+//! `kk-node fetch` (and `kk-install fetch`), run *on a node*: takes a binary from kk's registry,
+//! verifies it and installs it.
 //!
 //! The installer machine never copies the bundle's binaries to the nodes itself. It sends one
-//! copy of `kk-install` to each node and then a command naming what the node must fetch: a
+//! copy of the small `kk-node` agent to each node and then a command naming what the node must fetch: a
 //! reference in the registry (`kk.internal/binaries/etcd:v3.4.23`) and the manifest digests the
 //! verified bundle lists for it. The node resolves the reference over TLS (trusting only the
 //! installation's CA), picks its own platform from an index, refuses a manifest whose digest the
@@ -132,26 +132,14 @@ pub async fn ping(
 }
 
 fn client(ca: &Path, auth_file: Option<&Path>) -> Result<reqwest::Client, FetchError> {
-    let pem = fs::read(ca).map_err(FetchError::io(ca))?;
-    let certificates =
-        reqwest::Certificate::from_pem_bundle(&pem).map_err(|source| FetchError::Ca {
-            path: ca.to_owned(),
-            source: Box::new(source),
-        })?;
-    if certificates.is_empty() {
-        return Err(FetchError::Ca {
-            path: ca.to_owned(),
-            source: "no certificate found".into(),
-        });
-    }
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(path) = auth_file {
         headers.insert(reqwest::header::AUTHORIZATION, basic_auth(path)?);
     }
     reqwest::Client::builder()
-        .user_agent(concat!("kk-install/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("kk-node/", env!("CARGO_PKG_VERSION")))
         .default_headers(headers)
-        .tls_certs_only(certificates)
+        .tls_backend_preconfigured(tls_config(ca)?)
         .connect_timeout(Duration::from_secs(10))
         .read_timeout(Duration::from_secs(60))
         .build()
@@ -159,6 +147,32 @@ fn client(ca: &Path, auth_file: Option<&Path>) -> Result<reqwest::Client, FetchE
             url: String::new(),
             source,
         })
+}
+
+/// TLS that trusts only the CA in `ca`, with ring's primitives: the agent carries one crypto
+/// provider, the small one, whichever other the workspace links.
+fn tls_config(ca: &Path) -> Result<rustls::ClientConfig, FetchError> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject as _};
+    let bad = |source: Box<dyn std::error::Error + Send + Sync>| FetchError::Ca {
+        path: ca.to_owned(),
+        source,
+    };
+    let pem = fs::read(ca).map_err(FetchError::io(ca))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(&pem) {
+        roots
+            .add(certificate.map_err(|e| bad(Box::new(e)))?)
+            .map_err(|e| bad(Box::new(e)))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no certificate found".into()));
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(Box::new(e)))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// `Basic <base64>` of the `username:password` line in `path`, marked sensitive (never shown
@@ -457,7 +471,7 @@ fn place(content: &mut dyn Read, target: &Path) -> Result<String, FetchError> {
     temp.as_file()
         .set_permissions(fs::Permissions::from_mode(0o755))
         .map_err(FetchError::io(target))?;
-    crate::durable::persist(temp, target).map_err(FetchError::io(target))?;
+    bundle_spec::durable::persist(temp, target).map_err(FetchError::io(target))?;
     Ok(hex::encode(hasher.finalize()))
 }
 
@@ -498,7 +512,7 @@ fn write_stamp(request: &FetchRequest, fetched: &Fetched) -> Result<(), FetchErr
     let path = stamp_path(request);
     fs::create_dir_all(&request.stamp_dir).map_err(FetchError::io(&request.stamp_dir))?;
     let json = serde_json::to_vec_pretty(fetched).map_err(|e| FetchError::io(&path)(e.into()))?;
-    crate::durable::write(&path, &json, 0o644, ".kk-fetch-").map_err(FetchError::io(&path))
+    bundle_spec::durable::write(&path, &json, 0o644, ".kk-fetch-").map_err(FetchError::io(&path))
 }
 
 #[cfg(test)]
