@@ -225,9 +225,10 @@ pub(crate) struct PrecheckArgs {
 pub(crate) struct FetchArgs {
     /// The artifact, `repository:tag` (`kk.internal/binaries/etcd:v3.4.23`).
     pub(crate) reference: String,
-    /// kk's registry, `host:port` (HTTPS).
-    #[arg(long)]
-    pub(crate) registry: String,
+    /// A host of kk's registry, `host:port` (HTTPS); repeatable: tried in the order given, the
+    /// next when one cannot be reached, times out or answers 5xx.
+    #[arg(long = "registry", value_name = "HOST:PORT", required = true)]
+    pub(crate) registries: Vec<String>,
     /// The only CA the registry's certificate may chain to.
     #[arg(long)]
     pub(crate) ca: PathBuf,
@@ -422,9 +423,10 @@ pub(crate) struct PruneArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct PingArgs {
-    /// The registry, `host:port`.
-    #[arg(long)]
-    pub(crate) registry: String,
+    /// A registry host, `host:port`; repeatable: every one must answer (each host a node's
+    /// `hosts.toml` lists is checked, not just the first that answers).
+    #[arg(long = "registry", value_name = "HOST:PORT", required = true)]
+    pub(crate) registries: Vec<String>,
     /// The only CA its certificate may chain to.
     #[arg(long)]
     pub(crate) ca: PathBuf,

@@ -84,13 +84,16 @@ pub(crate) fn ping(runtime: &Runtime, args: &PingArgs) -> anyhow::Result<()> {
     let wait = std::time::Duration::from_secs(args.wait);
     runtime
         .block_on(kk_install::fetch::ping(
-            &args.registry,
+            &args.registries,
             &args.ca,
             args.auth_file.as_deref(),
             wait,
         ))
-        .with_context(|| format!("registry `{}` is not ready", args.registry))?;
-    crate::print(&format!("ok: {} answers over TLS\n", args.registry))
+        .with_context(|| format!("registry `{}` is not ready", args.registries.join(", ")))?;
+    crate::print(&format!(
+        "ok: {} answers over TLS\n",
+        args.registries.join(", ")
+    ))
 }
 
 /// `registry cert`: the CA (made once) and the registry's serving certificate.
@@ -159,7 +162,7 @@ pub(crate) fn prune(args: &PruneArgs) -> anyhow::Result<()> {
 /// `kk-install fetch`: on a node, a binary from kk's registry into a directory.
 pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
     let request = kk_install::fetch::FetchRequest {
-        registry: args.registry.clone(),
+        registries: args.registries.clone(),
         ca: args.ca.clone(),
         reference: args.reference.clone(),
         expect: args.expect.clone(),
@@ -170,7 +173,13 @@ pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
     };
     let fetched = runtime
         .block_on(kk_install::fetch::fetch(&request))
-        .with_context(|| format!("cannot fetch `{}` from `{}`", args.reference, args.registry))?;
+        .with_context(|| {
+            format!(
+                "cannot fetch `{}` from `{}`",
+                args.reference,
+                args.registries.join(", ")
+            )
+        })?;
     match args.output {
         Output::Json => crate::print(&format!("{}\n", serde_json::to_string(&fetched)?)),
         Output::Text => {
