@@ -210,8 +210,9 @@ impl UpgradePlan {
                 nodes: step.nodes.clone(),
             });
         }
-        if let Some(registry) = target.registry.node() {
-            steps.add("unpack", UpgradeAction::Unpack, &[registry.to_owned()]);
+        let registry_nodes = target.registry.nodes();
+        if !registry_nodes.is_empty() {
+            steps.add("unpack", UpgradeAction::Unpack, &registry_nodes);
         }
         if target.containerd.is_some() && RUNTIME_BINARIES.into_iter().any(changed) {
             let (nodes, binaries) = fetched(target, Phase::Runtime)?;
