@@ -222,43 +222,9 @@ pub(crate) struct PrecheckArgs {
     pub(crate) reach: ReachArgs,
 }
 
-/// `kk-install fetch`, run on a node by the install.
-#[derive(Debug, Args)]
-pub(crate) struct FetchArgs {
-    /// The artifact, `repository:tag` (`kk.internal/binaries/etcd:v3.4.23`).
-    pub(crate) reference: String,
-    /// kk's registry, `host:port` (HTTPS).
-    #[arg(long)]
-    pub(crate) registry: String,
-    /// The only CA the registry's certificate may chain to.
-    #[arg(long)]
-    pub(crate) ca: PathBuf,
-    /// A manifest digest the bundle lists for the reference; anything else is refused.
-    #[arg(long, required = true, value_parser = digest)]
-    pub(crate) expect: Vec<bundle_spec::Sha256Digest>,
-    /// The directory the files go to.
-    #[arg(long)]
-    pub(crate) into: PathBuf,
-    /// A program to take from a release archive (all when none), or the name of a plain file
-    /// (a chart's layer, which has no file name of its own, is kept whole under this name).
-    #[arg(long = "file", value_name = "NAME")]
-    pub(crate) files: Vec<String>,
-    /// How to print what was installed.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
-    pub(crate) output: Output,
-    /// A file holding `username:password` for a registry that wants credentials.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) auth_file: Option<PathBuf>,
-}
-
-fn digest(text: &str) -> Result<bundle_spec::Sha256Digest, InvalidValue> {
-    text.strip_prefix("sha256:")
-        .and_then(bundle_spec::Sha256Digest::from_hex)
-        .ok_or_else(|| InvalidValue {
-            value: text.to_owned(),
-            expected: "a digest `sha256:<64 hex digits>`",
-        })
-}
+/// `kk-install fetch` and `registry ping`, run on a node by the install: the node agent's
+/// own arguments (`kk-node fetch`/`ping`), so the two programs take the same flags.
+pub(crate) use kk_node::cli::{FetchArgs, PingArgs};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -420,22 +386,6 @@ pub(crate) struct PruneArgs {
     /// How to print what was removed.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Output::Text)]
     pub(crate) output: Output,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct PingArgs {
-    /// The registry, `host:port`.
-    #[arg(long)]
-    pub(crate) registry: String,
-    /// The only CA its certificate may chain to.
-    #[arg(long)]
-    pub(crate) ca: PathBuf,
-    /// Seconds to keep trying.
-    #[arg(long, default_value_t = 30)]
-    pub(crate) wait: u64,
-    /// A file holding `username:password`: the registry must accept them.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) auth_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -621,19 +571,6 @@ mod tests {
             assert_eq!(
                 error,
                 format!("`{bad}` is not a size like `22m` or `2048k`")
-            );
-        }
-        let hex = "ab".repeat(32);
-        assert!(super::digest(&format!("sha256:{hex}")).is_ok());
-        for bad in [
-            hex.clone(),
-            format!("sha512:{hex}"),
-            "sha256:xyz".to_owned(),
-        ] {
-            let error = super::digest(&bad).expect_err(&bad).to_string();
-            assert_eq!(
-                error,
-                format!("`{bad}` is not a digest `sha256:<64 hex digits>`")
             );
         }
     }

@@ -19,5 +19,9 @@ pub mod trust;
 // The durable write is shared with the builder; `crate::durable` names it here.
 use bundle_spec::durable;
 
+/// Tests of the node-side fetch across several registry hosts against this crate's own
+/// registry and PKI (which the agent crate does not have).
+#[cfg(test)]
+mod fetch_failover_tests;
 #[cfg(test)]
 mod snapshot_tests;

@@ -79,18 +79,9 @@ pub(crate) fn push(runtime: &Runtime, args: &PushArgs, quiet: bool) -> anyhow::R
     crate::print(&kk_install::push::outcome(&report))
 }
 
-/// `registry ping`: waits until the registry answers over TLS.
+/// `registry ping`: waits until every registry host answers over TLS.
 pub(crate) fn ping(runtime: &Runtime, args: &PingArgs) -> anyhow::Result<()> {
-    let wait = std::time::Duration::from_secs(args.wait);
-    runtime
-        .block_on(kk_install::fetch::ping(
-            &args.registry,
-            &args.ca,
-            args.auth_file.as_deref(),
-            wait,
-        ))
-        .with_context(|| format!("registry `{}` is not ready", args.registry))?;
-    crate::print(&format!("ok: {} answers over TLS\n", args.registry))
+    crate::print(&kk_node::cli::ping(runtime, args)?)
 }
 
 /// `registry cert`: the CA (made once) and the registry's serving certificate.
@@ -158,34 +149,7 @@ pub(crate) fn prune(args: &PruneArgs) -> anyhow::Result<()> {
 
 /// `kk-install fetch`: on a node, a binary from kk's registry into a directory.
 pub(crate) fn fetch(runtime: &Runtime, args: &FetchArgs) -> anyhow::Result<()> {
-    let request = kk_install::fetch::FetchRequest {
-        registry: args.registry.clone(),
-        ca: args.ca.clone(),
-        reference: args.reference.clone(),
-        expect: args.expect.clone(),
-        into: args.into.clone(),
-        files: args.files.clone(),
-        stamp_dir: kk_install::fetch::STAMP_DIR.into(),
-        auth_file: args.auth_file.clone(),
-    };
-    let fetched = runtime
-        .block_on(kk_install::fetch::fetch(&request))
-        .with_context(|| format!("cannot fetch `{}` from `{}`", args.reference, args.registry))?;
-    match args.output {
-        Output::Json => crate::print(&format!("{}\n", serde_json::to_string(&fetched)?)),
-        Output::Text => {
-            let verb = if fetched.unchanged {
-                "already in place"
-            } else {
-                "installed"
-            };
-            let mut text = String::new();
-            for (path, sha) in &fetched.files {
-                let _ = writeln!(text, "{verb}: {} (sha256 {sha})", path.display());
-            }
-            crate::print(&text)
-        }
-    }
+    crate::print(&kk_node::cli::fetch(runtime, args)?)
 }
 
 /// The store of `source`, after unpacking its bundle into it when one is given.

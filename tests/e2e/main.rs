@@ -28,6 +28,7 @@ mod packages_lab;
 mod precheck_lab;
 mod rebuild_lab;
 mod referrers;
+mod registry_failover_lab;
 mod registry_load;
 mod signing;
 mod ssh_lab;

@@ -34,9 +34,10 @@ pub enum Command {
 pub struct FetchArgs {
     /// The artifact, `repository:tag` (`kk.internal/binaries/etcd:v3.4.23`).
     pub reference: String,
-    /// kk's registry, `host:port` (HTTPS).
-    #[arg(long)]
-    pub registry: String,
+    /// A host of kk's registry, `host:port` (HTTPS); repeatable: tried in the order given, the
+    /// next when one cannot be reached, times out or answers 5xx.
+    #[arg(long = "registry", value_name = "HOST:PORT", required = true)]
+    pub registries: Vec<String>,
     /// The only CA the registry's certificate may chain to.
     #[arg(long)]
     pub ca: PathBuf,
@@ -61,9 +62,10 @@ pub struct FetchArgs {
 /// `kk-node ping`: the flags of `kk-install registry ping`.
 #[derive(Debug, Args)]
 pub struct PingArgs {
-    /// The registry, `host:port`.
-    #[arg(long)]
-    pub registry: String,
+    /// A registry host, `host:port`; repeatable: every one must answer (each host a node's
+    /// `hosts.toml` lists is checked, not just the first that answers).
+    #[arg(long = "registry", value_name = "HOST:PORT", required = true)]
+    pub registries: Vec<String>,
     /// The only CA its certificate may chain to.
     #[arg(long)]
     pub ca: PathBuf,
@@ -98,32 +100,43 @@ pub fn run(cli: &Cli) -> anyhow::Result<String> {
         .build()
         .context("cannot start the agent's runtime")?;
     match &cli.command {
-        Command::Fetch(args) => {
-            let fetched = runtime
-                .block_on(fetch::fetch(&request(args)))
-                .with_context(|| {
-                    format!("cannot fetch `{}` from `{}`", args.reference, args.registry)
-                })?;
-            Ok(render(&fetched, args.output)?)
-        }
-        Command::Ping(args) => {
-            runtime
-                .block_on(fetch::ping(
-                    &args.registry,
-                    &args.ca,
-                    args.auth_file.as_deref(),
-                    Duration::from_secs(args.wait),
-                ))
-                .with_context(|| format!("registry `{}` is not ready", args.registry))?;
-            Ok(format!("ok: {} answers over TLS\n", args.registry))
-        }
+        Command::Fetch(args) => fetch(&runtime, args),
+        Command::Ping(args) => ping(&runtime, args),
     }
+}
+
+/// `fetch` on `runtime`: what it prints.
+pub fn fetch(runtime: &tokio::runtime::Runtime, args: &FetchArgs) -> anyhow::Result<String> {
+    let fetched = runtime
+        .block_on(fetch::fetch(&request(args)))
+        .with_context(|| {
+            format!(
+                "cannot fetch `{}` from `{}`",
+                args.reference,
+                args.registries.join(", ")
+            )
+        })?;
+    Ok(render(&fetched, args.output)?)
+}
+
+/// `ping` on `runtime`: what it prints.
+pub fn ping(runtime: &tokio::runtime::Runtime, args: &PingArgs) -> anyhow::Result<String> {
+    let registries = args.registries.join(", ");
+    runtime
+        .block_on(fetch::ping(
+            &args.registries,
+            &args.ca,
+            args.auth_file.as_deref(),
+            Duration::from_secs(args.wait),
+        ))
+        .with_context(|| format!("registry `{registries}` is not ready"))?;
+    Ok(format!("ok: {registries} answers over TLS\n"))
 }
 
 /// The request `args` ask for, with the node's stamp directory.
 pub fn request(args: &FetchArgs) -> FetchRequest {
     FetchRequest {
-        registry: args.registry.clone(),
+        registries: args.registries.clone(),
         ca: args.ca.clone(),
         reference: args.reference.clone(),
         expect: args.expect.clone(),
@@ -190,7 +203,7 @@ mod tests {
             panic!("not fetch: {cli:?}");
         };
         let request = request(&args);
-        assert_eq!(request.registry, "10.0.0.1:5000");
+        assert_eq!(request.registries, ["10.0.0.1:5000"]);
         assert_eq!(request.expect.len(), 2);
         assert_eq!(request.files, ["etcd", "etcdctl"]);
         assert_eq!(request.stamp_dir, PathBuf::from(fetch::STAMP_DIR));
@@ -204,7 +217,10 @@ mod tests {
         let Command::Ping(args) = cli.command else {
             panic!("not ping: {cli:?}");
         };
-        assert_eq!((args.registry.as_str(), args.wait), ("r:5000", 30));
+        assert_eq!(
+            (args.registries.as_slice(), args.wait),
+            (&["r:5000".to_owned()][..], 30)
+        );
         assert!(args.auth_file.is_none());
     }
 

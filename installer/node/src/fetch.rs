@@ -14,6 +14,13 @@
 //! place, so a node never runs a half-written binary. A stamp under [`STAMP_DIR`] records what a
 //! fetch installed with each file's sha256; a rerun whose files still match does nothing at all
 //! (no network, no write).
+//!
+//! A request names every host of the `image_registry` group, each serving the same store. They
+//! are tried in the order given: the next one when a host cannot be reached, times out
+//! (including mid-download) or answers 5xx. Every answer is checked the same way whoever gives
+//! it (the manifest against the bundle's digests, the layer against its size and sha256), so a
+//! fallback never weakens what a node accepts; a host that answers wrongly (4xx, a manifest the
+//! bundle does not list, a corrupt blob) ends the fetch instead of being skipped.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -38,8 +45,8 @@ pub const STAMP_DIR: &str = "/var/lib/kk/fetched";
 /// What to fetch and where to put it.
 #[derive(Debug, Clone)]
 pub struct FetchRequest {
-    /// The registry, `host:port` (HTTPS).
-    pub registry: String,
+    /// kk's registry hosts, `host:port` (HTTPS), tried in this order (see the module docs).
+    pub registries: Vec<String>,
     /// The CA certificate (PEM) the registry's certificate must chain to; nothing else is trusted.
     pub ca: PathBuf,
     /// `repository:tag` in the registry.
@@ -79,13 +86,60 @@ pub async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchError> {
     }
     let client = client(&request.ca, request.auth_file.as_deref())?;
     let (repository, tag) = split_reference(&request.reference)?;
-    let base = format!("https://{}/v2/{repository}", request.registry);
-    let (manifest_digest, manifest) = resolve(&client, &base, tag, request).await?;
-    let layer = single_layer(&manifest, &request.reference)?;
     fs::create_dir_all(&request.into).map_err(FetchError::io(&request.into))?;
-    let (staged, downloaded) = download(&client, &base, &layer, &request.into).await?;
+    let mut unavailable = Vec::new();
+    for registry in &request.registries {
+        let base = format!("https://{registry}/v2/{repository}");
+        match download_from(&client, &base, tag, request).await {
+            Ok(downloaded) => return finish(request, downloaded).await,
+            Err(error) if error.is_unavailable() => {
+                // The agent has no logger: its stderr is what the install shows for the step.
+                eprintln!(
+                    "warning: registry `{registry}` is unavailable, trying the next: {error}"
+                );
+                unavailable.push(error);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Err(FetchError::exhausted(&request.registries, unavailable))
+}
+
+/// A layer downloaded from one registry host, not installed yet.
+struct Downloaded {
+    manifest: Sha256Digest,
+    title: String,
+    staged: tempfile::NamedTempFile,
+    bytes: u64,
+}
+
+/// The manifest and the layer of `tag`, from the registry at `base`.
+async fn download_from(
+    client: &reqwest::Client,
+    base: &str,
+    tag: &str,
+    request: &FetchRequest,
+) -> Result<Downloaded, FetchError> {
+    let (manifest, document) = resolve(client, base, tag, request).await?;
+    let layer = single_layer(&document, &request.reference)?;
+    let (staged, bytes) = download(client, base, &layer, &request.into).await?;
+    Ok(Downloaded {
+        manifest,
+        title: layer.title,
+        staged,
+        bytes,
+    })
+}
+
+/// Installs what was downloaded and records the stamp.
+async fn finish(request: &FetchRequest, downloaded: Downloaded) -> Result<Fetched, FetchError> {
     let request_owned = request.clone();
-    let title = layer.title.clone();
+    let Downloaded {
+        manifest,
+        title,
+        staged,
+        bytes,
+    } = downloaded;
     let files = tokio::task::spawn_blocking(move || install(&staged, &title, &request_owned))
         .await
         .map_err(|e| FetchError::Io {
@@ -93,26 +147,45 @@ pub async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchError> {
             source: io::Error::other(e),
         })??;
     let fetched = Fetched {
-        manifest: manifest_digest.to_string(),
+        manifest: manifest.to_string(),
         files,
-        downloaded,
+        downloaded: bytes,
         unchanged: false,
     };
     write_stamp(request, &fetched)?;
     Ok(fetched)
 }
 
-/// Waits until the registry answers `/v2/` over TLS verified with `ca` (and accepts the
-/// credentials of `auth_file`, if given), for at most `wait`.
+/// Waits until every registry of `registries` answers `/v2/` over TLS verified with `ca` (and
+/// accepts the credentials of `auth_file`, if given), for at most `wait` in all.
+///
+/// Every host, not any: the install's `registry.ready` uses this to prove that the node
+/// reaches and trusts each host its `hosts.toml` lists, so a host that is wrong from the start
+/// (its certificate, a firewall) is named at install time instead of being hidden behind the
+/// fallback until the others fail too.
 pub async fn ping(
-    registry: &str,
+    registries: &[String],
     ca: &Path,
     auth_file: Option<&Path>,
     wait: Duration,
 ) -> Result<(), FetchError> {
     let client = client(ca, auth_file)?;
-    let url = format!("https://{registry}/v2/");
     let deadline = tokio::time::Instant::now() + wait;
+    if registries.is_empty() {
+        return Err(FetchError::exhausted(registries, Vec::new()));
+    }
+    for registry in registries {
+        ping_one(&client, registry, deadline).await?;
+    }
+    Ok(())
+}
+
+async fn ping_one(
+    client: &reqwest::Client,
+    registry: &str,
+    deadline: tokio::time::Instant,
+) -> Result<(), FetchError> {
+    let url = format!("https://{registry}/v2/");
     loop {
         let outcome = client.get(&url).send().await;
         match outcome {
@@ -521,7 +594,7 @@ mod tests {
 
     fn request(into: &Path, files: &[&str]) -> FetchRequest {
         FetchRequest {
-            registry: "127.0.0.1:1".to_owned(),
+            registries: vec!["127.0.0.1:1".to_owned()],
             ca: into.join("ca.crt"),
             reference: "kk.internal/binaries/etcd:v3.4.23".to_owned(),
             expect: vec![Sha256Digest::of(b"manifest")],

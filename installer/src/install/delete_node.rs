@@ -47,9 +47,9 @@ pub enum DeleteNodeError {
         /// The node.
         node: String,
     },
-    /// The registry host serves every node's images and binaries.
+    /// The last registry host serves every node's images and binaries.
     #[error(
-        "`{node}` runs kk's registry, which every node pulls from; hint: it cannot be deleted while the cluster runs, reset the whole cluster with `kk-install reset` instead"
+        "`{node}` runs kk's registry, which every node pulls from, and no other host does; hint: add another host to `image_registry` and rerun the install first, or reset the whole cluster with `kk-install reset`"
     )]
     Registry {
         /// The node.
@@ -111,8 +111,8 @@ pub struct Deletion {
     pub others: Vec<String>,
 }
 
-/// What deleting `node` involves, or why it is refused (the first control plane, the registry
-/// host, the last etcd member, a name the inventory does not have).
+/// What deleting `node` involves, or why it is refused (the first control plane, the last
+/// registry host, the last etcd member, a name the inventory does not have).
 pub fn deletion(
     inventory: &Inventory,
     config: &Config,
@@ -141,7 +141,9 @@ pub fn deletion(
     if first_control_plane.as_deref() == Some(node) {
         return refused(|node| DeleteNodeError::FirstControlPlane { node });
     }
-    if named(Role::ImageRegistry).iter().any(|n| n == node) {
+    // One of several registry hosts may go: the others serve the same store, and every node's
+    // mirrors fall back to them (the next install drops it from `hosts.toml`).
+    if named(Role::ImageRegistry) == [node] {
         return refused(|node| DeleteNodeError::Registry { node });
     }
     let external = config.etcd.deployment_type == EtcdDeploymentType::External;

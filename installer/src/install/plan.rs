@@ -482,7 +482,7 @@ impl Plan {
             all: names(&inventory.hosts().iter().collect::<Vec<_>>()),
             runtime: runtime_nodes,
             etcd: etcd_members.iter().map(|(name, _)| name.clone()).collect(),
-            registry: registry.node().map(str::to_owned),
+            registry: registry.nodes(),
             external_registry: registry.external().is_some(),
         };
         // IPv6 forwarding whenever a cluster range is IPv6 (dual stack or IPv6 only).

@@ -111,8 +111,11 @@ fn upstream_server(host: &str) -> String {
 /// `RegistryPlan::mirror` gives it).
 #[derive(Debug, Clone, Copy)]
 pub struct Mirror<'a> {
-    /// `host:port` of the registry.
+    /// `host:port` of the registry by its name (`server` without `upstream_fallback`).
     pub address: &'a str,
+    /// The registry hosts, `host:port`, each a `[host]` table in this order (containerd tries
+    /// them in file order, the next when one fails); none: the one `address`.
+    pub hosts: &'a [String],
     /// The CA file the node trusts it with.
     pub ca: &'a str,
     /// Whether containerd may fall back to the image host's own server.
@@ -132,33 +135,52 @@ pub struct Mirror<'a> {
 /// the registry too: a pull then fails there, naming the image, instead of trying the internet
 /// from a machine that has no way out.
 pub fn hosts_toml(host: &str, registry: &Mirror<'_>) -> String {
-    let address = registry.address;
     let server = if registry.upstream_fallback {
         upstream_server(host)
     } else {
-        format!("https://{address}")
+        format!("https://{}", registry.address)
     };
-    let mirror = mirror_url(host, registry);
     let (which, override_path) = if registry.external {
         ("the external registry", "\x20 override_path = true\n")
     } else {
         ("kk's registry", "")
     };
-    format!(
+    let mut text = format!(
         "# Written by kk-install: pulls of {host} images go to {which}.\n\
-         server = \"{server}\"\n\n\
-         [host.\"{mirror}\"]\n\
-         \x20 capabilities = [\"pull\", \"resolve\"]\n\
-         \x20 ca = \"{ca}\"\n{override_path}",
-        ca = registry.ca,
-    )
+         server = \"{server}\"\n"
+    );
+    for address in mirror_addresses(registry) {
+        let _ = write!(
+            text,
+            "\n[host.\"{mirror}\"]\n\
+             \x20 capabilities = [\"pull\", \"resolve\"]\n\
+             \x20 ca = \"{ca}\"\n{override_path}",
+            mirror = host_url(host, address, registry.external),
+            ca = registry.ca,
+        );
+    }
+    text
 }
 
-/// The `[host."…"]` key of the mirror in [`hosts_toml`] for `host`: an external registry's
-/// URL carries the host's path, kk's registry is asked with `?ns=<host>`.
+/// The `[host."…"]` key of the first mirror in [`hosts_toml`] for `host` (an external
+/// registry has only one).
 pub fn mirror_url(host: &str, registry: &Mirror<'_>) -> String {
-    let address = registry.address;
-    if registry.external {
+    let first = mirror_addresses(registry)
+        .next()
+        .unwrap_or(registry.address);
+    host_url(host, first, registry.external)
+}
+
+/// [`Mirror::hosts`], or the one [`Mirror::address`] when it names none.
+fn mirror_addresses<'a>(registry: &Mirror<'a>) -> impl Iterator<Item = &'a str> {
+    let one = registry.hosts.is_empty().then_some(registry.address);
+    registry.hosts.iter().map(String::as_str).chain(one)
+}
+
+/// The `[host."…"]` key of the mirror at `address`: an external registry's URL carries the
+/// host's path, kk's registry is asked with `?ns=<host>`.
+fn host_url(host: &str, address: &str, external: bool) -> String {
+    if external {
         format!("https://{address}/v2/{host}")
     } else {
         format!("https://{address}")

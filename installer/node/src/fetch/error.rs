@@ -98,6 +98,18 @@ pub enum FetchError {
         #[source]
         source: std::io::Error,
     },
+    /// No registry host answered: each of several could not be reached, timed out or answered
+    /// 5xx (with one host, its own error is returned instead).
+    #[error(
+        "no registry of `{registries}` is available; hint: check that kk-registry.service runs on the `image_registry` hosts"
+    )]
+    Unavailable {
+        /// The hosts tried, in order, comma-separated (`none` when the request named none).
+        registries: String,
+        /// The last host's error.
+        #[source]
+        last: Option<Box<FetchError>>,
+    },
     /// Programs asked for are not in the archive.
     #[error("the archive `{name}` holds no `{missing}`")]
     NotInArchive {
@@ -113,5 +125,63 @@ impl FetchError {
     pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self + use<> {
         let path = path.to_owned();
         move |source| Self::Io { path, source }
+    }
+
+    /// Whether the host that gave this error is unavailable (unreachable, timed out, cut off
+    /// mid-answer, or answering 5xx), so the next registry host may be tried; any other
+    /// answer is the same on every host, or one a node must not look past.
+    pub(crate) fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Http { .. } => true,
+            Self::Status { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+
+    /// The error after every host of `registries` was `unavailable`: the one host's own error,
+    /// or [`FetchError::Unavailable`] naming them all with the last one's.
+    pub(crate) fn exhausted(registries: &[String], mut unavailable: Vec<Self>) -> Self {
+        if registries.len() == 1
+            && let Some(only) = unavailable.pop()
+        {
+            return only;
+        }
+        Self::Unavailable {
+            registries: if registries.is_empty() {
+                "none".to_owned()
+            } else {
+                registries.join(", ")
+            },
+            last: unavailable.pop().map(Box::new),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FetchError;
+
+    #[test]
+    fn only_unreachable_hosts_and_server_errors_move_on_to_the_next_host() {
+        let status = |status| FetchError::Status {
+            url: "https://r/v2/".to_owned(),
+            status,
+        };
+        for (error, moves_on) in [
+            (status(500), true),
+            (status(503), true),
+            (status(404), false),
+            (status(401), false),
+            (FetchError::Reference("x".to_owned()), false),
+            (
+                FetchError::Blob {
+                    digest: "sha256:00".to_owned(),
+                    reason: "short".to_owned(),
+                },
+                false,
+            ),
+        ] {
+            assert_eq!(error.is_unavailable(), moves_on, "{error}");
+        }
     }
 }

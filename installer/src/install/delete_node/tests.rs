@@ -56,6 +56,13 @@ fn what_a_deletion_involves() {
     let others: Vec<&str> = member.etcd_others.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(others, ["cp1", "cp2"]);
     assert_eq!(member.others, ["cp1", "cp2", "w1", "reg"]);
+    // One of two registry hosts may go; the last one may not.
+    let two_registries = INVENTORY.replace(
+        "image_registry: {hosts: [reg]}",
+        "image_registry: {hosts: [reg, w1]}",
+    );
+    let registry = deletion_of(&two_registries, "external", "reg").expect("reg");
+    assert_eq!(registry.others, ["cp1", "cp2", "w1", "e1"]);
     let worker = deletion_of(INVENTORY, "external", "w1").expect("w1");
     assert_eq!(worker.etcd_peer_url, None);
     assert!(worker.etcd_others.is_empty());

@@ -36,7 +36,7 @@ pub(super) async fn docker(cx: &Cx<'_>, node: &Node) -> StepResult {
             0o644,
         ),
     ];
-    dockerd.extend(mirror_files(cx)?);
+    dockerd.extend(mirror_files(cx, node)?);
     let cri_dockerd = [
         (
             "/etc/systemd/system/cri-docker.socket".to_owned(),
@@ -75,7 +75,7 @@ pub(super) async fn docker(cx: &Cx<'_>, node: &Node) -> StepResult {
 /// `/etc/docker/certs.d/<host>/hosts.toml` of every image host, with the path and mode each is
 /// put with: root-only when it holds the external registry's credentials (the plan's
 /// `mirror_auth`, its password read from the installer machine's environment, never logged).
-fn mirror_files(cx: &Cx<'_>) -> Result<Vec<(String, String, u32)>, StepError> {
+fn mirror_files(cx: &Cx<'_>, node: &Node) -> Result<Vec<(String, String, u32)>, StepError> {
     let mirror_auth = cx.plan.docker.as_ref().and_then(|d| d.mirror_auth.as_ref());
     let credentials = registry::credentials(cx)?;
     let auth = mirror_auth.and_then(|wanted| {
@@ -85,7 +85,7 @@ fn mirror_files(cx: &Cx<'_>) -> Result<Vec<(String, String, u32)>, StepError> {
             .map(|(auth, password)| (auth.username.as_str(), password.as_str()))
     });
     let mode = if auth.is_some() { 0o600 } else { 0o644 };
-    let mirror = cx.plan.registry.mirror();
+    let mirror = cx.plan.registry.mirror(node.name());
     Ok(cx
         .plan
         .image_hosts

@@ -72,7 +72,7 @@ pub(super) async fn install(cx: &Cx<'_>, node: &Node) -> StepResult {
     if wanted.records.is_empty() {
         return Ok(Outcome::default());
     }
-    let fetch = fetch_command(&super::registry::fetch_command(cx), set, &wanted)?;
+    let fetch = fetch_command(&super::registry::fetch_command(cx, node), set, &wanted)?;
     let fetched = sh(node, &fetch).await?;
     let files = fetched_files(&fetched)?;
     sh(node, &dpkg_command(set, &wanted)).await?;

@@ -1,12 +1,13 @@
-//! The registry phase: the verified bundle goes to the registry host once, is unpacked there
+//! The registry phase: the verified bundle goes to each registry host once, is unpacked there
 //! by the same verifying unpack as `kk-install unpack`, and is served by `kk-registry.service`;
-//! then every node proves it reaches and trusts the registry.
+//! then every node proves it reaches and trusts each registry host.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::{Cx, Outcome, Start, StepResult, ensure_unit, put, put_file, sh};
 use crate::install::error::StepError;
-use crate::install::plan::{RegistryAuth, RegistryServer};
+use crate::install::plan::RegistryAuth;
 use crate::install::render::{self, paths};
 use crate::ssh::{Node, quote};
 
@@ -99,12 +100,18 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
         &format!("sha256sum < {} | cut -d' ' -f1", paths::REGISTRY_CERT),
     )
     .await?;
-    let RegistryServer::Kk { ip, .. } = &cx.plan.registry.server else {
+    let Some(host) = cx
+        .plan
+        .registry
+        .hosts()
+        .iter()
+        .find(|host| host.node == node.name())
+    else {
         return Err(StepError::not_in_plan(
-            "kk's registry service with an external registry",
+            "kk's registry service on a host that does not serve it",
         ));
     };
-    let listen = render::registry_listen(*ip, cx.plan.registry.port);
+    let listen = render::registry_listen(host.ip, cx.plan.registry.port);
     // The certificate's digest is part of the unit, so a new certificate restarts the service.
     let unit = format!(
         "{}# serving certificate sha256 {}\n",
@@ -124,8 +131,9 @@ pub(super) async fn service(cx: &Cx<'_>, node: &Node) -> StepResult {
     Ok(outcome)
 }
 
-/// `registry.ready`: the node reaches the registry by its name over TLS verified with the
-/// registry's CA (the same path every later pull takes). An external registry's CA and
+/// `registry.ready`: the node reaches every registry host its mirrors list (by the name with
+/// one host, by IP with several) over TLS verified with the registry's CA (the same path every
+/// later pull takes). An external registry's CA and
 /// credentials are put on the node first, and the registry must accept the credentials from
 /// there too.
 pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
@@ -142,9 +150,9 @@ pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
     sh(
         node,
         &format!(
-            "{kk} ping --registry {registry} --ca {ca} --wait 60{auth}",
+            "{kk} ping{registries} --ca {ca} --wait 60{auth}",
             kk = paths::KK_NODE,
-            registry = quote(&cx.plan.registry.address),
+            registries = registry_flags(cx, node),
             ca = quote(&cx.plan.registry.ca),
             auth = auth_flag(cx),
         ),
@@ -153,16 +161,29 @@ pub(super) async fn ready(cx: &Cx<'_>, node: &Node) -> StepResult {
     Ok(outcome)
 }
 
-/// `kk-node fetch` from the plan's registry, trusting its CA, with its credentials file
-/// when it wants credentials; the caller adds what to fetch and where.
-pub(super) fn fetch_command(cx: &Cx<'_>) -> String {
+/// `kk-node fetch` on `node` from the plan's registry hosts in the node's mirror order,
+/// trusting its CA, with its credentials file when it wants credentials; the caller adds what
+/// to fetch and where.
+pub(super) fn fetch_command(cx: &Cx<'_>, node: &Node) -> String {
     format!(
-        "{kk} fetch --registry {registry} --ca {ca}{auth}",
+        "{kk} fetch{registries} --ca {ca}{auth}",
         kk = paths::KK_NODE,
-        registry = quote(&cx.plan.registry.address),
+        registries = registry_flags(cx, node),
         ca = quote(&cx.plan.registry.ca),
         auth = auth_flag(cx),
     )
+}
+
+/// ` --registry <host:port>` for each of `node`'s mirrors, in its order.
+fn registry_flags(cx: &Cx<'_>, node: &Node) -> String {
+    cx.plan
+        .registry
+        .mirrors_for(node.name())
+        .iter()
+        .fold(String::new(), |mut flags, address| {
+            let _ = write!(flags, " --registry {}", quote(address));
+            flags
+        })
 }
 
 /// ` --auth-file <file>` for `kk-install fetch` and `ping` when the registry wants

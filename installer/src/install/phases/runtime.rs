@@ -25,7 +25,7 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
     for binary in binaries {
         let mut command = format!(
             "{fetch} --into {into} --output json",
-            fetch = registry::fetch_command(cx),
+            fetch = registry::fetch_command(cx, node),
             into = quote(&binary.into),
         );
         for digest in &binary.digests {
@@ -50,14 +50,14 @@ pub(super) async fn fetch(cx: &Cx<'_>, node: &Node, binaries: &[BinaryFetch]) ->
 /// containerd's `certs.d/<host>/hosts.toml` for every registry host the bundle's images are
 /// named by, each making the cluster's registry (kk's or an external one) that host's mirror
 /// (dockerd's, which may carry the registry's credentials, are the docker step's).
-fn mirror_files(cx: &Cx<'_>) -> Vec<(String, String)> {
+fn mirror_files(cx: &Cx<'_>, node: &Node) -> Vec<(String, String)> {
     cx.plan
         .image_hosts
         .iter()
         .map(|host| {
             (
                 format!("{}/{host}/hosts.toml", paths::CERTS_D),
-                render::hosts_toml(host, &cx.plan.registry.mirror()),
+                render::hosts_toml(host, &cx.plan.registry.mirror(node.name())),
             )
         })
         .collect()
@@ -98,7 +98,7 @@ pub(super) async fn containerd(cx: &Cx<'_>, node: &Node) -> StepResult {
         ),
     ];
     files.extend(
-        mirror_files(cx)
+        mirror_files(cx, node)
             .into_iter()
             .map(|(path, content)| (path, content, 0o644)),
     );

@@ -35,10 +35,12 @@ pub(super) fn entries(
         });
     }
     // An external registry's name is the operator's DNS to resolve, not kk's to map.
-    if let RegistryServer::Kk { ip, .. } = &registry.server
+    // With several hosts the name is the first one's; the nodes' mirrors name every host by IP.
+    if let RegistryServer::Kk { hosts } = &registry.server
+        && let Some(first) = hosts.first()
         && registry.host.parse::<IpAddr>().is_err()
     {
-        add_name(&mut common, *ip, &registry.host);
+        add_name(&mut common, first.ip, &registry.host);
     }
     let mut all = BTreeMap::new();
     for host in inventory.hosts() {

@@ -53,7 +53,11 @@ impl PkiPlan {
             .iter()
             .map(|host| {
                 let mut sets = vec![CertificateSet::Trust];
-                if registry.node() == Some(host.name.as_str()) {
+                if registry
+                    .hosts()
+                    .iter()
+                    .any(|served| served.node == host.name)
+                {
                     sets.push(CertificateSet::Registry);
                 }
                 if host.roles.is_control_plane() {
@@ -106,13 +110,14 @@ fn spec(
         extra_apiserver_sans.push(vip.address.to_string());
     }
     let names = match &registry.server {
-        RegistryServer::Kk { ip: node_ip, .. } => {
+        // One certificate for every host: each host's IP (the nodes' mirrors) and the name.
+        RegistryServer::Kk { hosts } => {
             let mut names = RegistryNames {
                 dns: Vec::new(),
-                ips: vec![*node_ip],
+                ips: hosts.iter().map(|host| host.ip).collect(),
             };
             match registry.host.parse::<IpAddr>() {
-                Ok(ip) if ip != *node_ip => names.ips.push(ip),
+                Ok(ip) if !names.ips.contains(&ip) => names.ips.push(ip),
                 Ok(_) => {}
                 Err(_) => names.dns.push(registry.host.clone()),
             }

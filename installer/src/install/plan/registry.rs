@@ -2,6 +2,7 @@
 //! or the operator's (`image_registry.type: external`), which the install pushes the bundle
 //! into, with its CA and the credentials nodes use.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use serde::Serialize;
@@ -30,21 +31,36 @@ pub struct RegistryPlan {
     pub ca: String,
     /// Who serves it.
     pub server: RegistryServer,
+    /// Each inventory host's mirrors, `host:port` in the order its `hosts.toml` lists them,
+    /// when several hosts serve kk's registry: every host's IP, rotated by the node's place in
+    /// the inventory so the first choice spreads over the hosts (containerd tries the
+    /// `[host]` tables in file order and falls back to the next). Empty when one address
+    /// serves every node ([`RegistryPlan::address`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub mirrors: BTreeMap<String, Vec<String>>,
 }
 
 /// Who serves the registry the nodes pull from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RegistryServer {
-    /// kk's registry, `kk-registry.service` on an inventory host.
+    /// kk's registry, `kk-registry.service` on every host of `image_registry` (else on the
+    /// first control plane), each serving the same store unpacked from the bundle.
     Kk {
-        /// The inventory name of the host that serves it.
-        node: String,
-        /// That host's address, which `/etc/hosts` maps the registry's name to.
-        ip: IpAddr,
+        /// The hosts, in inventory order; `/etc/hosts` maps the registry's name to the first.
+        hosts: Vec<RegistryHost>,
     },
     /// The operator's registry, which the install pushes the bundle into.
     External(ExternalPlan),
+}
+
+/// A host serving kk's registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegistryHost {
+    /// Its inventory name.
+    pub node: String,
+    /// Its address, on which the registry listens.
+    pub ip: IpAddr,
 }
 
 /// An external registry as the install uses it.
@@ -82,22 +98,37 @@ pub const EXTERNAL_REGISTRY_CA: &str = "/etc/kk/pki/external-registry-ca.crt";
 pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 impl RegistryPlan {
-    /// The registry as every image host's mirror in `hosts.toml` (containerd's and dockerd's).
-    pub fn mirror(&self) -> Mirror<'_> {
+    /// The registry as every image host's mirror in `node`'s `hosts.toml` (containerd's and
+    /// dockerd's): its mirrors in the node's order.
+    pub fn mirror(&self, node: &str) -> Mirror<'_> {
         Mirror {
             address: &self.address,
+            hosts: self.mirrors_for(node),
             ca: &self.ca,
             upstream_fallback: self.upstream_fallback,
             external: self.external().is_some(),
         }
     }
 
-    /// The inventory host serving kk's registry; `None` with an external registry.
-    pub fn node(&self) -> Option<&str> {
+    /// The registry addresses `node` tries, in order: its [`RegistryPlan::mirrors`], else the
+    /// one [`RegistryPlan::address`].
+    pub fn mirrors_for(&self, node: &str) -> &[String] {
+        self.mirrors
+            .get(node)
+            .map_or(std::slice::from_ref(&self.address), Vec::as_slice)
+    }
+
+    /// The hosts serving kk's registry; none with an external registry.
+    pub fn hosts(&self) -> &[RegistryHost] {
         match &self.server {
-            RegistryServer::Kk { node, .. } => Some(node),
-            RegistryServer::External(_) => None,
+            RegistryServer::Kk { hosts } => hosts,
+            RegistryServer::External(_) => &[],
         }
+    }
+
+    /// The inventory names of [`RegistryPlan::hosts`].
+    pub fn nodes(&self) -> Vec<String> {
+        self.hosts().iter().map(|host| host.node.clone()).collect()
     }
 
     /// The external registry, if that is what the nodes pull from.
@@ -109,7 +140,7 @@ impl RegistryPlan {
     }
 }
 
-/// The registry: the external one, or kk's on the first host of `image_registry`, else on the
+/// The registry: the external one, or kk's on every host of `image_registry`, else on the
 /// first control plane.
 pub(super) fn registry_plan(
     inventory: &Inventory,
@@ -119,17 +150,27 @@ pub(super) fn registry_plan(
     if let ImageRegistry::External(external) = &config.image_registry {
         return Ok(external_plan(external, config, content));
     }
-    let host = inventory
-        .role_members(Role::ImageRegistry)
-        .into_iter()
-        .next()
-        .or_else(|| {
+    let mut members = inventory.role_members(Role::ImageRegistry);
+    if members.is_empty() {
+        members.extend(
             inventory
                 .role_members(Role::ControlPlane)
                 .into_iter()
-                .next()
+                .take(1),
+        );
+    }
+    if members.is_empty() {
+        return Err(PlanError::NoRegistryHost);
+    }
+    let hosts = members
+        .iter()
+        .map(|host| {
+            Ok(RegistryHost {
+                node: host.name.clone(),
+                ip: address_of(host)?,
+            })
         })
-        .ok_or(PlanError::NoRegistryHost)?;
+        .collect::<Result<Vec<_>, PlanError>>()?;
     let address = &config.registry_address;
     Ok(RegistryPlan {
         address: address.to_string(),
@@ -137,11 +178,35 @@ pub(super) fn registry_plan(
         port: address.port,
         upstream_fallback: config.upstream_fallback,
         ca: crate::install::render::paths::TRUST_CA.to_owned(),
-        server: RegistryServer::Kk {
-            node: host.name.clone(),
-            ip: address_of(host)?,
-        },
+        mirrors: rotated_mirrors(inventory, &hosts, address.port),
+        server: RegistryServer::Kk { hosts },
     })
+}
+
+/// Every inventory host's mirror list when several hosts serve the registry: each host's
+/// `ip:port`, starting at the one whose place matches the node's place in the inventory.
+fn rotated_mirrors(
+    inventory: &Inventory,
+    hosts: &[RegistryHost],
+    port: u16,
+) -> BTreeMap<String, Vec<String>> {
+    if hosts.len() < 2 {
+        return BTreeMap::new();
+    }
+    let addresses: Vec<String> = hosts
+        .iter()
+        .map(|host| std::net::SocketAddr::new(host.ip, port).to_string())
+        .collect();
+    inventory
+        .hosts()
+        .iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let mut order = addresses.clone();
+            order.rotate_left(index % addresses.len());
+            (node.name.clone(), order)
+        })
+        .collect()
 }
 
 /// The operator's registry: nodes pull from it by the address as written, trusting its CA
@@ -159,6 +224,7 @@ fn external_plan(external: &ExternalRegistry, config: &Config, content: &Content
             SYSTEM_CA_BUNDLE
         }
         .to_owned(),
+        mirrors: BTreeMap::new(),
         server: RegistryServer::External(ExternalPlan {
             harbor: external.harbor,
             ca_file: external.ca_file.clone(),

@@ -8,8 +8,8 @@ pub(super) struct Groups {
     pub(super) all: Vec<String>,
     pub(super) runtime: Vec<String>,
     pub(super) etcd: Vec<String>,
-    /// The host of kk's registry; `None` with an external registry.
-    pub(super) registry: Option<String>,
+    /// The hosts of kk's registry; none with an external registry.
+    pub(super) registry: Vec<String>,
     /// Whether the nodes pull from an external registry the bundle is pushed into.
     pub(super) external_registry: bool,
 }
@@ -77,18 +77,18 @@ pub(super) fn steps(
     add(Phase::Pki, "issue", Action::IssueCertificates, &[]);
     add(Phase::Pki, "copy", Action::Certificates, all);
     add(Phase::Pki, "spread", Action::SpreadCertificates, all);
-    let registry_node = groups.registry.as_slice();
+    let registry_nodes = groups.registry.as_slice();
     add(
         Phase::Registry,
         "unpack",
         Action::UnpackBundle,
-        registry_node,
+        registry_nodes,
     );
     add(
         Phase::Registry,
         "service",
         Action::RegistryService,
-        registry_node,
+        registry_nodes,
     );
     add(Phase::Registry, "ready", Action::RegistryReady, all);
     let packages_nodes = &extra.packages_nodes;

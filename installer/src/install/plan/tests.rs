@@ -160,7 +160,7 @@ fn each_step_runs_where_its_role_is() {
         assert_eq!(nodes_of(&plan, id), *nodes, "{id}");
     }
     assert_eq!(nodes_of(&plan, "pki.copy"), all);
-    assert_eq!(plan.registry.node(), Some("cp1"));
+    assert_eq!(plan.registry.nodes(), ["cp1"]);
     assert_eq!(plan.registry.address, "dockerhub.kubekey.local:5443");
     assert_eq!(plan.pause_image, "registry.k8s.io/pause:3.10");
     assert_eq!(
@@ -398,4 +398,54 @@ fn configs_kubeadm_would_refuse_never_reach_a_node() {
         "{error}"
     );
     plan(INVENTORY, "  kubernetes: {kube_version: v1.33.0}\n", &[]).expect("same version");
+}
+
+/// Two `image_registry` hosts: both serve (unpack, service, the serving certificate naming
+/// both IPs and the name), the name maps to the first, and each node lists both by IP,
+/// starting at the host its inventory place picks.
+#[test]
+fn several_registry_hosts_all_serve_and_each_node_rotates_its_mirrors() {
+    let inventory = INVENTORY.replace(
+        "    etcd: {hosts: [cp1, w1, w2]}\n",
+        "    etcd: {hosts: [cp1, w1, w2]}\n    image_registry: {hosts: [w1, w2]}\n",
+    );
+    let two = plan(&inventory, "  etcd: {deployment_type: external}\n", &[]).expect("plan");
+    assert_eq!(two.registry.nodes(), ["w1", "w2"]);
+    for id in ["registry.unpack", "registry.service"] {
+        assert_eq!(nodes_of(&two, id), ["w1", "w2"], "{id}");
+    }
+    let names = two.pki.spec.registry.as_ref().expect("kk's registry");
+    assert_eq!(
+        names.ips,
+        [
+            "10.0.0.2".parse::<IpAddr>().expect("ip"),
+            "10.0.0.3".parse().expect("ip")
+        ]
+    );
+    assert_eq!(names.dns, ["dockerhub.kubekey.local"]);
+    for (node, sets) in &two.pki.nodes {
+        let serves = sets.contains(&CertificateSet::Registry);
+        assert_eq!(serves, node != "cp1", "{node}");
+    }
+    let (a, b) = ("10.0.0.2:5443".to_owned(), "10.0.0.3:5443".to_owned());
+    assert_eq!(two.registry.mirrors_for("cp1"), [a.clone(), b.clone()]);
+    assert_eq!(two.registry.mirrors_for("w1"), [b.clone(), a.clone()]);
+    assert_eq!(two.registry.mirrors_for("w2"), [a, b]);
+    let mapped = two.etc_hosts["cp1"]
+        .iter()
+        .find(|entry| entry.names.iter().any(|n| n == "dockerhub.kubekey.local"))
+        .expect("the registry's name");
+    assert_eq!(mapped.ip.to_string(), "10.0.0.2");
+    assert!(
+        two.render(&Inventory::from_str_named(&inventory, "i").expect("inventory"))
+            .contains("registry dockerhub.kubekey.local:5443 on w1 (10.0.0.2), w2 (10.0.0.3)")
+    );
+
+    // One host: one address, the name, for every node.
+    let single = plan(INVENTORY, "  etcd: {deployment_type: external}\n", &[]).expect("plan");
+    assert!(single.registry.mirrors.is_empty());
+    assert_eq!(
+        single.registry.mirrors_for("w2"),
+        ["dockerhub.kubekey.local:5443"]
+    );
 }

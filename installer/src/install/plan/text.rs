@@ -11,8 +11,13 @@ impl Plan {
     /// The plan as text: per node, its steps in order.
     pub fn render(&self, inventory: &Inventory) -> String {
         let registry = match &self.registry.server {
-            RegistryServer::Kk { node, ip } => {
-                format!("registry {} on {node} ({ip})", self.registry.address)
+            RegistryServer::Kk { hosts } => {
+                let on = hosts
+                    .iter()
+                    .map(|host| format!("{} ({})", host.node, host.ip))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!("registry {} on {on}", self.registry.address)
             }
             RegistryServer::External(external) => format!(
                 "registry {} (external{}, the bundle pushed into it first)",

@@ -228,6 +228,7 @@ mod tests {
     fn an_external_registrys_credentials_go_to_its_mirror_entry_only() {
         let mirror = Mirror {
             address: "registry.example:5000",
+            hosts: &[],
             ca: "/etc/kk/pki/external-registry-ca.crt",
             upstream_fallback: true,
             external: true,

@@ -73,6 +73,38 @@ fn containerd_config_follows_the_bundled_containerd_version() {
     assert_eq!(containerd_major("x.y"), None);
 }
 
+/// Several registry hosts: a `[host]` table each, in the node's order (containerd's order of
+/// trial), each with the CA; `server` stays the registry's name.
+#[test]
+fn hosts_toml_lists_every_registry_host_in_the_given_order_with_the_ca() {
+    let hosts = ["10.0.0.3:5443".to_owned(), "10.0.0.2:5443".to_owned()];
+    let mirror = Mirror {
+        hosts: &hosts,
+        ..kk_registry(false)
+    };
+    let text = hosts_toml("docker.io", &mirror);
+    let parsed = toml(&text);
+    assert_eq!(
+        at(&parsed, &["server"]).as_str(),
+        Some("https://dockerhub.kubekey.local:5443")
+    );
+    for host in &hosts {
+        let table = at(&parsed, &["host", &format!("https://{host}")]);
+        assert_eq!(
+            table.get("ca").and_then(|v| v.as_str()),
+            Some(paths::TRUST_CA)
+        );
+    }
+    let first = text
+        .find("[host.\"https://10.0.0.3:5443\"]")
+        .expect("first");
+    let second = text
+        .find("[host.\"https://10.0.0.2:5443\"]")
+        .expect("second");
+    assert!(first < second, "{text}");
+    assert!(!text.contains("dockerhub.kubekey.local:5443\"]"), "{text}");
+}
+
 #[test]
 fn hosts_toml_points_every_registry_host_at_kk_with_the_ca() {
     for (host, server) in [
@@ -247,6 +279,7 @@ fn the_exports_block_is_added_replaced_and_removed_keeping_the_operators_lines()
 fn kk_registry(upstream_fallback: bool) -> Mirror<'static> {
     Mirror {
         address: "dockerhub.kubekey.local:5443",
+        hosts: &[],
         ca: paths::TRUST_CA,
         upstream_fallback,
         external: false,
@@ -257,6 +290,7 @@ fn kk_registry(upstream_fallback: bool) -> Mirror<'static> {
 fn hosts_toml_points_at_an_external_registry_under_the_hosts_path_with_its_ca() {
     let external = Mirror {
         address: "harbor.lab:8443",
+        hosts: &[],
         ca: "/etc/kk/pki/external-registry-ca.crt",
         upstream_fallback: false,
         external: true,

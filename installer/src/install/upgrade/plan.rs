@@ -215,8 +215,9 @@ impl UpgradePlan {
         for step in target.steps.iter().filter(|s| s.action == Action::Agent) {
             steps.add(&step.id, install(step), &step.nodes);
         }
-        if let Some(registry) = target.registry.node() {
-            steps.add("unpack", UpgradeAction::Unpack, &[registry.to_owned()]);
+        let registry_nodes = target.registry.nodes();
+        if !registry_nodes.is_empty() {
+            steps.add("unpack", UpgradeAction::Unpack, &registry_nodes);
         }
         if target.containerd.is_some() && RUNTIME_BINARIES.into_iter().any(changed) {
             let (nodes, binaries) = fetched(target, Phase::Runtime)?;

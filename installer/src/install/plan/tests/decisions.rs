@@ -351,7 +351,7 @@ fn an_external_registry_is_pushed_to_first_and_nothing_of_kks_registry_is_instal
     // Every node still proves it reaches and trusts the registry.
     assert_eq!(nodes_of(&plan, "registry.ready"), ["cp1", "w1", "w2"]);
     assert_eq!(plan.registry.address, "harbor.lab:8443");
-    assert_eq!(plan.registry.node(), None);
+    assert!(plan.registry.nodes().is_empty());
     assert_eq!(plan.registry.ca, EXTERNAL_REGISTRY_CA);
     let external = plan.registry.external().expect("external");
     assert!(external.harbor);
