@@ -229,7 +229,7 @@ mod tests {
             sources
                 .oci_charts
                 .iter()
-                .map(|c| c.name().to_owned())
+                .map(|c| c.name().clone())
                 .collect()
         };
         assert_eq!(

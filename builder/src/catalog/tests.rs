@@ -778,7 +778,7 @@ fn the_spegel_addon_adds_its_oci_chart_and_its_image_at_the_charts_app_version()
         let expansion = Catalog::builtin()
             .expand(&kubernetes_with(&version, "cni: none, addons: [spegel]"))
             .unwrap_or_else(|error| panic!("{version}: {error}"));
-        assert_eq!(expansion.charts, [spegel.clone()], "{version}");
+        assert_eq!(expansion.charts, std::slice::from_ref(&spegel), "{version}");
         assert!(
             expansion.images.iter().any(|known| known == image),
             "{version}"
