@@ -410,7 +410,8 @@ impl Expansion {
     ///              "images": ["quay.io/tigera/operator:v1.38.7", "…"]}]}
     /// ```
     ///
-    /// A chart's `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex),
+    /// A chart has `repo`, or `oci` for an OCI chart (as a manifest's chart entry does); its
+    /// `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex),
     /// or `trustOnFirstUse: true` when upstream publishes no checksum (the lock pins it);
     /// one whose URLs spell architectures differently from Go also has `archNames`.
     pub fn to_json(&self) -> Value {
