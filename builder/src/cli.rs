@@ -157,6 +157,9 @@ pub(crate) struct CatalogArgs {
     /// A storage kind (`nfs`: its packages, chart and image); repeat for several.
     #[arg(long, value_name = "KIND")]
     pub(crate) storage: Vec<String>,
+    /// An optional addon (`spegel`: its chart and image); repeat for several.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) addon: Vec<String>,
     /// A component's version in place of the catalog's (`containerd=2.1.9`), as a manifest's
     /// `spec.kubernetes.components`; repeat for several.
     #[arg(long, value_name = "NAME=VERSION")]

@@ -160,12 +160,12 @@ fn inspect(args: &InspectArgs) -> anyhow::Result<()> {
 }
 
 fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
-    // The same parser as for manifests checks the version, runtime, CNI, mode and storage.
-    let storage: Vec<String> = args
-        .storage
-        .iter()
-        .map(|kind| format!("\"{kind}\""))
-        .collect();
+    // The same parser as for manifests checks the version, runtime, CNI, mode, storage and
+    // addons.
+    let quoted = |names: &[String]| -> String {
+        let quoted: Vec<String> = names.iter().map(|name| format!("\"{name}\"")).collect();
+        quoted.join(", ")
+    };
     let components = args
         .component
         .iter()
@@ -177,7 +177,7 @@ fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<String>>>()?;
     let text = format!(
-        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", multiCni: \"{}\", kubeProxyMode: \"{}\", storage: [{}], components: {{{}}}}}\n",
+        "apiVersion: {}\nkind: {}\nmetadata: {{name: catalog}}\nspec:\n  kubernetes: {{version: \"{}\", containerRuntime: \"{}\", cni: \"{}\", multiCni: \"{}\", kubeProxyMode: \"{}\", storage: [{}], addons: [{}], components: {{{}}}}}\n",
         bundle_spec::manifest::API_VERSION,
         bundle_spec::manifest::KIND,
         args.version,
@@ -185,7 +185,8 @@ fn catalog(args: &CatalogArgs) -> anyhow::Result<()> {
         args.cni,
         args.multi_cni,
         args.kube_proxy_mode,
-        storage.join(", "),
+        quoted(&args.storage),
+        quoted(&args.addon),
         components.join(", ")
     );
     let manifest = bundle_spec::manifest::Manifest::from_str_named(&text, "command line")?;

@@ -125,7 +125,7 @@ fn catalog_manifest(user: &Manifest, expansion: &Expansion) -> Result<Manifest, 
     let charts: Vec<serde_json::Value> = expansion
         .charts
         .iter()
-        .map(|c| json!({ "name": c.name, "version": c.version, "repo": c.repo }))
+        .map(|c| json!({ "name": c.name, "version": c.version, c.source.key(): c.source.location() }))
         .collect();
     let document = json!({
         "apiVersion": bundle_spec::manifest::API_VERSION,
@@ -209,6 +209,40 @@ mod tests {
                 .any(|i| i.name() == "registry.k8s.io/pause:3.10")
         );
         assert_eq!(sources.http_charts.len(), 1);
+    }
+
+    #[test]
+    fn the_catalogs_oci_charts_are_sourced_as_a_manifests_oci_chart() {
+        let by_catalog =
+            manifest("  kubernetes: {version: v1.31.4, cni: none, addons: [spegel]}\n");
+        let expansion = Catalog::builtin()
+            .expand(by_catalog.spec().kubernetes.as_ref().unwrap())
+            .unwrap();
+        let from_catalog = Sources::collect(&by_catalog, Some(&expansion)).unwrap();
+        // The same chart as a user writes it by hand.
+        let by_hand = manifest(
+            "  charts:\n    - {name: spegel, version: 0.7.4, oci: \"oci://ghcr.io/spegel-org/helm-charts/spegel\"}\n",
+        );
+        let from_hand = Sources::collect(&by_hand, None).unwrap();
+        assert!(from_catalog.http_charts.is_empty());
+        let names = |sources: &Sources| -> Vec<String> {
+            sources
+                .oci_charts
+                .iter()
+                .map(|c| c.name().clone())
+                .collect()
+        };
+        assert_eq!(
+            names(&from_catalog),
+            ["ghcr.io/spegel-org/helm-charts/spegel:0.7.4"]
+        );
+        assert_eq!(names(&from_catalog), names(&from_hand));
+        assert!(
+            from_catalog
+                .images
+                .iter()
+                .any(|i| i.name() == "ghcr.io/spegel-org/spegel:v0.7.4")
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{BinaryData, CniKind, Data, MinorData, StorageKind, VersionFrom, parse_minor};
+use super::{
+    AddonKind, BinaryData, CniKind, Data, MinorData, StorageKind, VersionFrom, parse_minor,
+};
 
 impl Data {
     /// The invariants [`Catalog::expand`](super::Catalog::expand) relies on.
@@ -17,6 +19,14 @@ impl Data {
             };
             if storage.images.is_empty() {
                 return Err(CatalogError::StorageWithoutImages { kind: kind.name() });
+            }
+        }
+        for kind in AddonKind::ALL {
+            let Some(addon) = self.addons.get(&kind) else {
+                return Err(CatalogError::NoAddon { kind: kind.name() });
+            };
+            if addon.images.is_empty() {
+                return Err(CatalogError::AddonWithoutImages { kind: kind.name() });
             }
         }
         let mut names = std::collections::BTreeSet::new();
@@ -180,6 +190,18 @@ pub enum CatalogError {
     #[error("storage `{kind}` lists no images")]
     StorageWithoutImages {
         /// The kind's name.
+        kind: &'static str,
+    },
+    /// An addon has no entry.
+    #[error("no `addons.{kind}` entry")]
+    NoAddon {
+        /// The addon's name.
+        kind: &'static str,
+    },
+    /// An addon has no images.
+    #[error("addon `{kind}` lists no images")]
+    AddonWithoutImages {
+        /// The addon's name.
         kind: &'static str,
     },
     /// A package is listed twice.

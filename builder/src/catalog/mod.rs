@@ -33,16 +33,20 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use bundle_spec::manifest::{
-    Cni, ContainerRuntime, KubeProxyMode, Kubernetes, KubernetesVersion, MultiCni, Storage,
+    Addon, Cni, ContainerRuntime, KubeProxyMode, Kubernetes, KubernetesVersion, MultiCni, Storage,
 };
 use bundle_spec::packages::{PackageScope, RootPackage};
 use bundle_spec::platform::Platform;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+pub use chart::CatalogChartSource;
 pub use check::CatalogError;
 pub use error::ExpandError;
 
+use chart::ChartData;
+
+mod chart;
 mod check;
 mod error;
 #[cfg(test)]
@@ -67,7 +71,7 @@ pub struct Expansion {
     pub binaries: Vec<CatalogBinary>,
     /// The images, fully qualified (`registry.k8s.io/kube-apiserver:v1.31.4`).
     pub images: Vec<String>,
-    /// The Helm charts (the network plugin's, if any, and the storage's).
+    /// The Helm charts (the network plugin's, if any, the storage's and the addons').
     pub charts: Vec<CatalogChart>,
     /// The OS packages the cluster's features need on the nodes, for every set of
     /// `spec.osPackages` (empty with `nodePackages: false`).
@@ -105,10 +109,10 @@ pub struct CatalogBinary {
 pub struct CatalogChart {
     /// The chart name, e.g. `tigera-operator`.
     pub name: String,
-    /// The chart version as the repository's index lists it, e.g. `v3.30.5`.
+    /// The chart version as the repository's index lists it (or the OCI tag), e.g. `v3.30.5`.
     pub version: String,
-    /// The HTTP chart repository (the directory holding `index.yaml`).
-    pub repo: String,
+    /// Where the chart is downloaded from: an HTTP chart repository or an OCI repository.
+    pub source: CatalogChartSource,
     /// The images the chart deploys when installed as the catalog says, fully qualified (the
     /// network plugin's `images`); all of them are also in [`Expansion::images`].
     pub images: Vec<String>,
@@ -193,7 +197,7 @@ impl Catalog {
             charts.push(CatalogChart {
                 name: cni.chart.name.clone(),
                 version: cni.chart.version.clone(),
-                repo: cni.chart.repo.clone(),
+                source: cni.chart.source.clone(),
                 images: cni.images.clone(),
             });
         }
@@ -201,15 +205,12 @@ impl Catalog {
             images.extend(self.data.multus.images.iter().cloned());
         }
         images.extend(minor.ha.iter().cloned());
-        for storage in &kubernetes.storage {
-            let data = self.storage(*storage)?;
+        let storage = kubernetes.storage.iter().map(|kind| self.storage(*kind));
+        let addons = kubernetes.addons.iter().map(|addon| self.addon(*addon));
+        for data in storage.chain(addons) {
+            let data = data?;
             images.extend(data.images.iter().cloned());
-            charts.push(CatalogChart {
-                name: data.chart.name.clone(),
-                version: data.chart.version.clone(),
-                repo: data.chart.repo.clone(),
-                images: data.images.clone(),
-            });
+            charts.push(data.chart());
         }
 
         Ok(Expansion {
@@ -244,7 +245,7 @@ impl Catalog {
             .collect()
     }
 
-    fn storage(&self, storage: Storage) -> Result<&StorageData, ExpandError> {
+    fn storage(&self, storage: Storage) -> Result<&ChartImages, ExpandError> {
         let key = match storage {
             Storage::Nfs => StorageKind::Nfs,
         };
@@ -252,6 +253,16 @@ impl Catalog {
             .storage
             .get(&key)
             .ok_or_else(|| internal(&format!("no `storage.{}` entry", key.name())))
+    }
+
+    fn addon(&self, addon: Addon) -> Result<&ChartImages, ExpandError> {
+        let key = match addon {
+            Addon::Spegel => AddonKind::Spegel,
+        };
+        self.data
+            .addons
+            .get(&key)
+            .ok_or_else(|| internal(&format!("no `addons.{}` entry", key.name())))
     }
 
     /// The entry for `version`'s minor, checking that the catalog knows the patch.
@@ -399,7 +410,8 @@ impl Expansion {
     ///              "images": ["quay.io/tigera/operator:v1.38.7", "…"]}]}
     /// ```
     ///
-    /// A chart's `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex),
+    /// A chart has `repo`, or `oci` for an OCI chart (as a manifest's chart entry does); its
+    /// `images` are the ones it deploys (also listed in `images`). A binary has `checksumUrl` or, when pinned, `sha256` (an object of architecture to hex),
     /// or `trustOnFirstUse: true` when upstream publishes no checksum (the lock pins it);
     /// one whose URLs spell architectures differently from Go also has `archNames`.
     pub fn to_json(&self) -> Value {
@@ -411,7 +423,7 @@ impl Expansion {
                 json!({
                     "name": chart.name,
                     "version": chart.version,
-                    "repo": chart.repo,
+                    chart.source.key(): chart.source.location(),
                     "images": chart.images,
                 })
             })
@@ -482,7 +494,7 @@ impl Expansion {
                     [
                         chart.name.clone(),
                         chart.version.clone(),
-                        chart.repo.clone(),
+                        chart.source.location().to_owned(),
                     ]
                 })
                 .collect();
@@ -607,7 +619,8 @@ struct Data {
     multus: MultusData,
     kubernetes: Vec<MinorData>,
     packages: Vec<PackageData>,
-    storage: BTreeMap<StorageKind, StorageData>,
+    storage: BTreeMap<StorageKind, ChartImages>,
+    addons: BTreeMap<AddonKind, ChartImages>,
 }
 
 /// An OS package a cluster feature needs.
@@ -657,6 +670,23 @@ impl StorageKind {
     }
 }
 
+/// An optional addon of `spec.kubernetes.addons`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum AddonKind {
+    Spegel,
+}
+
+impl AddonKind {
+    const ALL: [AddonKind; 1] = [Self::Spegel];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Spegel => "spegel",
+        }
+    }
+}
+
 /// What `multiCni: multus` adds for every minor besides its manifest (the `multus` binary):
 /// the image the installer writes into that manifest.
 #[derive(Debug, Deserialize)]
@@ -665,12 +695,24 @@ struct MultusData {
     images: Vec<String>,
 }
 
-/// What a storage kind adds for every minor: its chart and the images it deploys.
+/// What a storage kind or an addon adds for every minor: its chart and the images it deploys.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct StorageData {
+struct ChartImages {
     chart: ChartData,
     images: Vec<String>,
+}
+
+impl ChartImages {
+    /// The chart as an [`Expansion`] lists it.
+    fn chart(&self) -> CatalogChart {
+        CatalogChart {
+            name: self.chart.name.clone(),
+            version: self.chart.version.clone(),
+            source: self.chart.source.clone(),
+            images: self.images.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -739,14 +781,6 @@ struct CniData {
     cni: CniKind,
     chart: ChartData,
     images: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ChartData {
-    name: String,
-    version: String,
-    repo: String,
 }
 
 /// A network plugin the catalog can install (`none` installs nothing).

@@ -635,6 +635,13 @@ fn inconsistent_data_is_rejected() {
         ("minor: v1.30", "minor: v1.28"),
         // A package twice.
         ("name: ethtool,", "name: socat,"),
+        // An addon without images.
+        (
+            "    images:\n      - ghcr.io/spegel-org/spegel:v0.7.4\n",
+            "    images: []\n",
+        ),
+        // An addon the catalog does not know.
+        ("addons:\n  spegel:", "addons:\n  other:"),
         // A storage kind without images.
         (
             "    images:\n      - registry.k8s.io/sig-storage/nfs-subdir-external-provisioner:v4.0.2\n",
@@ -741,8 +748,9 @@ fn nfs_storage_adds_the_provisioner_for_every_version() {
             [CatalogChart {
                 name: "nfs-subdir-external-provisioner".to_owned(),
                 version: "4.0.18".to_owned(),
-                repo: "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/"
-                    .to_owned(),
+                source: CatalogChartSource::Repo(
+                    "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/".to_owned()
+                ),
                 images: vec![image.to_owned()],
             }],
             "{version}"
@@ -754,6 +762,82 @@ fn nfs_storage_adds_the_provisioner_for_every_version() {
     }
     let without = expand("v1.32.4", "containerd", "none");
     assert!(without.images.iter().all(|known| known != image));
+}
+
+#[test]
+fn the_spegel_addon_adds_its_oci_chart_and_its_image_at_the_charts_app_version() {
+    // FACTS.md, "Addons": chart 0.7.4 deploys its appVersion, v0.7.4.
+    let image = "ghcr.io/spegel-org/spegel:v0.7.4";
+    let spegel = CatalogChart {
+        name: "spegel".to_owned(),
+        version: "0.7.4".to_owned(),
+        source: CatalogChartSource::Oci("oci://ghcr.io/spegel-org/helm-charts/spegel".to_owned()),
+        images: vec![image.to_owned()],
+    };
+    for version in every_version() {
+        let expansion = Catalog::builtin()
+            .expand(&kubernetes_with(&version, "cni: none, addons: [spegel]"))
+            .unwrap_or_else(|error| panic!("{version}: {error}"));
+        assert_eq!(expansion.charts, std::slice::from_ref(&spegel), "{version}");
+        assert!(
+            expansion.images.iter().any(|known| known == image),
+            "{version}"
+        );
+    }
+    let both = Catalog::builtin()
+        .expand(&kubernetes_with(
+            "v1.32.4",
+            "cni: none, storage: [nfs], addons: [spegel]",
+        ))
+        .expect("expands");
+    let names: Vec<&str> = both
+        .charts
+        .iter()
+        .map(|chart| chart.name.as_str())
+        .collect();
+    assert_eq!(names, ["nfs-subdir-external-provisioner", "spegel"]);
+    let json = both.to_json();
+    assert_eq!(
+        json["charts"][1],
+        json!({"name": "spegel", "version": "0.7.4",
+               "oci": "oci://ghcr.io/spegel-org/helm-charts/spegel", "images": [image]})
+    );
+    assert_eq!(json["charts"][0]["oci"], Value::Null);
+    assert!(
+        both.render_text()
+            .contains("  spegel                           0.7.4    oci://ghcr.io/spegel-org/helm-charts/spegel\n"),
+        "{}",
+        both.render_text()
+    );
+    let without = expand("v1.32.4", "containerd", "none");
+    assert!(without.images.iter().all(|known| known != image));
+}
+
+#[test]
+fn a_catalog_chart_needs_exactly_one_of_repo_and_oci() {
+    let oci = "      oci: oci://ghcr.io/spegel-org/helm-charts/spegel\n";
+    let cases = [
+        (
+            oci.to_owned(),
+            format!("{oci}      repo: https://example.org/charts\n"),
+            "catalog chart `spegel` sets both `repo` and `oci`; hint: keep exactly one",
+        ),
+        (
+            oci.to_owned(),
+            String::new(),
+            "catalog chart `spegel` sets neither `repo` nor `oci`",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        assert!(
+            CATALOG_YAML.contains(&from),
+            "test case does not apply: {from}"
+        );
+        let broken = CATALOG_YAML.replacen(&from, &to, 1);
+        let error = Catalog::parse(&broken).expect_err("refused");
+        let chain = format!("{:?}", anyhow::Error::from(error));
+        assert!(chain.contains(expected), "{chain}");
+    }
 }
 
 #[test]

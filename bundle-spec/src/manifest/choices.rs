@@ -107,6 +107,16 @@ pub enum Storage {
     Nfs,
 }
 
+/// An optional cluster addon the catalog adds to the bundle (`spec.kubernetes.addons`): its
+/// chart and images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Addon {
+    /// Spegel: a node-local OCI mirror that serves image layers from each node's containerd
+    /// (its OCI chart and image).
+    Spegel,
+}
+
 /// `referrers:` of an image: whether its OCI referrers (signatures, attestations, SBOMs) are
 /// bundled with it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

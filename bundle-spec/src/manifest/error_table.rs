@@ -226,6 +226,8 @@ fn cases() -> Vec<Case> {
         case!(UnknownField, os_packages("debian-12", &repository("      package: [socat]\n")), "did you mean `packages`?", "9:7"),
         case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, kubeProxyMode: ipsv}\n"), "did you mean `ipvs`?", "6:49"),
         case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, storage: [nsf]}\n"), "expected one of `nfs`", "6:44"),
+        case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, addons: [harbor]}\n"), "unknown value `harbor`; hint: expected one of `spegel`", "6:43"),
+        case!(UnknownValue, doc("  kubernetes: {version: v1.31.4, addons: [spegle]}\n"), "unknown value `spegle`; did you mean `spegel`?", "6:43"),
         case!(InvalidDistro, os_packages("debian", &repository("")), "invalid distribution `debian`: it is not `ID-VERSION_ID`", "7:15"),
         case!(InvalidDistro, os_packages("rocky-9", &repository("")), "only for Debian and Ubuntu", "7:15"),
         case!(InvalidPackageArch, os_packages("debian-12", &repository("      arch: arm64\n")), "architecture `arm64` is not the Debian architecture of any of `platforms`; hint: use one of `amd64`", "9:13"),

@@ -8,7 +8,7 @@ use serde_saphyr::Spanned;
 
 use super::ManifestError;
 use super::SourceLocation;
-use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
+use super::choices::{Addon, Cni, ContainerRuntime, KubeProxyMode, MultiCni, Storage};
 use super::raw::RawKubernetes;
 use super::rules::required;
 use super::spanned_map::SpannedMap;
@@ -30,6 +30,8 @@ pub struct Kubernetes {
     pub kube_proxy_mode: KubeProxyMode,
     /// `storage`: `[nfs]` adds the NFS packages and the provisioner chart.
     pub storage: Vec<Storage>,
+    /// `addons`: `[spegel]` adds the addon's chart and images; each once, sorted.
+    pub addons: Vec<Addon>,
     /// `nodePackages` (default true): whether the catalog adds, to every set of
     /// `spec.osPackages`, the packages the cluster's features need.
     pub node_packages: bool,
@@ -127,7 +129,8 @@ pub(super) fn validate(
         cni: raw.value.cni,
         multi_cni: raw.value.multi_cni,
         kube_proxy_mode: raw.value.kube_proxy_mode,
-        storage: storage(&raw.value.storage),
+        storage: each_once(&raw.value.storage),
+        addons: each_once(&raw.value.addons),
         node_packages: raw.value.node_packages,
         components: components(file, &raw.value.components)?,
     })
@@ -159,12 +162,12 @@ fn components(
     Ok(components)
 }
 
-/// The storage kinds, each once, sorted: listing one twice asks for nothing more.
-fn storage(raw: &[Storage]) -> Vec<Storage> {
-    let mut storage = raw.to_vec();
-    storage.sort();
-    storage.dedup();
-    storage
+/// The storage kinds or addons, each once, sorted: listing one twice asks for nothing more.
+fn each_once<T: Ord + Copy>(raw: &[T]) -> Vec<T> {
+    let mut chosen = raw.to_vec();
+    chosen.sort();
+    chosen.dedup();
+    chosen
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ use std::sync::Arc;
 pub use crate::diagnostics::{SourceLocation, YamlError, YamlProblem, parse_yaml};
 pub use binary::{Binary, BinaryChecksum};
 pub use chart::{Chart, ChartSource};
-pub use choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
+pub use choices::{Addon, Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
 pub use error::ManifestError;
 pub use image::{ImageRef, Verify};
 pub use kubernetes::{Kubernetes, KubernetesVersion};

@@ -15,7 +15,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::SpannedMap;
-use super::choices::{Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
+use super::choices::{Addon, Cni, ContainerRuntime, KubeProxyMode, MultiCni, Referrers, Storage};
 
 /// `apiVersion` and `kind` alone, read leniently before the strict parse so that a manifest
 /// of another version is reported as such rather than as a list of unknown fields.
@@ -101,6 +101,8 @@ pub(super) struct RawKubernetes {
     pub(super) kube_proxy_mode: KubeProxyMode,
     #[serde(default)]
     pub(super) storage: Vec<Storage>,
+    #[serde(default)]
+    pub(super) addons: Vec<Addon>,
     #[serde(default = "yes")]
     pub(super) node_packages: bool,
     #[serde(default)]

@@ -308,13 +308,15 @@ fn kubernetes_package_choices_parse_with_defaults() {
     let kubernetes = defaults.spec.kubernetes.expect("kubernetes");
     assert_eq!(kubernetes.kube_proxy_mode, KubeProxyMode::Iptables);
     assert!(kubernetes.storage.is_empty());
+    assert!(kubernetes.addons.is_empty());
     assert!(kubernetes.node_packages);
     let chosen = parse(&doc(
-        "  kubernetes: {version: v1.32.0, kubeProxyMode: ipvs, storage: [nfs, nfs], nodePackages: false}\n",
+        "  kubernetes: {version: v1.32.0, kubeProxyMode: ipvs, storage: [nfs, nfs], addons: [spegel, spegel], nodePackages: false}\n",
     ));
     let kubernetes = chosen.spec.kubernetes.expect("kubernetes");
     assert_eq!(kubernetes.kube_proxy_mode, KubeProxyMode::Ipvs);
     assert_eq!(kubernetes.storage, [Storage::Nfs]);
+    assert_eq!(kubernetes.addons, [Addon::Spegel]);
     assert!(!kubernetes.node_packages);
 }
 
