@@ -181,6 +181,8 @@ fn plan_upgrade_prints_kubeadms_order_and_refuses_a_skipped_minor_before_any_con
         ids,
         [
             "upgrade.precheck",
+            // Clusters installed before the node agent existed get it before anything is fetched.
+            "upgrade.os.agent",
             "upgrade.unpack",
             "upgrade.kubeadm",
             "upgrade.apply",
