@@ -307,6 +307,7 @@ impl Action {
         matches!(
             self,
             Self::Installer
+                | Self::Agent
                 | Self::Hostname
                 | Self::Swap
                 | Self::Modules
