@@ -13,8 +13,8 @@
 #   bash scripts/bench/fanout.sh [sizes, default "3 6 12 24"]    # needs root
 #
 # The bundle is built as scripts/bench/install.sh builds it (`kk-bundle catalog v1.33.0` against
-# the upstream lab, LAB_DIR target/lab/bench-fanout). The installer is the release kk-install of
-# this tree (not the static dist build: the nodes run the same Debian as this machine). Nodes:
+# the upstream lab, LAB_DIR target/lab/bench-fanout). The installer is the static kk-install of
+# `scripts/dist.sh`, what operators copy: it carries the node agent the install sends. Nodes:
 # scripts/lab/nspawn.sh, NODES_PREFIX kkbfan, NODES_NET 10.250.10, state in
 # target/bench/fanout/nodes, taken down and brought up fresh for every size (NSPAWN_BOOT_TIMEOUT
 # 180 unless set: 24 nodes boot slowly on 2 cores; ~2.5 GB of RAM at 24); the install's flags as
@@ -31,9 +31,10 @@ read -r -a sizes <<< "${1:-3 6 12 24}"
 
 bash scripts/setup.sh >/dev/null
 find_cargo
-cargo build --release --locked -p kk-install -p kk-bundle >&2
+cargo build --release --locked -p kk-bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-kk_bundle=$target/release/kk-bundle kk_install=$target/release/kk-install
+bash scripts/dist.sh >&2
+kk_bundle=$target/release/kk-bundle kk_install=$target/dist/kk-install
 
 bench=$root/target/bench/fanout
 export LAB_DIR=$root/target/lab/bench-fanout

@@ -3,6 +3,8 @@
 # connecting and gathering every node's facts (one future per node), the etcd disk check (fio,
 # 2m, on the one etcd node) and the rules. Also: the same 100 nodes at `--jobs 10` (the default
 # before issue 25) and fio alone on the etcd node over ssh, so its fixed share shows separately.
+# Then one more run per size under a CPU count: every busy second of this machine (the nodes'
+# sshd and fact scripts share its cores) and kk-install's own, and the floor those seconds set.
 #
 #   bash scripts/bench/precheck.sh [runs, default 3] [sizes, default "3 20 100"]
 #
@@ -19,9 +21,11 @@ big=${sizes[-1]}
 
 bash scripts/setup.sh >/dev/null
 find_cargo
-cargo build --release --locked -p kk-install -p kk-bundle >&2
+cargo build --release --locked -p kk-bundle >&2
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-kk=$target/release/kk-install
+# The static kk-install of scripts/dist.sh: what operators copy (and one release build for every bench).
+bash scripts/dist.sh >&2
+kk=$target/dist/kk-install
 
 bench=$root/target/bench/precheck
 mkdir -p "$bench"
@@ -80,10 +84,27 @@ commands=()
 for n in "${sizes[@]}"; do commands+=(-n "$n nodes" "$(run "$n")"); done
 commands+=(-n "$big nodes --jobs 10" "$(run "$big" "--jobs 10")" -n "fio alone" "$fio_alone")
 hyperfine --ignore-failure --runs "$runs" --export-json "$bench/hyperfine.json" "${commands[@]}" >&2
-python3 - "$bench/hyperfine.json" "$small" "$big" "${sizes[@]}" <<'PY'
+
+# The CPU floor: one more run of each size, counting every CPU second this machine spends
+# meanwhile (/proc/stat, all cores: kk-install, every node's sshd and fact script, fio) and
+# kk-install's own (/usr/bin/time). Busy seconds / cores is the shortest wall time those cores
+# allow, whatever the installer does.
+busy_seconds() {  # user + nice + system + irq + softirq + steal of all cores, in seconds
+  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+}
+: > "$bench/cpu.tsv"
+for n in "${sizes[@]}"; do
+  before=$(busy_seconds)
+  eval "/usr/bin/time -f '%U %S' -o '$bench/time-$n.txt' $(run "$n")" || true
+  after=$(busy_seconds)
+  read -r user sys < "$bench/time-$n.txt"
+  printf '%s\t%s\t%s\n' "$n" "$(echo "$after - $before" | bc)" "$(echo "$user + $sys" | bc)" >> "$bench/cpu.tsv"
+done
+python3 - "$bench/hyperfine.json" "$small" "$big" "$(nproc)" "$bench/cpu.tsv" "${sizes[@]}" <<'PY'
 import json, sys
 r = {x["command"]: x["median"] for x in json.load(open(sys.argv[1]))["results"]}
-small, big, sizes = sys.argv[2], sys.argv[3], sys.argv[4:]
+small, big, cores, cpu_file, sizes = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6:]
+cpu = {n: (float(b), float(k)) for n, b, k in (l.split("\t") for l in open(cpu_file).read().split("\n") if l)}
 base, fio = r[f"{small} nodes"], r["fio alone"]
 print("| nodes | precheck median | ratio to %s | without fio | ratio to %s without fio |" % (small, small))
 print("|---|---|---|---|---|")
@@ -93,5 +114,16 @@ for n in sizes:
 t = r[f"{big} nodes --jobs 10"]
 print(f"| {big} at --jobs 10 | {t:.2f} s | {t/base:.2f} | {t-fio:.2f} s | {(t-fio)/(base-fio):.2f} |")
 print(f"fio alone on the etcd node (2m): {fio:.2f} s; target: {big} nodes <= 2x {small} nodes "
-      f"({'met' if r[f'{big} nodes'] <= 2 * base else 'NOT met'}: {r[f'{big} nodes']/base:.2f})")
+      f"({'met' if r[f'{big} nodes'] <= 2 * base else 'NOT met'}: {r[f'{big} nodes']/base:.2f})")print()
+print(f"| nodes | machine CPU during one run | of it kk-install | per node, not kk-install | {cores}-core floor |")
+print("|---|---|---|---|---|")
+for n in sizes:
+    busy, kk = cpu[n]
+    print(f"| {n} | {busy:.2f} s | {kk:.2f} s | {(busy - kk) / int(n) * 1000:.0f} ms | {busy / cores:.2f} s |")
+floor = cpu[big][0] / cores
+if floor > 2 * base:
+    per_node = (cpu[big][0] - cpu[big][1]) / int(big)
+    print(f"the {cores}-core floor at {big} nodes ({floor:.2f} s) exceeds 2x {small} nodes ({2 * base:.2f} s): "
+          f"at {per_node * 1000:.0f} ms of node-side CPU per node these cores fit at most "
+          f"{int((2 * base * cores - cpu[big][1]) / per_node)} nodes in 2x the {small}-node time")
 PY
