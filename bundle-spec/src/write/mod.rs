@@ -9,6 +9,7 @@ mod frame_cache;
 pub(crate) mod frames;
 mod output;
 mod resign;
+mod sync_ahead;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};

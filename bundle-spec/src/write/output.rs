@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use super::WRITE_CHUNK;
+use super::sync_ahead::SyncAhead;
 use crate::bundle_error::BundleError;
 use crate::digest::{BackgroundHashing, Sha256Digest};
 use crate::durable;
@@ -18,7 +19,7 @@ pub const MAX_PART_SIZE: u64 = (4 << 30) - 1;
 /// Part numbers have three digits.
 const MAX_PARTS: usize = 999;
 
-type PartFile = BackgroundHashing<BufWriter<NamedTempFile>>;
+type PartFile = BackgroundHashing<BufWriter<SyncAhead>>;
 
 /// The bundle file(s) being written. Each part is hashed, and split bundles also hash the
 /// whole; a single file is its own one part, so its hash is the whole's.
@@ -77,7 +78,7 @@ impl Output {
                 .tempfile_in(dir)?;
             self.current = Some(BackgroundHashing::new(BufWriter::with_capacity(
                 1 << 20,
-                temp,
+                SyncAhead::new(temp)?,
             )));
         }
         Ok(self.current.as_mut().expect("opened above"))
@@ -86,9 +87,10 @@ impl Output {
     fn close_part(&mut self) -> io::Result<()> {
         if let Some(part) = self.current.take() {
             let (writer, digest, size) = part.finish()?;
-            let temp = writer
+            let (temp, _syncs) = writer
                 .into_inner()
-                .map_err(io::IntoInnerError::into_error)?;
+                .map_err(io::IntoInnerError::into_error)?
+                .finish()?;
             self.finished.push((temp, digest, size));
         }
         Ok(())
