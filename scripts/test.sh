@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need, then format check, clippy, and every test of
 # the workspace (nextest, profile `ci` from .config/nextest.toml) plus the doctests, then a short run of
-# every fuzz target (scripts/fuzz.sh) after replaying every input the fuzzers ever kept.
+# every fuzz target (scripts/fuzz.sh) after replaying every input the fuzzers ever kept. The fuzz runs
+# go on in the background, at the lowest CPU priority, while the tests run: most of the tests' time is
+# the lab tests, which run one at a time and wait on their nodes more than they compute.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+started=$SECONDS
+# Each step with the run's elapsed time, so a slow CI run shows where its time went.
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*" >&2; }
 
 step "setup (scripts/setup.sh)"
 bash scripts/setup.sh
@@ -35,22 +39,38 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "the lab's kubeadm/kubelet/kubectl/crictl stand-ins behave as scripts/lab/standins/README.md says"
 bash scripts/lab/standins/selftest.sh
 
-# A missing or changed snapshot fails the run (insta would otherwise write `.snap.new` files and,
-# outside CI, pass); `cargo insta review` is how a developer accepts a change.
-export INSTA_UPDATE=no
-unset INSTA_FORCE_PASS
-step "cargo nextest run --workspace --locked --profile ci"
-cargo nextest run --workspace --locked --profile ci
-
-step "cargo test --workspace --doc --locked"
-cargo test --workspace --doc --locked
-
-step "fuzz: fmt and clippy of fuzz/, every kept input replayed, then each target for 10 s"
+step "fuzz: fmt and clippy of fuzz/, every kept input replayed"
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 # In the workspace's target directory: the dependencies it shares with the workspace are built
 # once (a separate one costs another 5 GB of disk and minutes of CPU).
 cargo clippy --manifest-path fuzz/Cargo.toml --target-dir target --all-targets --locked -- -D warnings
 cargo test --manifest-path fuzz/Cargo.toml --target-dir target --locked
-bash scripts/fuzz.sh all 10
+
+# The sanitizer build has its own target directory (target/fuzz), so it never holds the lock the
+# tests' own `cargo build` of the binaries waits on.
+fuzz_log=target/fuzz-ci.log
+step "fuzz: each target for 10 s, niced, in the background (log: $fuzz_log)"
+nice -n 19 bash scripts/fuzz.sh all 10 >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+
+# A missing or changed snapshot fails the run (insta would otherwise write `.snap.new` files and,
+# outside CI, pass); `cargo insta review` is how a developer accepts a change.
+export INSTA_UPDATE=no
+unset INSTA_FORCE_PASS
+failed=()
+step "cargo nextest run --workspace --locked --profile ci"
+cargo nextest run --workspace --locked --profile ci || failed+=(nextest)
+
+step "cargo test --workspace --doc --locked"
+cargo test --workspace --doc --locked || failed+=(doctests)
+
+step "waiting for the fuzz runs"
+wait "$fuzz_pid" || failed+=(fuzz)
+grep -E '^(==>|error)|^\| `' "$fuzz_log" >&2 || true
+if [ "${#failed[@]}" -gt 0 ]; then
+  [[ " ${failed[*]} " == *" fuzz "* ]] && tail -60 "$fuzz_log" >&2
+  step "failed: ${failed[*]}"
+  exit 1
+fi
 
 step "all checks passed"

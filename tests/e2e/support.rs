@@ -116,9 +116,11 @@ fn build_binaries(dir: &BuildDir) {
     if let Some(triple) = &dir.triple {
         cmd.arg("--target").arg(triple);
     }
-    for bin in BINARIES {
-        cmd.arg("-p").arg(bin);
-    }
+    // Every target of the workspace, as the test run itself built them: the binaries then get the
+    // same features as in that build (the dev-dependencies add some to shared crates), so cargo
+    // finds them built. `-p` of the three binaries alone resolved other features and rebuilt
+    // about thirty crates, minutes of CPU beside the tests, in every test run.
+    cmd.arg("--workspace").arg("--all-targets");
     let out = run(&mut cmd);
     assert!(
         out.status.success(),
