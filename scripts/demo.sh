@@ -20,8 +20,9 @@ step "setup"
 bash scripts/setup.sh
 find_cargo
 
-step "building kk-bundle and kk-install (release)"
-cargo build --release --locked -p kk-bundle -p kk-install
+step "building kk-bundle, kk-install and its node agent kk-node (release)"
+# kk-install finds the agent it sends to the nodes beside itself (target/release/kk-node).
+cargo build --release --locked -p kk-bundle -p kk-install -p kk-node
 release="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release"
 kk_bundle=$release/kk-bundle kk_install=$release/kk-install
 
