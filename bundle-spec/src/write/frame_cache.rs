@@ -137,10 +137,16 @@ impl Entry {
         Ok(Self { file, sizes })
     }
 
-    /// Reads the next frame's compressed bytes into `buf`.
+    /// Reads the next frame's compressed bytes into `buf`, replacing what it held. The buffer's
+    /// capacity is reused without being zeroed first: a rebuild reads most of its bundle here.
     pub(crate) fn read_frame(&mut self, size: u32, buf: &mut Vec<u8>) -> io::Result<()> {
-        buf.resize(size as usize, 0);
-        self.file.read_exact(buf)
+        buf.clear();
+        (&mut self.file).take(u64::from(size)).read_to_end(buf)?;
+        if buf.len() == size as usize {
+            Ok(())
+        } else {
+            Err(io::ErrorKind::UnexpectedEof.into())
+        }
     }
 }
 
@@ -187,15 +193,20 @@ impl EntryWriter {
 /// it yields exactly that many bytes and zstd's content checksum matches, and hands its buffer
 /// back on `recycle`. Returns `false` at the first bad frame, without waiting for the rest (the
 /// sender then finds the channel closed), `true` once the sender is done and every frame passed.
+///
+/// `content_buffer` is where frames decode to; it is the caller's, so one buffer (up to a frame's
+/// size) serves every entry of a write instead of being allocated and faulted in for each.
 pub(crate) fn verify_frames(
     mut decoder: zstd::bulk::Decompressor<'_>,
     frames: &mpsc::Receiver<(Vec<u8>, u32)>,
     recycle: &mpsc::Sender<Vec<u8>>,
+    content_buffer: &mut Vec<u8>,
 ) -> bool {
-    let mut content_buffer = Vec::with_capacity(MAX_FRAME_SIZE);
+    content_buffer.reserve(MAX_FRAME_SIZE.saturating_sub(content_buffer.len()));
     for (compressed, content) in frames {
+        content_buffer.clear();
         let intact = decoder
-            .decompress_to_buffer(&compressed[..], &mut content_buffer)
+            .decompress_to_buffer(&compressed[..], content_buffer)
             .is_ok_and(|n| n == content as usize);
         if !intact {
             return false;
@@ -232,9 +243,14 @@ mod tests {
         assert!(!cache.contains(&digest, 9));
         let mut entry = cache.open(&digest, 3, 15).expect("entry");
         assert_eq!(entry.sizes, [(3, 10), (2, 5)]);
-        let mut buf = Vec::new();
+        // A buffer reused from a longer frame holds exactly the frame read into it.
+        let mut buf = b"a longer frame before".to_vec();
         entry.read_frame(3, &mut buf).expect("read");
         assert_eq!(buf, b"abc");
+        entry.read_frame(2, &mut buf).expect("read");
+        assert_eq!(buf, b"de");
+        // Past the frames, the size table is not a frame: a short read is an error.
+        assert!(entry.read_frame(100, &mut buf).is_err());
         // A table that does not cover the member's content is not used, and removed.
         assert!(cache.open(&digest, 3, 16).is_none());
         assert!(!cache.contains(&digest, 3));

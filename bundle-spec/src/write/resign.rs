@@ -62,12 +62,7 @@ pub fn sign_bundle(path: &Path, key: &SigningKey) -> Result<SignedBundle, Bundle
             .map_err(BundleError::Read)?;
         encoder.copy_frame(&compressed, decompressed as u32)?;
     }
-    let mut tar = TarFrames {
-        frames: encoder,
-        mtime,
-        verify: true,
-        frame_cache: None,
-    };
+    let mut tar = TarFrames::new(encoder, mtime, true, None);
     tar.member_bytes(&MemberPath::fixed(SIGNATURE_PATH), &signature)?;
     tar.finish()?.commit()?;
     Ok(SignedBundle {

@@ -23,8 +23,11 @@ use crate::resolve::ResolveError;
 pub struct RegistryAccess {
     settings: BTreeMap<String, RegistryConfig>,
     docker_auths: BTreeMap<String, (String, String)>,
-    clients: Arc<Mutex<BTreeMap<String, Client>>>,
+    clients: Arc<Mutex<BTreeMap<String, HostClient>>>,
 }
+
+/// A host's client, set up by the first request that needs it while the others wait for it.
+type HostClient = Arc<tokio::sync::OnceCell<Client>>;
 
 impl std::fmt::Debug for RegistryAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,22 +89,26 @@ impl RegistryAccess {
     }
 
     /// The client for the registry `reference` lives on. The first request for a host sets
-    /// its client up off the async workers, since that reads the host's CA file.
+    /// its client up off the async workers, since that reads the host's CA file and the
+    /// system's roots; requests for the same host meanwhile wait for that one client instead of
+    /// each building their own (a build resolving seven images of one registry built seven,
+    /// each parsing every system root certificate twice, on the path to its first request).
     pub async fn client(&self, reference: &Reference) -> Result<Client, ResolveError> {
         let host = reference.registry().to_owned();
-        if let Some(client) = self.clients()?.get(&host) {
-            return Ok(client.clone());
-        }
-        let (access, configured) = (self.clone(), host.clone());
-        let client = blocking("setting up a registry client", move || {
-            access.client_config(&configured).map(Client::new)
-        })
-        .await??;
-        // Another task may have set one up meanwhile: all use the first.
-        Ok(self.clients()?.entry(host).or_insert(client).clone())
+        let cell = Arc::clone(self.clients()?.entry(host.clone()).or_default());
+        let client = cell
+            .get_or_try_init(|| async {
+                let access = self.clone();
+                blocking("setting up a registry client", move || {
+                    access.client_config(&host).map(Client::new)
+                })
+                .await?
+            })
+            .await?;
+        Ok(client.clone())
     }
 
-    fn clients(&self) -> Result<MutexGuard<'_, BTreeMap<String, Client>>, ResolveError> {
+    fn clients(&self) -> Result<MutexGuard<'_, BTreeMap<String, HostClient>>, ResolveError> {
         self.clients
             .lock()
             .map_err(|_| ResolveError::Internal("registry client table poisoned".into()))
