@@ -57,6 +57,10 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     table: SeekTable,
     level: i32,
     workers: u32,
+    /// The compression context, kept from frame to frame: a new one per frame started zstd's
+    /// worker threads and faulted in their buffers again for every 32 MiB. Every parameter is
+    /// set again for each frame, so a frame's bytes never depend on the one before.
+    compressor: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
     recording: Option<EntryWriter>,
 }
@@ -70,6 +74,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
             table: SeekTable::new(),
             level,
             workers: workers.max(1),
+            compressor: None,
             recording: None,
         }
     }
@@ -114,7 +119,12 @@ impl<W: HashedWrite> FrameEncoder<W> {
             return Ok(());
         }
         let level = self.level_for_frame()?;
-        let mut compressor = zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?;
+        let compressor = match &mut self.compressor {
+            Some(compressor) => compressor,
+            None => self
+                .compressor
+                .insert(zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?),
+        };
         // Multithreaded mode is always on, even with one worker: zstd's output then depends only
         // on the parameters, never on the worker count, so every machine writes the same bytes.
         let window_log = self
@@ -124,6 +134,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
             .trailing_zeros()
             .max(10);
         for parameter in [
+            CParameter::CompressionLevel(level),
             CParameter::NbWorkers(self.workers),
             CParameter::JobSize(JOB_SIZE as u32),
             CParameter::ChecksumFlag(true),
@@ -205,5 +216,71 @@ impl<W: HashedWrite> Write for FrameEncoder<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A xorshift stream: `count` bytes that do not compress.
+    fn xorshift(count: usize) -> Vec<u8> {
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        (0..count)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect()
+    }
+
+    /// Words drawn at random: text that compresses, differently at each level (a repeated
+    /// phrase would not tell levels apart), larger than the sample so it gets the configured
+    /// level.
+    fn compressible() -> Vec<u8> {
+        const WORDS: [&[u8]; 8] = [
+            b"kubelet ",
+            b"containerd ",
+            b"etcd ",
+            b"runc ",
+            b"pause ",
+            b"coredns ",
+            b"cni ",
+            b"proxy ",
+        ];
+        xorshift(100_000)
+            .iter()
+            .flat_map(|b| WORDS[usize::from(b % 8)])
+            .copied()
+            .collect()
+    }
+
+    fn incompressible() -> Vec<u8> {
+        xorshift(600_000)
+    }
+
+    /// The compressed frame `content` becomes in an encoder of its own.
+    fn alone(content: &[u8], level: i32) -> Vec<u8> {
+        let mut encoder = FrameEncoder::new(Vec::new(), level, 2);
+        encoder.write_all(content).expect("write");
+        encoder.end_frame().expect("frame");
+        encoder.out
+    }
+
+    #[test]
+    fn a_frame_is_the_same_whatever_frames_the_encoder_compressed_before() {
+        for level in [3, 9] {
+            let (text, noise) = (compressible(), incompressible());
+            let mut encoder = FrameEncoder::new(Vec::new(), level, 2);
+            let mut expected = Vec::new();
+            for content in [&noise, &text, &noise[..5000], &text, &noise] {
+                encoder.write_all(content).expect("write");
+                encoder.end_frame().expect("frame");
+                expected.extend(alone(content, level));
+            }
+            assert_eq!(encoder.out, expected, "level {level}");
+        }
     }
 }
