@@ -670,6 +670,46 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
     assert_eq!(fs::read(&fourth).unwrap(), bytes);
 }
 
+#[test]
+fn an_entry_with_a_damaged_table_is_refused_unless_blobs_are_re_hashed() {
+    let fx = Fixture::with_layer(&fixture::pseudo_random(3 << 20));
+    let plain = fx.dir.path().join("plain.tar.zst");
+    write_bundle(&fx.contents, &plain, &options()).unwrap();
+    let cache_dir = fx.dir.path().join("frames");
+    let trusting = WriteOptions {
+        frame_cache: Some(FrameCache::new(&cache_dir)),
+        verify_blobs: false,
+        ..options()
+    };
+    let layer = fx.contents.blobs.iter().max_by_key(|b| b.size).unwrap();
+    let entry = cache_dir.join("zstd-3").join(layer.digest.hex());
+    let cut = |path: &Path| {
+        let bytes = fs::read(path).unwrap();
+        fs::write(path, &bytes[..bytes.len() - 1]).unwrap();
+    };
+    write_bundle(&fx.contents, &fx.dir.path().join("1.tar.zst"), &trusting).unwrap();
+    // A power cut's short entry, with a caller that counted on it instead of re-reading the
+    // blob: refused, named, removed, and nothing written.
+    cut(&entry);
+    let second = fx.dir.path().join("2.tar.zst");
+    let err = write_bundle(&fx.contents, &second, &trusting).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::FrameCacheDamaged { digest, .. } if *digest == layer.digest),
+        "{err}"
+    );
+    assert!(!second.exists() && !entry.exists());
+    // A write that re-hashes blobs compresses the blob again, to the same bytes.
+    write_bundle(&fx.contents, &fx.dir.path().join("1.tar.zst"), &trusting).unwrap();
+    cut(&entry);
+    let verifying = WriteOptions {
+        verify_blobs: true,
+        ..trusting
+    };
+    write_bundle(&fx.contents, &second, &verifying).unwrap();
+    assert_eq!(fs::read(&second).unwrap(), fs::read(&plain).unwrap());
+    assert!(entry.is_file(), "the entry is stored again");
+}
+
 /// The number of frames a frame-cache entry lists (the `u32` before its 8-byte magic).
 fn frame_count(entry: &[u8]) -> usize {
     let at = entry.len() - 12;

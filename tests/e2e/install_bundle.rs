@@ -45,15 +45,7 @@ pub(crate) fn tamper(bundle: &Path, out: &Path) {
 
 /// Incompressible bytes (like a gzip layer), different per `seed`.
 pub(crate) fn layer(len: usize, seed: u8) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ u64::from(seed);
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state.to_le_bytes()[0]
-        })
-        .collect()
+    bundle_spec::test_support::incompressible(len, seed)
 }
 
 #[test]

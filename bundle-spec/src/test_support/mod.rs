@@ -7,11 +7,13 @@
 // Helpers for tests: they panic on what no test gives them (invalid member paths, times).
 #![allow(clippy::missing_panics_doc)]
 
+mod bytes;
 mod crafted;
 mod images;
 mod layout;
 mod members;
 
+pub use bytes::incompressible;
 pub use crafted::{
     RawMember, blob_path, checksum_list, craft_bundle, description_json, frame_tar, minimal_members,
 };

@@ -61,6 +61,8 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     /// worker threads and faulted in their buffers again for every 32 MiB. Every parameter is
     /// set again for each frame, so a frame's bytes never depend on the one before.
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// The level-1 context that samples each frame, kept for the same reason.
+    probe: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
     recording: Option<EntryWriter>,
 }
@@ -75,6 +77,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
             level,
             workers: workers.max(1),
             compressor: None,
+            probe: None,
             recording: None,
         }
     }
@@ -168,12 +171,18 @@ impl<W: HashedWrite> FrameEncoder<W> {
     }
 
     /// Level 1 for a frame whose sample does not compress, the configured level otherwise.
-    fn level_for_frame(&self) -> Result<i32, BundleError> {
+    fn level_for_frame(&mut self) -> Result<i32, BundleError> {
         if self.frame.len() < 4096 {
             return Ok(self.level);
         }
         let sample = &self.frame[..self.frame.len().min(SAMPLE_SIZE)];
-        let probe = zstd::bulk::compress(sample, 1).map_err(BundleError::Compress)?;
+        let probe = match &mut self.probe {
+            Some(probe) => probe,
+            None => self
+                .probe
+                .insert(zstd::bulk::Compressor::new(1).map_err(BundleError::Compress)?),
+        };
+        let probe = probe.compress(sample).map_err(BundleError::Compress)?;
         let incompressible = probe.len() * 100 >= sample.len() * INCOMPRESSIBLE_PERCENT;
         Ok(if incompressible { 1 } else { self.level })
     }
@@ -222,19 +231,7 @@ impl<W: HashedWrite> Write for FrameEncoder<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A xorshift stream: `count` bytes that do not compress.
-    fn xorshift(count: usize) -> Vec<u8> {
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        (0..count)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state.to_le_bytes()[0]
-            })
-            .collect()
-    }
+    use crate::test_support::incompressible;
 
     /// Words drawn at random: text that compresses, differently at each level (a repeated
     /// phrase would not tell levels apart), larger than the sample so it gets the configured
@@ -250,15 +247,11 @@ mod tests {
             b"cni ",
             b"proxy ",
         ];
-        xorshift(100_000)
+        incompressible(100_000, 0)
             .iter()
             .flat_map(|b| WORDS[usize::from(b % 8)])
             .copied()
             .collect()
-    }
-
-    fn incompressible() -> Vec<u8> {
-        xorshift(600_000)
     }
 
     /// The compressed frame `content` becomes in an encoder of its own.
@@ -272,7 +265,7 @@ mod tests {
     #[test]
     fn a_frame_is_the_same_whatever_frames_the_encoder_compressed_before() {
         for level in [3, 9] {
-            let (text, noise) = (compressible(), incompressible());
+            let (text, noise) = (compressible(), incompressible(600_000, 0));
             let mut encoder = FrameEncoder::new(Vec::new(), level, 2);
             let mut expected = Vec::new();
             for content in [&noise, &text, &noise[..5000], &text, &noise] {

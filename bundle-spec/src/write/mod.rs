@@ -299,8 +299,15 @@ impl TarFrames {
         self.frames.end_frame()?;
         let level = self.frames.level();
         if let Some(cache) = self.frame_cache.clone() {
+            let cached = cache.contains(&blob.digest, level);
             if let Some(entry) = cache.open(&blob.digest, level, blob.size + padding(blob.size)) {
                 return self.copy_cached(&cache, entry, blob.digest);
+            }
+            // An entry whose size table is damaged is gone now. A caller that does not have
+            // blobs re-hashed may not have read this one in this run, counting on the entry:
+            // it is told, as for a damaged frame, and writes again verifying every blob.
+            if cached && !self.verify {
+                return Err(frame_cache::damaged(&cache, blob.digest, level));
             }
             if let Ok(entry) = cache.create(&blob.digest, level) {
                 self.frames.record(entry);
