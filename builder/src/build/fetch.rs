@@ -75,14 +75,22 @@ pub(super) async fn fetch_everything(
     // First: a repository whose signature or closure fails stops the build before any image.
     let packages = fetch_packages(ctx, spec, expansion).await?;
     ctx.progress.phase("resolving images");
-    let images = resolve_images(ctx, &sources.images).await?;
-    let oci_charts = resolve_images(ctx, &sources.oci_charts).await?;
-    ctx.progress.phase("fetching");
-    // Charts are fetched whole before anything is written: the chart image check renders them.
-    let mut blobs = fetch_image_blobs(ctx, oci_charts.iter()).await?;
-    let layers = Layers::start(ctx, &images, &mut blobs);
-    let binaries = fetch_binaries(ctx, sources).await?;
-    let charts = fetch_charts(ctx, sources).await?;
+    // The binaries and charts need nothing from the images: they download while the images
+    // resolve, which is mostly waiting on the registry's answers, and the writer, which waits
+    // for every binary's size, starts sooner.
+    let files =
+        async { futures_util::try_join!(fetch_binaries(ctx, sources), fetch_charts(ctx, sources)) };
+    let images = async {
+        let images = resolve_images(ctx, &sources.images).await?;
+        let oci_charts = resolve_images(ctx, &sources.oci_charts).await?;
+        ctx.progress.phase("fetching");
+        // Charts are fetched whole before anything is written: the chart image check renders them.
+        let mut blobs = fetch_image_blobs(ctx, oci_charts.iter()).await?;
+        let layers = Layers::start(ctx, &images, &mut blobs);
+        Ok((images, oci_charts, blobs, layers))
+    };
+    let ((images, oci_charts, blobs, layers), (binaries, charts)) =
+        futures_util::try_join!(images, files)?;
     let fetched = Fetched {
         images,
         oci_charts,

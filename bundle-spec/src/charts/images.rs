@@ -30,9 +30,7 @@ pub fn missing_images(
 /// `docker.io/calico/node:v3`); a reference that does not parse stays as written, and matches
 /// nothing else.
 fn normalized(reference: &str) -> String {
-    reference
-        .parse::<oci_spec::distribution::Reference>()
-        .map_or_else(|_| reference.to_owned(), |r| r.whole())
+    crate::oci::parse_reference(reference).map_or_else(|_| reference.to_owned(), |r| r.whole())
 }
 
 fn collect_images(value: &Value, into: &mut Vec<String>) {

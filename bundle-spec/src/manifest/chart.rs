@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use oci_spec::distribution::Reference;
 use serde_saphyr::Spanned;
 
 use super::ManifestError;
@@ -117,7 +116,7 @@ fn oci_problem(value: &str) -> Option<&'static str> {
     if !is_host_port(host) {
         return Some("its registry is not `host[:port]`");
     }
-    if reference.parse::<Reference>().is_err() {
+    if crate::oci::parse_reference(reference).is_err() {
         return Some("it is not a valid repository reference");
     }
     if has_tag_or_digest(reference) {

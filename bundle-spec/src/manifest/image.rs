@@ -107,7 +107,7 @@ fn validate(file: &Arc<str>, raw: &Spanned<RawImage>) -> Result<ImageRef, Manife
 /// A reference written at `at`, with the default options.
 fn reference(at: SourceLocation, text: &str) -> Result<ImageRef, ManifestError> {
     let original = text.to_owned();
-    let reference: Reference = match original.parse() {
+    let reference = match crate::oci::parse_reference(&original) {
         Ok(reference) => reference,
         Err(source) => {
             return Err(ManifestError::InvalidImageReference {

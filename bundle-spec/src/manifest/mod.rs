@@ -34,8 +34,8 @@
 //! strictly (`true`/`false` only), so `plainHTTP: yes` is an error rather than a guess.
 //!
 //! Choices worth knowing:
-//! - Image references are parsed by `oci_spec::distribution::Reference` (docker.io
-//!   normalisation included), but a reference without tag or digest is an error: the parser
+//! - Image references are parsed as `oci_spec::distribution::Reference` parses them (docker.io
+//!   normalisation included; `oci::parse_reference` spares the common ones its slow start), but a reference without tag or digest is an error: the parser
 //!   would assume `latest`, and a bundle should be reproducible.
 //! - A binary's `sha256` is either one string, meaning the same file for every platform (only
 //!   accepted when `url` expands identically for all of them), or a map from architecture to

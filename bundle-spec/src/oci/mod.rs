@@ -10,7 +10,7 @@ mod document;
 mod reference;
 
 pub use document::{Descriptor, Document};
-pub use reference::ReferenceParts;
+pub use reference::{ReferenceParts, parse_reference};
 
 /// Path of the layout marker file, at the root of a layout.
 pub const OCI_LAYOUT_PATH: &str = "oci-layout";

@@ -56,12 +56,11 @@ pub struct ImageSource {
 impl ImageSource {
     /// Parses a reference; it must name a tag or a digest.
     pub fn parse(text: &str) -> Result<Self, ResolveError> {
-        let reference: Reference =
-            text.parse()
-                .map_err(|e: oci_client::ParseError| ResolveError::ImageReference {
-                    reference: text.to_owned(),
-                    reason: e.to_string(),
-                })?;
+        let reference =
+            bundle_spec::oci::parse_reference(text).map_err(|e| ResolveError::ImageReference {
+                reference: text.to_owned(),
+                reason: e.to_string(),
+            })?;
         Ok(Self {
             reference,
             written: text.to_owned(),
@@ -173,22 +172,26 @@ pub async fn resolve_image(
     if top.is_index() {
         let (chosen, left_out) = choose_platforms(source, &top, options)?;
         omitted = left_out;
-        for (platform, entry) in chosen {
+        // The platforms' manifests are pulled at once: each is a round trip of its own.
+        let pulls = chosen.into_iter().map(|(platform, entry)| {
             let by_digest = Reference::with_digest(
                 fetch.registry().to_owned(),
                 fetch.repository().to_owned(),
                 entry.digest.to_string(),
             );
-            let (document, blob) = pull_document(access, cache, source, &by_digest).await?;
-            if document.digest != entry.digest {
-                return Err(ResolveError::ManifestDigest {
-                    reference: source.name(),
-                    expected: entry.digest.to_string(),
-                    actual: document.digest,
-                });
+            async move {
+                let (document, blob) = pull_document(access, cache, source, &by_digest).await?;
+                if document.digest != entry.digest {
+                    return Err(ResolveError::ManifestDigest {
+                        reference: source.name(),
+                        expected: entry.digest.to_string(),
+                        actual: document.digest,
+                    });
+                }
+                Ok((Some(platform), document, blob))
             }
-            manifests.push((Some(platform), document, blob));
-        }
+        });
+        manifests = futures_util::future::try_join_all(pulls).await?;
     } else {
         let platform = check_single_platform(access, cache, source, &fetch, &top, options).await?;
         manifests.push((platform, top.clone(), top_blob.clone()));

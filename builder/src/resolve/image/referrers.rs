@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use bundle_spec::Sha256Digest;
 use bundle_spec::lock::LockedReferrer;
 use bundle_spec::oci;
+use futures_util::future::try_join_all;
 use oci_client::Reference;
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 
@@ -73,6 +74,11 @@ pub fn digest_tag(digest: &Sha256Digest) -> String {
 
 /// Finds and fetches the referrers of `subjects` (manifests of `source`, fetched as `fetch`),
 /// and theirs, one level down.
+///
+/// The subjects of a level are asked about at once, and so are the ways of finding each one's
+/// referrers: every answer is one round trip to the registry, mostly a 404, and asked in turn
+/// they were most of an image's resolution. The answers are joined in the fixed order the
+/// module's documentation gives, so what is found does not depend on which answer came first.
 pub(super) async fn discover(
     access: &RegistryAccess,
     cache: &Cache,
@@ -80,17 +86,22 @@ pub(super) async fn discover(
     fetch: &Reference,
     subjects: &[Sha256Digest],
 ) -> Result<Vec<Referrer>, ResolveError> {
+    let lookup = Lookup {
+        access,
+        cache,
+        source,
+        fetch,
+    };
     let mut found = Vec::new();
     let mut seen = BTreeSet::new();
     let mut level = subjects.to_vec();
     for _ in 0..DEPTH {
+        let asked = level.iter().map(|subject| lookup.referrers_of(*subject));
         let mut next = Vec::new();
-        for subject in level {
-            for referrer in referrers_of(access, cache, source, fetch, subject).await? {
-                if seen.insert((referrer.tag.clone(), referrer.document.digest)) {
-                    next.push(referrer.document.digest);
-                    found.push(referrer);
-                }
+        for referrer in try_join_all(asked).await?.into_iter().flatten() {
+            if seen.insert((referrer.tag.clone(), referrer.document.digest)) {
+                next.push(referrer.document.digest);
+                found.push(referrer);
             }
         }
         level = next;
@@ -98,67 +109,90 @@ pub(super) async fn discover(
     Ok(found)
 }
 
-/// The referrers of one manifest: the API's (or its tag-schema index's), then cosign's tags.
-async fn referrers_of(
-    access: &RegistryAccess,
-    cache: &Cache,
-    source: &ImageSource,
-    fetch: &Reference,
-    subject: Sha256Digest,
-) -> Result<Vec<Referrer>, ResolveError> {
-    let client = access.client(fetch).await?;
-    let auth = access.auth(fetch)?;
-    client
-        .store_auth_if_needed(fetch.resolve_registry(), &auth)
-        .await;
-    let by_digest = at_digest(fetch, &subject);
-    let index = client
-        .pull_referrers(&by_digest, None)
+/// What every lookup of one image's referrers shares: the image, and where it is fetched from.
+#[derive(Clone, Copy)]
+struct Lookup<'a> {
+    access: &'a RegistryAccess,
+    cache: &'a Cache,
+    source: &'a ImageSource,
+    fetch: &'a Reference,
+}
+
+impl Lookup<'_> {
+    /// The referrers of one manifest: the API's (or its tag-schema index's), then cosign's tags.
+    async fn referrers_of(self, subject: Sha256Digest) -> Result<Vec<Referrer>, ResolveError> {
+        let (mut referrers, tagged) =
+            futures_util::try_join!(self.listed(subject), self.tagged(subject))?;
+        // A registry that lists cosign's tagged manifests among the referrers (kk's own does)
+        // names them twice: the tag is kept, so clients of cosign's tag scheme still find them.
+        let tagged_digests: BTreeSet<Sha256Digest> =
+            tagged.iter().map(|r| r.document.digest).collect();
+        referrers.retain(|r| !tagged_digests.contains(&r.document.digest));
+        referrers.extend(tagged);
+        Ok(referrers)
+    }
+
+    /// The referrers the registry lists for `subject` (the referrers API, or the tag schema's
+    /// index), in digest order.
+    async fn listed(self, subject: Sha256Digest) -> Result<Vec<Referrer>, ResolveError> {
+        let Self {
+            access,
+            cache,
+            source,
+            fetch,
+        } = self;
+        let client = access.client(fetch).await?;
+        let auth = access.auth(fetch)?;
+        client
+            .store_auth_if_needed(fetch.resolve_registry(), &auth)
+            .await;
+        let by_digest = at_digest(fetch, &subject);
+        let index = client
+            .pull_referrers(&by_digest, None)
+            .await
+            .map_err(|e| registry_error(source, &format!("{}/referrers", by_digest.whole()), e))?;
+        let listed: BTreeSet<Sha256Digest> = index
+            .manifests
+            .iter()
+            .map(|entry| {
+                entry
+                    .digest
+                    .parse()
+                    .map_err(|_| ResolveError::InvalidManifest {
+                        reference: source.name(),
+                        reason: super::DocumentError::Digest {
+                            digest: entry.digest.clone(),
+                        },
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        try_join_all(listed.into_iter().map(|digest| async move {
+            let at = at_digest(fetch, &digest);
+            fetch_referrer(access, cache, source, &at, subject, None, digest).await
+        }))
         .await
-        .map_err(|e| registry_error(source, &format!("{}/referrers", by_digest.whole()), e))?;
-    let listed: BTreeSet<Sha256Digest> = index
-        .manifests
-        .iter()
-        .map(|entry| {
-            entry
-                .digest
-                .parse()
-                .map_err(|_| ResolveError::InvalidManifest {
-                    reference: source.name(),
-                    reason: super::DocumentError::Digest {
-                        digest: entry.digest.clone(),
-                    },
-                })
-        })
-        .collect::<Result<_, _>>()?;
-    let mut referrers = Vec::new();
-    for digest in listed {
-        let at = at_digest(fetch, &digest);
-        referrers.push(fetch_referrer(access, cache, source, &at, subject, None, digest).await?);
     }
-    for suffix in COSIGN_SUFFIXES {
-        let tag = format!("{}.{suffix}", digest_tag(&subject));
-        let at = Reference::with_tag(
-            fetch.registry().to_owned(),
-            fetch.repository().to_owned(),
-            tag.clone(),
-        );
-        let bytes = match pull_bytes(access, &at).await? {
-            Ok(bytes) => bytes,
-            Err(error) if is_not_found(&error) => continue,
-            Err(error) => return Err(registry_error(source, &at.whole(), error)),
-        };
-        referrers.push(referrer(cache, source, subject, Some(tag), bytes).await?);
+
+    /// The referrers of `subject` under cosign's tags, in [`COSIGN_SUFFIXES`]' order.
+    async fn tagged(self, subject: Sha256Digest) -> Result<Vec<Referrer>, ResolveError> {
+        let found = try_join_all(COSIGN_SUFFIXES.map(|suffix| async move {
+            let tag = format!("{}.{suffix}", digest_tag(&subject));
+            let at = Reference::with_tag(
+                self.fetch.registry().to_owned(),
+                self.fetch.repository().to_owned(),
+                tag.clone(),
+            );
+            match pull_bytes(self.access, &at).await? {
+                Ok(bytes) => Ok(Some(
+                    referrer(self.cache, self.source, subject, Some(tag), bytes).await?,
+                )),
+                Err(error) if is_not_found(&error) => Ok(None),
+                Err(error) => Err(registry_error(self.source, &at.whole(), error)),
+            }
+        }))
+        .await?;
+        Ok(found.into_iter().flatten().collect())
     }
-    // A registry that lists cosign's tagged manifests among the referrers (kk's own does) names
-    // them twice: the tag is kept, so clients of cosign's tag scheme still find them.
-    let tagged: BTreeSet<Sha256Digest> = referrers
-        .iter()
-        .filter(|r| r.tag.is_some())
-        .map(|r| r.document.digest)
-        .collect();
-    referrers.retain(|r| r.tag.is_some() || !tagged.contains(&r.document.digest));
-    Ok(referrers)
 }
 
 /// Fetches the referrers a lock names for `source`, by digest.
