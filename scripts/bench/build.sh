@@ -119,16 +119,19 @@ floor_file=$LAB_DIR/http/bench-floor.bin
 head -c $((4 * mb * 1000000)) /dev/urandom > "$floor_file"
 bytes=$(stat -c %s "$floor_file")
 timed() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc; }
+# The disk's figures are medians of five: one sync can stall behind other writeback on a shared
+# machine (a single sample once took 1.6 s against 0.6 s in the runs around it).
+timed_median() { local t=(); for _ in 1 2 3 4 5; do t+=("$(timed "$@")"); done; printf '%s\n' "${t[@]}" | sort -g | sed -n 3p; }
 t_net=$(timed curl -sSf -o /dev/null "$http/bench-floor.bin")
 # sha256 as kk hashes it: with the CPU's SHA instructions where it has them (OpenSSL uses them,
 # coreutils' sha256sum does not).
 if command -v openssl >/dev/null; then sha_tool="openssl dgst -sha256"; else sha_tool=sha256sum; fi
 t_sha=$(timed $sha_tool "$floor_file")
 t_zstd=$(timed zstd -q -1 -T2 -c "$floor_file")
-t_disk=$(timed dd if="$floor_file" of="$bench/floor.out" bs=1M conv=fdatasync)
+t_disk=$(timed_median dd if="$floor_file" of="$bench/floor.out" bs=1M conv=fdatasync)
 # The floor of a full rebuild: the bundle's bytes written once (from the page cache), synced.
 cat "$bench/c.tar.zst" >/dev/null
-t_rewrite=$(timed dd if="$bench/c.tar.zst" of="$bench/floor.out" bs=1M conv=fdatasync)
+t_rewrite=$(timed_median dd if="$bench/c.tar.zst" of="$bench/floor.out" bs=1M conv=fdatasync)
 rm -f "$floor_file" "$bench/floor.out"
 
 python3 - "$bench" "$bytes" "$t_net" "$t_sha" "$t_zstd" "$t_disk" "$t_rewrite" "$sha_tool" "$mb" "$runs" <<'PY'
