@@ -656,7 +656,7 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
     // The same for the last frame, which the verifier thread checks after the writer copied
     // every frame before it.
     let mut damaged = fs::read(&entry).unwrap();
-    let frames_end = damaged.len() - 12 - 8 * frame_count(&damaged);
+    let frames_end = damaged.len() - ENTRY_TAIL - 8 * frame_count(&damaged);
     damaged[frames_end - 100] ^= 0x10;
     fs::write(&entry, damaged).unwrap();
     let fourth = fx.dir.path().join("4.tar.zst");
@@ -710,8 +710,11 @@ fn an_entry_with_a_damaged_table_is_refused_unless_blobs_are_re_hashed() {
     assert!(entry.is_file(), "the entry is stored again");
 }
 
-/// The number of frames a frame-cache entry lists (the `u32` before its 8-byte magic).
+/// The bytes after a frame-cache entry's size table: pair count, blob size, checksum, magic.
+const ENTRY_TAIL: usize = 4 + 8 + 8 + 8;
+
+/// The number of frames a frame-cache entry lists (the `u32` that starts its tail).
 fn frame_count(entry: &[u8]) -> usize {
-    let at = entry.len() - 12;
+    let at = entry.len() - ENTRY_TAIL;
     u32::from_le_bytes(entry[at..at + 4].try_into().unwrap()) as usize
 }

@@ -165,6 +165,47 @@ fn a_rebuild_copies_cached_frames_to_the_same_bytes_and_mends_a_damaged_entry() 
         "copied frames changed the bundle"
     );
 
+    // The large blobs whose frames are cached (the lab's `runc` executable among them) are not read
+    // again: with each cached file damaged, a rebuild gives the same bytes from the frames and
+    // leaves the files as they are (an earlier build re-hashed, removed and fetched them).
+    let blobs: Vec<_> = entries
+        .iter()
+        .map(|entry| {
+            let hex = entry.file_name().expect("name").to_owned();
+            b.path("cache/blobs/sha256").join(hex)
+        })
+        .collect();
+    let originals: Vec<Vec<u8>> = blobs
+        .iter()
+        .map(|blob| fs::read(blob).expect("cached blob"))
+        .collect();
+    assert!(
+        originals.iter().any(|bytes| bytes.starts_with(b"\x7fELF")),
+        "the `runc` executable has no cached frames"
+    );
+    let damage = |bytes: &[u8]| {
+        let mut bytes = bytes.to_vec();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        bytes
+    };
+    for (blob, bytes) in blobs.iter().zip(&originals) {
+        fs::write(blob, damage(bytes)).expect("damage");
+    }
+    assert_eq!(
+        build("2b.tar.zst"),
+        first,
+        "a blob's frames were not copied"
+    );
+    for (blob, bytes) in blobs.iter().zip(&originals) {
+        assert!(
+            fs::read(blob).expect("left") == damage(bytes),
+            "`{}` was read again (and fetched anew)",
+            blob.display()
+        );
+        fs::write(blob, bytes).expect("restore");
+    }
+
     // A flipped bit in the middle of an entry: the build notices, writes the entry anew and
     // still gives the same bundle.
     let entry = &entries[0];

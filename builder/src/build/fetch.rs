@@ -331,13 +331,26 @@ impl Context {
     }
 
     /// Whether the writer will copy `blob`'s frames from the frame cache, with the blob itself
-    /// in the blob cache for the rare damaged entry: then neither is read (re-hashed) now. The
-    /// blob was verified when it arrived; a write that finds the entry damaged writes again,
-    /// re-hashing every blob it reads.
+    /// in the blob cache for the rare damaged entry: then neither is read (re-hashed) now.
     fn frames_cover(&self, blob: &BlobRef) -> bool {
-        blob.size >= CACHED_BLOB_SIZE
-            && self.frames.contains(&blob.digest, self.level)
-            && self.cache.blob_path(&blob.digest).is_file()
+        self.unread_blob(&blob.digest)
+            .is_some_and(|cached| cached.size == blob.size)
+    }
+
+    /// The blob `digest` as the cache holds it, not re-hashed, when the frame cache has a
+    /// whole entry for it at the build's level and the blob file is there for the rare entry
+    /// whose frames prove damaged. Its size is the entry's. The blob was verified when it
+    /// arrived, and the writer copies the entry's frames (each decoded and checked) without
+    /// reading it; a write that finds the entry damaged writes again, re-hashing every blob it
+    /// reads. Smaller blobs have no entries: they are re-hashed on every use.
+    fn unread_blob(&self, digest: &Sha256Digest) -> Option<CachedBlob> {
+        let size = self.frames.blob_size(digest, self.level)?;
+        let path = self.cache.blob_path(digest);
+        (size >= CACHED_BLOB_SIZE && path.is_file()).then_some(CachedBlob {
+            digest: *digest,
+            size,
+            path,
+        })
     }
 }
 
@@ -437,12 +450,14 @@ async fn fetch_binaries(
             async move {
                 let locked: Option<Vec<LockedFile>> =
                     ctx.locked.as_ref().map(|l| l.binaries.clone());
+                let unread = |digest: &Sha256Digest| ctx.unread_blob(digest);
                 let files = resolve_binary(
                     &binary,
                     &ctx.platforms,
                     &ctx.fetcher,
                     &ctx.cache,
                     locked.as_deref(),
+                    &unread,
                 )
                 .await?;
                 for file in &files {

@@ -36,6 +36,20 @@ pub enum CacheError {
         /// The digest it has.
         actual: bundle_spec::Sha256Digest,
     },
+    /// A cached file that was not re-hashed when the build found it proved damaged when it was
+    /// about to be used; it is removed.
+    #[error(
+        "cached file `{}` has digest `{actual}` but `{expected}` was expected: it was damaged on disk and is removed; hint: run the build again to fetch it anew",
+        path.display()
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The digest it must have.
+        expected: bundle_spec::Sha256Digest,
+        /// The digest it has.
+        actual: bundle_spec::Sha256Digest,
+    },
     /// A download is not of the size announced for it (by the server, or by an image blob's
     /// descriptor): it ended short, or went past the size and was cut off there.
     #[error(

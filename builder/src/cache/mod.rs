@@ -231,6 +231,32 @@ impl Cache {
     }
 }
 
+impl CachedBlob {
+    /// Re-hashes the file, for a blob the build left unread when it found it (see
+    /// `build::fetch`) before anything is made of its bytes other than the bundle's copy of
+    /// its frames. A damaged file is removed, so the next build fetches it again.
+    pub fn verify(&self) -> Result<(), CacheError> {
+        file_call();
+        let file = File::open(&self.path).map_err(|source| CacheError::File {
+            path: self.path.clone(),
+            source,
+        })?;
+        let (actual, size) = hash_reader(file).map_err(|source| CacheError::File {
+            path: self.path.clone(),
+            source,
+        })?;
+        if actual == self.digest && size == self.size {
+            return Ok(());
+        }
+        remove_if_present(&self.path)?;
+        Err(CacheError::Damaged {
+            path: self.path.clone(),
+            expected: self.digest,
+            actual,
+        })
+    }
+}
+
 /// A blob being written into the cache; see [`Cache::begin`].
 ///
 /// Dropped without [`Download::finish`], a resumable partial file stays for the next run to
@@ -540,6 +566,24 @@ mod tests {
         fs::write(&blob.path, b"hellp").unwrap();
         assert_eq!(cache.get(&blob.digest).unwrap(), None);
         assert!(!blob.path.exists());
+    }
+
+    #[test]
+    fn a_blob_left_unread_is_verified_before_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let blob = cache.put_bytes(b"hello", None).unwrap();
+        blob.verify().unwrap();
+        for damaged in [&b"hellp"[..], b"hell", b""] {
+            fs::write(&blob.path, damaged).unwrap();
+            let error = blob.verify().unwrap_err();
+            assert!(
+                matches!(&error, CacheError::Damaged { path, expected, .. } if *path == blob.path && *expected == blob.digest),
+                "{error}"
+            );
+            assert!(error.to_string().contains("run the build again"), "{error}");
+            assert!(!blob.path.exists(), "removed");
+        }
     }
 
     #[test]

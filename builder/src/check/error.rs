@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::cache::CacheError;
 use crate::fetch::FetchError;
 
 /// A check of the fetched artifacts failed, or could not be made.
@@ -57,6 +58,9 @@ pub enum CheckError {
         #[source]
         source: std::io::Error,
     },
+    /// The bundle's helm in the cache proved damaged before it was run.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
     /// A bug: an internal invariant broke.
     #[error("internal error: {0}; this is a bug in kk-bundle, please report it")]
     Internal(String),

@@ -28,13 +28,16 @@ impl Helm<'_> {
         match self {
             Helm::OnPath(path) => Ok(path.clone()),
             Helm::Bundled(file) => {
-                let (from, name, to) = (
-                    file.blob.path.clone(),
+                let (blob, name, to) = (
+                    file.blob.clone(),
                     file.file_name.clone(),
                     dir.join(executable_name()),
                 );
                 blocking("extracting the bundle's helm", move || {
-                    extract(&from, &name, &to)?;
+                    // The build may have left it unread (its frames are cached): what runs
+                    // here is checked first.
+                    blob.verify()?;
+                    extract(&blob.path, &name, &to)?;
                     Ok::<_, CheckError>(to)
                 })
                 .await?
@@ -171,17 +174,19 @@ fn make_executable(file: &File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::CachedBlob;
+    use crate::cache::{CacheError, CachedBlob};
 
+    /// A bundled helm file at `path`, with the digest and size of what is there (if anything).
     fn helm_file(platform: &str, path: &Path, file_name: &str) -> ResolvedFile {
+        let bytes = std::fs::read(path).unwrap_or_default();
         ResolvedFile {
             name: "helm".into(),
             version: "v3.18.6".into(),
             platform: platform.parse().unwrap(),
             url: format!("https://get.helm.sh/{file_name}"),
             blob: CachedBlob {
-                digest: bundle_spec::Sha256Digest::of(b""),
-                size: 0,
+                digest: bundle_spec::Sha256Digest::of(&bytes),
+                size: bytes.len() as u64,
                 path: path.to_path_buf(),
             },
             file_name: file_name.into(),
@@ -331,10 +336,7 @@ mod tests {
             .unwrap();
         builder.into_inner().unwrap().finish().unwrap();
         let file = ResolvedFile {
-            blob: CachedBlob {
-                path: license_only,
-                ..file.blob
-            },
+            blob: helm_file("linux/amd64", &license_only, "helm.tgz").blob,
             ..file
         };
         let error = Helm::Bundled(&file)
@@ -342,5 +344,24 @@ mod tests {
             .await
             .unwrap_err();
         assert!(error.to_string().contains("`helm.tgz`"), "{error}");
+
+        // A cached tarball damaged since it was verified is not run: refused, naming the file,
+        // and removed for the next build to fetch again.
+        let _ = std::fs::remove_file(&helm);
+        let file = helm_file("linux/amd64", &tarball, "helm-v3.18.6-linux-amd64.tar.gz");
+        let mut bytes = std::fs::read(&tarball).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&tarball, bytes).unwrap();
+        let error = Helm::Bundled(&file)
+            .executable(out.path())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, CheckError::Cache(CacheError::Damaged { ref path, .. }) if *path == tarball),
+            "{error}"
+        );
+        assert!(!tarball.exists(), "removed");
+        assert!(!helm.exists(), "not extracted");
     }
 }

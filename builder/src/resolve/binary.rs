@@ -61,12 +61,17 @@ impl ResolvedFile {
 /// With `locked` (`--locked`), each platform's file must have a lock entry with the same name,
 /// version, platform and URL, and its digest is the one expected: a changed upstream file is a
 /// digest mismatch, and no checksum file is fetched.
+///
+/// `unread` gives a cached file of a known digest that need not be re-hashed now (one whose
+/// compressed frames the writer copies, see `build::fetch`); any other cached file is
+/// re-hashed on the hit.
 pub async fn resolve_binary(
     binary: &Binary,
     platforms: &[Platform],
     fetcher: &HttpFetcher,
     cache: &Cache,
     locked: Option<&[LockedFile]>,
+    unread: &(dyn Fn(&Sha256Digest) -> Option<CachedBlob> + Sync),
 ) -> Result<Vec<ResolvedFile>, ResolveError> {
     let mut checksum_files = BTreeMap::new();
     let mut downloaded: BTreeMap<String, CachedBlob> = BTreeMap::new();
@@ -86,13 +91,18 @@ pub async fn resolve_binary(
             let expected = wanted
                 .expected(locked, fetcher, &mut checksum_files)
                 .await?;
-            let blob = fetcher
-                .download(&url, expected, cache, &|_, _| {})
-                .await
-                .map_err(|error| wanted.locked_mismatch(locked.is_some(), error))?;
-            if expected.is_none() {
-                wanted.warn_first_use(&blob);
-            }
+            let blob = if let Some(blob) = expected.as_ref().and_then(unread) {
+                blob
+            } else {
+                let blob = fetcher
+                    .download(&url, expected, cache, &|_, _| {})
+                    .await
+                    .map_err(|error| wanted.locked_mismatch(locked.is_some(), error))?;
+                if expected.is_none() {
+                    wanted.warn_first_use(&blob);
+                }
+                blob
+            };
             downloaded.insert(url.clone(), blob.clone());
             blob
         };
@@ -427,6 +437,16 @@ mod tests {
         }
     }
 
+    /// `resolve_binary` for the test platforms, re-hashing every cached file it finds.
+    async fn resolve(
+        binary: &Binary,
+        fetcher: &HttpFetcher,
+        cache: &Cache,
+        locked: Option<&[LockedFile]>,
+    ) -> Result<Vec<ResolvedFile>, ResolveError> {
+        resolve_binary(binary, &platforms(), fetcher, cache, locked, &|_| None).await
+    }
+
     fn binary(spec: &str) -> Binary {
         let text = format!(
             "apiVersion: bundle.kk.io/v1alpha1\nkind: BundleManifest\nmetadata: {{name: t}}\nspec:\n  platforms: [linux/amd64, linux/arm64]\n  binaries:\n{spec}"
@@ -469,9 +489,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let binary = with_checksum_file(&server);
-        let files = resolve_binary(&binary, &platforms(), &retrying(0), &cache, None)
-            .await
-            .unwrap();
+        let files = resolve(&binary, &retrying(0), &cache, None).await.unwrap();
         assert_eq!(files.len(), 2);
         assert_eq!(files[1].file_name, "tool-arm64");
         assert_eq!(files[1].blob.digest, Sha256Digest::of(b"arm64 build"));
@@ -500,9 +518,7 @@ mod tests {
             "    - name: tool\n      version: v1\n      url: {}\n      sha256: {hex}\n",
             server.url("/{version}/any")
         ));
-        let files = resolve_binary(&binary, &platforms(), &retrying(0), &cache, None)
-            .await
-            .unwrap();
+        let files = resolve(&binary, &retrying(0), &cache, None).await.unwrap();
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].blob, files[1].blob);
         assert_ne!(files[0].platform, files[1].platform);
@@ -519,7 +535,7 @@ mod tests {
             server.url("/{version}/tool-{os}-{arch}"),
             server.url("/{version}/SHA256SUMS")
         ));
-        let message = resolve_binary(&binary, &platforms(), &retrying(0), &cache, None)
+        let message = resolve(&binary, &retrying(0), &cache, None)
             .await
             .unwrap_err()
             .to_string();
@@ -534,14 +550,12 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         let binary = with_checksum_file(&server);
         let fetcher = retrying(0);
-        let files = resolve_binary(&binary, &platforms(), &fetcher, &cache, None)
-            .await
-            .unwrap();
+        let files = resolve(&binary, &fetcher, &cache, None).await.unwrap();
         let mut lock: Vec<LockedFile> = files.iter().map(ResolvedFile::locked).collect();
         let before = server.requests().len();
 
         // The same lock: everything is a cache hit, not even the checksum file is fetched.
-        let again = resolve_binary(&binary, &platforms(), &fetcher, &cache, Some(&lock))
+        let again = resolve(&binary, &fetcher, &cache, Some(&lock))
             .await
             .unwrap();
         assert_eq!(again, files);
@@ -549,7 +563,7 @@ mod tests {
 
         // Upstream drifted from the lock: a mismatch naming both digests.
         lock[1].digest = Sha256Digest::of(b"what was locked");
-        let message = resolve_binary(&binary, &platforms(), &fetcher, &cache, Some(&lock))
+        let message = resolve(&binary, &fetcher, &cache, Some(&lock))
             .await
             .unwrap_err()
             .to_string();
@@ -561,7 +575,7 @@ mod tests {
 
         // Not in the lock at all.
         lock.remove(1);
-        let error = resolve_binary(&binary, &platforms(), &fetcher, &cache, Some(&lock))
+        let error = resolve(&binary, &fetcher, &cache, Some(&lock))
             .await
             .unwrap_err();
         assert!(matches!(error, ResolveError::NotLocked { .. }), "{error:?}");
@@ -607,14 +621,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let binary = pinned_by_lock(&server);
-        let (files, warnings) = logged(resolve_binary(
-            &binary,
-            &platforms(),
-            &retrying(0),
-            &cache,
-            None,
-        ))
-        .await;
+        let (files, warnings) = logged(resolve(&binary, &retrying(0), &cache, None)).await;
         let files = files.unwrap();
         let locked: Vec<LockedFile> = files.iter().map(ResolvedFile::locked).collect();
         assert_eq!(locked[0].digest, Sha256Digest::of(b"amd64 build"));
@@ -636,14 +643,7 @@ mod tests {
         assert!(warnings.contains("hint: commit the lock"), "{warnings}");
 
         // `--locked` with the same lock: the cached files, and no warning.
-        let (again, quiet) = logged(resolve_binary(
-            &binary,
-            &platforms(),
-            &retrying(0),
-            &cache,
-            Some(&locked),
-        ))
-        .await;
+        let (again, quiet) = logged(resolve(&binary, &retrying(0), &cache, Some(&locked))).await;
         assert_eq!(again.unwrap(), files);
         assert_eq!(quiet, "");
     }
@@ -654,16 +654,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let binary = pinned_by_lock(&server);
-        let mut lock: Vec<LockedFile> =
-            resolve_binary(&binary, &platforms(), &retrying(0), &cache, None)
-                .await
-                .unwrap()
-                .iter()
-                .map(ResolvedFile::locked)
-                .collect();
+        let mut lock: Vec<LockedFile> = resolve(&binary, &retrying(0), &cache, None)
+            .await
+            .unwrap()
+            .iter()
+            .map(ResolvedFile::locked)
+            .collect();
         // What the first build saw is not what upstream serves now.
         lock[1].digest = Sha256Digest::of(b"what the first build saw");
-        let error = resolve_binary(&binary, &platforms(), &retrying(0), &cache, Some(&lock))
+        let error = resolve(&binary, &retrying(0), &cache, Some(&lock))
             .await
             .unwrap_err();
         assert!(

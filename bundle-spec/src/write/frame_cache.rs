@@ -8,8 +8,13 @@
 //! content and the parameters (see `frames`).
 //!
 //! An entry is a file `zstd-<level>/<hex>`: the frames as they go into the bundle, then a table
-//! of `(compressed, decompressed)` sizes as little-endian `u32` pairs, the pair count as `u32`
-//! and the magic [`ENTRY_MAGIC`]. It is written to a temporary file and renamed into place,
+//! of `(compressed, decompressed)` sizes as little-endian `u32` pairs, the pair count as `u32`,
+//! the blob's size as `u64`, the first eight bytes of the sha256 of all of that (the table on),
+//! and the magic [`ENTRY_MAGIC`]. The blob's exact size is there because the frames hold its
+//! content and padding, which do not tell a blob's last bytes from zeros: with it, a build can
+//! take a cached blob's size from its entry alone and leave the blob unread (see
+//! [`FrameCache::blob_size`]). The checksum covers what the sums of the table cannot: a changed
+//! blob size within the same padded length. It is written to a temporary file and renamed into place,
 //! without an fsync: an entry a power cut damaged is found out when it is used, since every
 //! frame is decoded (checking its size and zstd's content checksum) as it is copied. A damaged
 //! entry is removed and the write fails with [`BundleError::FrameCacheDamaged`]; the next write
@@ -25,13 +30,18 @@ use tempfile::NamedTempFile;
 use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
+use crate::member::padding;
 
 /// Blobs from this size on have their content frames cached (and their header in a frame of its
 /// own, cached or not, so the bundle's bytes do not depend on whether a cache was used).
 pub const CACHED_BLOB_SIZE: u64 = 1 << 20;
 
-/// The last eight bytes of an entry.
-const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME1";
+/// The last eight bytes of an entry. (Entries of the first format, `KKFRAME1`, had no blob size:
+/// they are not recognised, so they are removed when used and compressed again.)
+const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME2";
+
+/// The bytes after an entry's size table: pair count, blob size, checksum, magic.
+const TAIL: usize = 4 + 8 + 8 + 8;
 
 /// Temporary entries carry this prefix.
 const TEMP_PREFIX: &str = ".partial-";
@@ -52,25 +62,40 @@ impl FrameCache {
         self.dir.join(format!("zstd-{level}")).join(digest.hex())
     }
 
-    /// Whether an entry for `digest` at `level` exists (it is checked only when used).
-    pub fn contains(&self, digest: &Sha256Digest, level: i32) -> bool {
+    /// Whether an entry for `digest` at `level` exists, whole or not.
+    pub(crate) fn contains(&self, digest: &Sha256Digest, level: i32) -> bool {
         self.entry_path(digest, level).is_file()
     }
 
-    /// The entry for `digest` at `level`, if there is one whose size table covers `content`
-    /// bytes and the file's length; an entry that does not is removed.
-    pub(crate) fn open(&self, digest: &Sha256Digest, level: i32, content: u64) -> Option<Entry> {
+    /// The size of the blob `digest` if the entry for it at `level` is whole: its size table
+    /// agrees with the blob size it records and with the entry's length. The frames themselves
+    /// are checked only when a write copies them. A damaged entry is left for that write.
+    pub fn blob_size(&self, digest: &Sha256Digest, level: i32) -> Option<u64> {
+        let file = File::open(self.entry_path(digest, level)).ok()?;
+        Entry::read_table(file).ok().map(|entry| entry.blob_size)
+    }
+
+    /// The entry for `digest` at `level`, if there is one for a blob of `size` bytes whose size
+    /// table covers it and the file's length; an entry that does not is removed.
+    pub(crate) fn open(&self, digest: &Sha256Digest, level: i32, size: u64) -> Option<Entry> {
         let path = self.entry_path(digest, level);
         let file = File::open(&path).ok()?;
-        let entry = Entry::read_table(file, content).ok();
+        let entry = Entry::read_table(file)
+            .ok()
+            .filter(|entry| entry.blob_size == size);
         if entry.is_none() {
             let _ = fs::remove_file(&path);
         }
         entry
     }
 
-    /// Starts recording a new entry for `digest` at `level`.
-    pub(crate) fn create(&self, digest: &Sha256Digest, level: i32) -> io::Result<EntryWriter> {
+    /// Starts recording a new entry for the blob `digest` of `size` bytes at `level`.
+    pub(crate) fn create(
+        &self,
+        digest: &Sha256Digest,
+        level: i32,
+        size: u64,
+    ) -> io::Result<EntryWriter> {
         let path = self.entry_path(digest, level);
         let dir = path.parent().unwrap_or(&self.dir);
         fs::create_dir_all(dir)?;
@@ -80,6 +105,7 @@ impl FrameCache {
         Ok(EntryWriter {
             out: BufWriter::with_capacity(1 << 20, temp),
             sizes: Vec::new(),
+            blob_size: size,
             path,
         })
     }
@@ -97,25 +123,41 @@ pub(crate) struct Entry {
     file: File,
     /// `(compressed, decompressed)` size of each frame, in order.
     pub(crate) sizes: Vec<(u32, u32)>,
+    /// The size of the blob whose content (and padding) the frames hold.
+    blob_size: u64,
 }
 
 impl Entry {
-    fn read_table(mut file: File, content: u64) -> io::Result<Self> {
+    fn read_table(mut file: File) -> io::Result<Self> {
         let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
         let length = file.metadata()?.len();
-        let mut tail = [0u8; 12];
-        file.seek(SeekFrom::End(-12))?;
+        let mut tail = [0u8; TAIL];
+        let tail_start = length
+            .checked_sub(TAIL as u64)
+            .ok_or_else(|| invalid("shorter than an entry's tail"))?;
+        file.seek(SeekFrom::Start(tail_start))?;
         file.read_exact(&mut tail)?;
-        if &tail[4..] != ENTRY_MAGIC {
+        let (count, rest) = tail.split_at(4);
+        let (blob_size, rest) = rest.split_at(8);
+        let (check, magic) = rest.split_at(8);
+        if magic != ENTRY_MAGIC {
             return Err(invalid("no entry magic"));
         }
-        let count = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+        let count = u64::from(u32::from_le_bytes(
+            count.try_into().map_err(io::Error::other)?,
+        ));
+        let blob_size = u64::from_le_bytes(blob_size.try_into().map_err(io::Error::other)?);
         let frames_end = length
-            .checked_sub(12 + count * 8)
+            .checked_sub(TAIL as u64 + count * 8)
             .ok_or_else(|| invalid("table larger than the file"))?;
         let mut table = vec![0u8; usize::try_from(count * 8).map_err(|_| invalid("table"))?];
         file.seek(SeekFrom::Start(frames_end))?;
         file.read_exact(&mut table)?;
+        table.extend_from_slice(&tail[..12]);
+        if check != table_check(&table) {
+            return Err(invalid("table checksum"));
+        }
+        table.truncate(table.len() - 12);
         let sizes: Vec<(u32, u32)> = table
             .chunks_exact(8)
             .map(|p| {
@@ -130,11 +172,16 @@ impl Entry {
         let frames_fit = sizes
             .iter()
             .all(|&(c, d)| d > 0 && d as usize <= MAX_FRAME_SIZE && c > 0);
-        if compressed != frames_end || decompressed != content || !frames_fit {
+        let content = blob_size.checked_add(padding(blob_size));
+        if compressed != frames_end || Some(decompressed) != content || !frames_fit {
             return Err(invalid("size table does not match"));
         }
         file.seek(SeekFrom::Start(0))?;
-        Ok(Self { file, sizes })
+        Ok(Self {
+            file,
+            sizes,
+            blob_size,
+        })
     }
 
     /// Reads the next frame's compressed bytes into `buf`, replacing what it held. The buffer's
@@ -154,6 +201,7 @@ impl Entry {
 pub(crate) struct EntryWriter {
     out: BufWriter<NamedTempFile>,
     sizes: Vec<(u32, u32)>,
+    blob_size: u64,
     path: PathBuf,
 }
 
@@ -171,14 +219,19 @@ impl EntryWriter {
         Ok(())
     }
 
-    /// Appends the size table and renames the entry into place.
+    /// Appends the size table, the blob's size and their checksum, and renames the entry into
+    /// place.
     pub(crate) fn finish(mut self) -> io::Result<()> {
+        let mut table = Vec::with_capacity(self.sizes.len() * 8 + 12);
         for (c, d) in &self.sizes {
-            self.out.write_all(&c.to_le_bytes())?;
-            self.out.write_all(&d.to_le_bytes())?;
+            table.extend_from_slice(&c.to_le_bytes());
+            table.extend_from_slice(&d.to_le_bytes());
         }
         let count = u32::try_from(self.sizes.len()).map_err(io::Error::other)?;
-        self.out.write_all(&count.to_le_bytes())?;
+        table.extend_from_slice(&count.to_le_bytes());
+        table.extend_from_slice(&self.blob_size.to_le_bytes());
+        self.out.write_all(&table)?;
+        self.out.write_all(&table_check(&table))?;
         self.out.write_all(ENTRY_MAGIC)?;
         let temp = self
             .out
@@ -187,6 +240,14 @@ impl EntryWriter {
         temp.persist(&self.path).map_err(|e| e.error)?;
         Ok(())
     }
+}
+
+/// The checksum of an entry's size table, pair count and blob size.
+fn table_check(table: &[u8]) -> [u8; 8] {
+    let digest = Sha256Digest::of(table);
+    let mut check = [0; 8];
+    check.copy_from_slice(&digest.as_bytes()[..8]);
+    check
 }
 
 /// Decodes each frame received on `frames` (compressed bytes and decompressed size), checking
@@ -229,20 +290,25 @@ pub(crate) fn damaged(cache: &FrameCache, digest: Sha256Digest, level: i32) -> B
 mod tests {
     use super::*;
 
+    /// An entry for the blob `digest` of `size` bytes (a 500-byte blob fills one 512-byte
+    /// block), with made-up compressed bytes for its content and padding.
+    fn entry(cache: &FrameCache, digest: &Sha256Digest, size: u64) {
+        let mut writer = cache.create(digest, 3, size).expect("create");
+        writer.frame(b"abc", 300).expect("frame");
+        writer.frame(b"de", 212).expect("frame");
+        writer.finish().expect("finish");
+    }
+
     #[test]
     fn an_entry_round_trips_and_a_wrong_one_is_removed() {
         let dir = tempfile::tempdir().expect("dir");
         let cache = FrameCache::new(dir.path());
         let digest = Sha256Digest::of(b"blob");
-        assert!(!cache.contains(&digest, 3));
-        let mut writer = cache.create(&digest, 3).expect("create");
-        writer.frame(b"abc", 10).expect("frame");
-        writer.frame(b"de", 5).expect("frame");
-        writer.finish().expect("finish");
-        assert!(cache.contains(&digest, 3));
-        assert!(!cache.contains(&digest, 9));
-        let mut entry = cache.open(&digest, 3, 15).expect("entry");
-        assert_eq!(entry.sizes, [(3, 10), (2, 5)]);
+        assert!(!cache.entry_path(&digest, 3).exists());
+        entry(&cache, &digest, 500);
+        assert!(cache.entry_path(&digest, 3).is_file());
+        let mut entry = cache.open(&digest, 3, 500).expect("entry");
+        assert_eq!(entry.sizes, [(3, 300), (2, 212)]);
         // A buffer reused from a longer frame holds exactly the frame read into it.
         let mut buf = b"a longer frame before".to_vec();
         entry.read_frame(3, &mut buf).expect("read");
@@ -251,23 +317,62 @@ mod tests {
         assert_eq!(buf, b"de");
         // Past the frames, the size table is not a frame: a short read is an error.
         assert!(entry.read_frame(100, &mut buf).is_err());
-        // A table that does not cover the member's content is not used, and removed.
-        assert!(cache.open(&digest, 3, 16).is_none());
-        assert!(!cache.contains(&digest, 3));
+        // The frames of a 500-byte blob are those of a 501-byte one padded, but the entry
+        // records 500: it is not used for another size, and removed.
+        assert!(cache.open(&digest, 3, 501).is_none());
+        assert!(!cache.entry_path(&digest, 3).exists());
     }
 
     #[test]
-    fn a_truncated_entry_is_not_used() {
+    fn an_entry_tells_its_blob_size_while_it_is_whole() {
         let dir = tempfile::tempdir().expect("dir");
         let cache = FrameCache::new(dir.path());
         let digest = Sha256Digest::of(b"blob");
-        let mut writer = cache.create(&digest, 3).expect("create");
-        writer.frame(b"abc", 10).expect("frame");
-        writer.finish().expect("finish");
-        let path = dir.path().join("zstd-3").join(digest.hex());
+        assert_eq!(cache.blob_size(&digest, 3), None, "no entry yet");
+        entry(&cache, &digest, 500);
+        assert_eq!(cache.blob_size(&digest, 3), Some(500));
+        assert_eq!(cache.blob_size(&digest, 9), None, "another level");
+        assert_eq!(cache.blob_size(&Sha256Digest::of(b"other"), 3), None);
+        // A truncated entry tells nothing, and is left for the write that uses it to find.
+        let path = cache.entry_path(&digest, 3);
         let bytes = fs::read(&path).expect("entry");
         fs::write(&path, &bytes[..bytes.len() - 1]).expect("cut");
-        assert!(cache.open(&digest, 3, 10).is_none());
-        assert!(!path.exists());
+        assert_eq!(cache.blob_size(&digest, 3), None);
+        assert!(path.is_file());
+    }
+
+    /// A change to an entry's bytes.
+    type Damage = fn(&mut Vec<u8>);
+
+    #[test]
+    fn a_damaged_entry_is_not_used() {
+        let dir = tempfile::tempdir().expect("dir");
+        let cache = FrameCache::new(dir.path());
+        let digest = Sha256Digest::of(b"blob");
+        let path = dir.path().join("zstd-3").join(digest.hex());
+        let cases: [(&str, Damage); 4] = [
+            ("cut short", |bytes| bytes.truncate(bytes.len() - 1)),
+            ("a frame lost", |bytes| {
+                bytes.remove(0);
+            }),
+            // 500 ^ 64 = 436 is a blob of the same padded length.
+            ("another blob size", |bytes| {
+                let at = bytes.len() - 24;
+                bytes[at] ^= 0x40;
+            }),
+            ("the first format", |bytes| {
+                let at = bytes.len() - 1;
+                bytes[at] = b'1';
+            }),
+        ];
+        for (what, damage) in cases {
+            entry(&cache, &digest, 500);
+            let mut bytes = fs::read(&path).expect("entry");
+            damage(&mut bytes);
+            fs::write(&path, &bytes).expect("damage");
+            assert_eq!(cache.blob_size(&digest, 3), None, "{what}");
+            assert!(cache.open(&digest, 3, 500).is_none(), "{what}");
+            assert!(!path.exists(), "{what}: removed");
+        }
     }
 }

@@ -300,7 +300,7 @@ impl TarFrames {
         let level = self.frames.level();
         if let Some(cache) = self.frame_cache.clone() {
             let cached = cache.contains(&blob.digest, level);
-            if let Some(entry) = cache.open(&blob.digest, level, blob.size + padding(blob.size)) {
+            if let Some(entry) = cache.open(&blob.digest, level, blob.size) {
                 return self.copy_cached(&cache, entry, blob.digest);
             }
             // An entry whose size table is damaged is gone now. A caller that does not have
@@ -309,7 +309,7 @@ impl TarFrames {
             if cached && !self.verify {
                 return Err(frame_cache::damaged(&cache, blob.digest, level));
             }
-            if let Ok(entry) = cache.create(&blob.digest, level) {
+            if let Ok(entry) = cache.create(&blob.digest, level, blob.size) {
                 self.frames.record(entry);
             }
         }
