@@ -36,7 +36,8 @@
 //! - **Determinism.** Nothing the writer emits depends on the clock, the machine or the thread
 //!   count: the creation time comes from `SOURCE_DATE_EPOCH` or the lock
 //!   ([`description::creation_time`]), members are sorted, and zstd runs in its multithreaded
-//!   mode whose output does not depend on the number of workers.
+//!   mode, whose output does not depend on the number of workers, or (for frames that do not
+//!   compress) single-threaded.
 //! - **Standard tools keep working.** The stream is plain zstd (the seek table and integrity
 //!   frame are skippable frames) holding a plain ustar archive holding a plain OCI layout:
 //!   `zstd -d | tar -x` and then skopeo, oras or helm need nothing from kk.

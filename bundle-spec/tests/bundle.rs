@@ -278,6 +278,44 @@ fn a_failed_write_leaves_nothing() {
     assert_eq!(fs::read_dir(target.parent().unwrap()).unwrap().count(), 0);
 }
 
+/// A blob file longer or shorter than its blob is refused even when blobs are not re-hashed,
+/// with the file's actual size, and nothing is left behind.
+#[test]
+fn a_blob_file_of_another_size_is_refused_without_rehashing() {
+    for (what, change) in [
+        (
+            "longer",
+            (|bytes: &mut Vec<u8>| bytes.extend_from_slice(b"more")) as fn(&mut Vec<u8>),
+        ),
+        ("shorter", |bytes: &mut Vec<u8>| {
+            bytes.pop();
+        }),
+    ] {
+        let fx = Fixture::new();
+        let blob = fx.contents.blobs[1].clone();
+        let mut bytes = fs::read(&blob.path).unwrap();
+        change(&mut bytes);
+        fs::write(&blob.path, &bytes).unwrap();
+        let target = fx.dir.path().join("out").join("b.tar.zst");
+        fs::create_dir(target.parent().unwrap()).unwrap();
+        let options = WriteOptions {
+            verify_blobs: false,
+            ..options()
+        };
+        let err = write_bundle(&fx.contents, &target, &options).unwrap_err();
+        assert!(
+            matches!(err, BundleError::BlobMismatch { expected_size, actual_size, .. }
+                if expected_size == blob.size && actual_size == bytes.len() as u64),
+            "{what}: {err}"
+        );
+        assert_eq!(
+            fs::read_dir(target.parent().unwrap()).unwrap().count(),
+            0,
+            "{what}"
+        );
+    }
+}
+
 /// A description over the limit a reader accepts (its manifest text is embedded) is refused
 /// before anything is written, naming the member and the limit.
 #[test]

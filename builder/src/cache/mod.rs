@@ -110,31 +110,24 @@ impl Cache {
     pub fn get(&self, digest: &Sha256Digest) -> Result<Option<CachedBlob>, CacheError> {
         file_call();
         let path = self.blob_path(digest);
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(CacheError::File { path, source }),
-        };
-        let (actual, size) = hash_reader(file).map_err(|source| CacheError::File {
-            path: path.clone(),
-            source,
-        })?;
-        if actual == *digest {
-            return Ok(Some(CachedBlob {
+        match rehash(&path, digest, None)? {
+            Rehash::Missing => Ok(None),
+            Rehash::Intact { size } => Ok(Some(CachedBlob {
                 digest: *digest,
                 size,
                 path,
-            }));
+            })),
+            Rehash::Removed { actual } => {
+                tracing::warn!(
+                    path = %path.display(),
+                    expected = %digest,
+                    %actual,
+                    "removed corrupt cache entry `{}`: its content has digest `{actual}`",
+                    path.display()
+                );
+                Ok(None)
+            }
         }
-        tracing::warn!(
-            path = %path.display(),
-            expected = %digest,
-            %actual,
-            "removing corrupt cache entry `{}`: its content has digest `{actual}`",
-            path.display()
-        );
-        remove_if_present(&path)?;
-        Ok(None)
     }
 
     /// Starts (or resumes, if a partial download for `key` exists) writing a blob; `what` names
@@ -237,23 +230,18 @@ impl CachedBlob {
     /// its frames. A damaged file is removed, so the next build fetches it again.
     pub fn verify(&self) -> Result<(), CacheError> {
         file_call();
-        let file = File::open(&self.path).map_err(|source| CacheError::File {
-            path: self.path.clone(),
-            source,
-        })?;
-        let (actual, size) = hash_reader(file).map_err(|source| CacheError::File {
-            path: self.path.clone(),
-            source,
-        })?;
-        if actual == self.digest && size == self.size {
-            return Ok(());
+        match rehash(&self.path, &self.digest, Some(self.size))? {
+            Rehash::Intact { .. } => Ok(()),
+            Rehash::Missing => Err(CacheError::File {
+                path: self.path.clone(),
+                source: io::ErrorKind::NotFound.into(),
+            }),
+            Rehash::Removed { actual } => Err(CacheError::Damaged {
+                path: self.path.clone(),
+                expected: self.digest,
+                actual,
+            }),
         }
-        remove_if_present(&self.path)?;
-        Err(CacheError::Damaged {
-            path: self.path.clone(),
-            expected: self.digest,
-            actual,
-        })
     }
 }
 
@@ -477,6 +465,38 @@ fn create_private(path: &Path) -> Result<File, CacheError> {
             path: path.to_owned(),
             source,
         })
+}
+
+/// What re-hashing a cached file found.
+enum Rehash {
+    Missing,
+    Intact {
+        size: u64,
+    },
+    /// The content differed (digest `actual`, or another size) and the file was removed.
+    Removed {
+        actual: Sha256Digest,
+    },
+}
+
+/// Re-hashes the file at `path` against `digest`, and `size` when the caller knows it; a file
+/// whose content differs is removed, so the blob is fetched again.
+fn rehash(path: &Path, digest: &Sha256Digest, size: Option<u64>) -> Result<Rehash, CacheError> {
+    let file_error = |source| CacheError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Rehash::Missing),
+        Err(source) => return Err(file_error(source)),
+    };
+    let (actual, actual_size) = hash_reader(file).map_err(file_error)?;
+    if actual == *digest && size.is_none_or(|size| size == actual_size) {
+        return Ok(Rehash::Intact { size: actual_size });
+    }
+    remove_if_present(path)?;
+    Ok(Rehash::Removed { actual })
 }
 
 fn hash_reader(mut reader: impl Read) -> io::Result<(Sha256Digest, u64)> {

@@ -114,24 +114,28 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Writes the executable of the bundle's helm file `from` (named `name` upstream) to `to`: the
-/// `helm` member of a release tarball (gzip, whatever its name), or the file itself.
+/// `helm` member of a release tarball (gzip, whatever its name), or the file itself. It is
+/// written beside `to` and renamed into place, so a tarball without helm leaves nothing there.
 fn extract(from: &Path, name: &str, to: &Path) -> Result<(), CheckError> {
     let file_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CheckError::File { path, source }
     };
     let mut input = File::open(from).map_err(file_error(from))?;
-    let mut output = File::create(to).map_err(file_error(to))?;
+    let dir = to.parent().unwrap_or(Path::new("."));
+    let mut output = tempfile::NamedTempFile::new_in(dir).map_err(file_error(to))?;
     if is_gzip(&mut input).map_err(file_error(from))? {
-        if !copy_helm_member(input, &mut output).map_err(file_error(from))? {
+        if !copy_helm_member(input, output.as_file_mut()).map_err(file_error(from))? {
             return Err(CheckError::HelmArchive {
                 file: name.to_owned(),
             });
         }
     } else {
-        io::copy(&mut input, &mut output).map_err(file_error(to))?;
+        io::copy(&mut input, output.as_file_mut()).map_err(file_error(to))?;
     }
-    make_executable(&output).map_err(file_error(to))
+    make_executable(output.as_file()).map_err(file_error(to))?;
+    output.persist(to).map_err(|e| file_error(to)(e.error))?;
+    Ok(())
 }
 
 /// Whether `file` starts with gzip's magic bytes; leaves it at its start.
@@ -344,10 +348,10 @@ mod tests {
             .await
             .unwrap_err();
         assert!(error.to_string().contains("`helm.tgz`"), "{error}");
+        assert!(!helm.exists(), "nothing left where helm would be");
 
         // A cached tarball damaged since it was verified is not run: refused, naming the file,
         // and removed for the next build to fetch again.
-        let _ = std::fs::remove_file(&helm);
         let file = helm_file("linux/amd64", &tarball, "helm-v3.18.6-linux-amd64.tar.gz");
         let mut bytes = std::fs::read(&tarball).unwrap();
         let last = bytes.len() - 1;

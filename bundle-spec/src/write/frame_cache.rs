@@ -14,8 +14,8 @@
 //! content and padding, which do not tell a blob's last bytes from zeros: with it, a build can
 //! take a cached blob's size from its entry alone and leave the blob unread (see
 //! [`FrameCache::blob_size`]). The checksum covers what the sums of the table cannot: a changed
-//! blob size within the same padded length. It is written to a temporary file and renamed into place,
-//! without an fsync: an entry a power cut damaged is found out when it is used, since every
+//! blob size within the same padded length. It is written to a temporary file and renamed into
+//! place, without an fsync: an entry a power cut damaged is found out when it is used, since every
 //! frame is decoded (checking its size and zstd's content checksum) as it is copied. A damaged
 //! entry is removed and the write fails with [`BundleError::FrameCacheDamaged`]; the next write
 //! compresses that blob again.
@@ -23,8 +23,9 @@
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, Receiver};
 
+use sha2::{Digest as _, Sha256};
 use tempfile::NamedTempFile;
 
 use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
@@ -36,9 +37,11 @@ use crate::member::padding;
 /// own, cached or not, so the bundle's bytes do not depend on whether a cache was used).
 pub const CACHED_BLOB_SIZE: u64 = 1 << 20;
 
-/// The last eight bytes of an entry. (Entries of the first format, `KKFRAME1`, had no blob size:
-/// they are not recognised, so they are removed when used and compressed again.)
-const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME2";
+/// The last eight bytes of an entry. Entries of earlier formats are not recognised, so they are
+/// removed when used and compressed again: `KKFRAME1` had no blob size, and `KKFRAME2` holds
+/// frames that do not compress as the multithreaded mode wrote them, where the writer now
+/// compresses those single-threaded (different bytes).
+const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME3";
 
 /// The bytes after an entry's size table: pair count, blob size, checksum, magic.
 const TAIL: usize = 4 + 8 + 8 + 8;
@@ -153,11 +156,9 @@ impl Entry {
         let mut table = vec![0u8; usize::try_from(count * 8).map_err(|_| invalid("table"))?];
         file.seek(SeekFrom::Start(frames_end))?;
         file.read_exact(&mut table)?;
-        table.extend_from_slice(&tail[..12]);
-        if check != table_check(&table) {
+        if check != table_check(&table, &tail[..12]) {
             return Err(invalid("table checksum"));
         }
-        table.truncate(table.len() - 12);
         let sizes: Vec<(u32, u32)> = table
             .chunks_exact(8)
             .map(|p| {
@@ -222,16 +223,18 @@ impl EntryWriter {
     /// Appends the size table, the blob's size and their checksum, and renames the entry into
     /// place.
     pub(crate) fn finish(mut self) -> io::Result<()> {
-        let mut table = Vec::with_capacity(self.sizes.len() * 8 + 12);
+        let mut table = Vec::with_capacity(self.sizes.len() * 8);
         for (c, d) in &self.sizes {
             table.extend_from_slice(&c.to_le_bytes());
             table.extend_from_slice(&d.to_le_bytes());
         }
         let count = u32::try_from(self.sizes.len()).map_err(io::Error::other)?;
-        table.extend_from_slice(&count.to_le_bytes());
-        table.extend_from_slice(&self.blob_size.to_le_bytes());
+        let mut counts = [0u8; 12];
+        counts[..4].copy_from_slice(&count.to_le_bytes());
+        counts[4..].copy_from_slice(&self.blob_size.to_le_bytes());
         self.out.write_all(&table)?;
-        self.out.write_all(&table_check(&table))?;
+        self.out.write_all(&counts)?;
+        self.out.write_all(&table_check(&table, &counts))?;
         self.out.write_all(ENTRY_MAGIC)?;
         let temp = self
             .out
@@ -242,11 +245,14 @@ impl EntryWriter {
     }
 }
 
-/// The checksum of an entry's size table, pair count and blob size.
-fn table_check(table: &[u8]) -> [u8; 8] {
-    let digest = Sha256Digest::of(table);
+/// The checksum of an entry's size table and of `counts`, its pair count and blob size.
+fn table_check(table: &[u8], counts: &[u8]) -> [u8; 8] {
+    let digest = Sha256::new()
+        .chain_update(table)
+        .chain_update(counts)
+        .finalize();
     let mut check = [0; 8];
-    check.copy_from_slice(&digest.as_bytes()[..8]);
+    check.copy_from_slice(&digest[..8]);
     check
 }
 
@@ -259,7 +265,7 @@ fn table_check(table: &[u8]) -> [u8; 8] {
 /// size) serves every entry of a write instead of being allocated and faulted in for each.
 pub(crate) fn verify_frames(
     mut decoder: zstd::bulk::Decompressor<'_>,
-    frames: &mpsc::Receiver<(Vec<u8>, u32)>,
+    frames: &Receiver<(Vec<u8>, u32)>,
     recycle: &mpsc::Sender<Vec<u8>>,
     content_buffer: &mut Vec<u8>,
 ) -> bool {
@@ -350,7 +356,7 @@ mod tests {
         let cache = FrameCache::new(dir.path());
         let digest = Sha256Digest::of(b"blob");
         let path = dir.path().join("zstd-3").join(digest.hex());
-        let cases: [(&str, Damage); 4] = [
+        let cases: [(&str, Damage); 5] = [
             ("cut short", |bytes| bytes.truncate(bytes.len() - 1)),
             ("a frame lost", |bytes| {
                 bytes.remove(0);
@@ -363,6 +369,10 @@ mod tests {
             ("the first format", |bytes| {
                 let at = bytes.len() - 1;
                 bytes[at] = b'1';
+            }),
+            ("the second format", |bytes| {
+                let at = bytes.len() - 1;
+                bytes[at] = b'2';
             }),
         ];
         for (what, damage) in cases {

@@ -10,13 +10,13 @@
 //! *integrity frame* holds the sha256 of every compressed byte before it: a flipped bit that
 //! zstd would decode to the very same content is still a changed file.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
 use zeekstd::SeekTable;
 use zstd::zstd_safe::CParameter;
 
-use super::MAX_FRAME_SIZE;
 use super::frame_cache::EntryWriter;
+use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
 
@@ -52,7 +52,10 @@ impl HashedWrite for Vec<u8> {
 /// Buffers bytes into frames and writes each frame compressed to `out`.
 pub(crate) struct FrameEncoder<W: HashedWrite> {
     out: W,
+    /// [`MAX_FRAME_SIZE`] long from the first byte on; the frame is its first `filled` bytes.
+    /// Being full length, it can be read into straight from a file (see [`Self::read_from`]).
     frame: Vec<u8>,
+    filled: usize,
     compressed: Vec<u8>,
     table: SeekTable,
     level: i32,
@@ -61,6 +64,8 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     /// worker threads and faulted in their buffers again for every 32 MiB. Every parameter is
     /// set again for each frame, so a frame's bytes never depend on the one before.
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// The single-threaded level-1 context for frames that do not compress, kept the same way.
+    plain: Option<zstd::bulk::Compressor<'static>>,
     /// The level-1 context that samples each frame, kept for the same reason.
     probe: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
@@ -72,11 +77,13 @@ impl<W: HashedWrite> FrameEncoder<W> {
         Self {
             out,
             frame: Vec::new(),
+            filled: 0,
             compressed: Vec::new(),
             table: SeekTable::new(),
             level,
             workers: workers.max(1),
             compressor: None,
+            plain: None,
             probe: None,
             recording: None,
         }
@@ -104,10 +111,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
         compressed: &[u8],
         decompressed: u32,
     ) -> Result<(), BundleError> {
-        debug_assert!(
-            self.frame.is_empty(),
-            "a copied frame would split a pending one"
-        );
+        debug_assert!(self.filled == 0, "a copied frame would split a pending one");
         self.out
             .write_all(compressed)
             .map_err(BundleError::Output)?;
@@ -116,75 +120,83 @@ impl<W: HashedWrite> FrameEncoder<W> {
             .map_err(|e| BundleError::Compress(io::Error::other(e)))
     }
 
-    /// Ends the current frame, so the next byte starts a new one.
-    pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
+    /// Reads at most `limit` bytes of `reader` straight into the frame (a blob's bytes are not
+    /// copied through a buffer of their own first), ending the frame if that filled it.
+    /// `inspect` sees the bytes read before they are compressed; returns how many were read,
+    /// 0 at the reader's end. A read error is returned as `read_error` makes it.
+    pub(crate) fn read_from(
+        &mut self,
+        reader: &mut impl Read,
+        limit: usize,
+        inspect: &mut dyn FnMut(&[u8]),
+        read_error: &dyn Fn(io::Error) -> BundleError,
+    ) -> Result<usize, BundleError> {
+        let start = self.filled;
+        // Whole frames in one call would go to the kernel as 32 MiB copies; see WRITE_CHUNK.
+        let room = &mut self.room()[..limit.min(WRITE_CHUNK)];
+        let n = reader.read(room).map_err(read_error)?;
+        inspect(&self.frame[start..start + n]);
+        self.filled += n;
+        if self.filled == MAX_FRAME_SIZE {
+            self.end_frame()?;
+        }
+        Ok(n)
+    }
+
+    /// The free part of the frame, allocated (zeroed, by the allocator) on first use.
+    fn room(&mut self) -> &mut [u8] {
         if self.frame.is_empty() {
+            self.frame = vec![0; MAX_FRAME_SIZE];
+        }
+        &mut self.frame[self.filled..]
+    }
+
+    /// Ends the current frame, so the next byte starts a new one.
+    ///
+    /// A frame that compresses goes through zstd's multithreaded mode, always, even with one
+    /// worker: its output then depends only on the parameters, never on the worker count, so
+    /// every machine writes the same bytes. One that does not (gzip layers, tarballs) is
+    /// compressed single-threaded at level 1, which is as machine-independent: it gains nothing
+    /// from a second thread, and the multithreaded mode would copy it into and out of its job
+    /// buffers.
+    pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
+        if self.filled == 0 {
             return Ok(());
         }
-        let level = self.level_for_frame()?;
-        let compressor = match &mut self.compressor {
-            Some(compressor) => compressor,
-            None => self
-                .compressor
-                .insert(zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?),
+        let frame = &self.frame[..self.filled];
+        let incompressible = is_incompressible(frame, &mut self.probe)?;
+        let (level, workers, context) = if incompressible {
+            (1, 0, &mut self.plain)
+        } else {
+            (self.level, self.workers, &mut self.compressor)
         };
-        // Multithreaded mode is always on, even with one worker: zstd's output then depends only
-        // on the parameters, never on the worker count, so every machine writes the same bytes.
-        let window_log = self
-            .frame
-            .len()
-            .next_power_of_two()
-            .trailing_zeros()
-            .max(10);
-        for parameter in [
-            CParameter::CompressionLevel(level),
-            CParameter::NbWorkers(self.workers),
-            CParameter::JobSize(JOB_SIZE as u32),
-            CParameter::ChecksumFlag(true),
-            CParameter::ContentSizeFlag(true),
-            CParameter::WindowLog(window_log),
-        ] {
-            compressor
-                .set_parameter(parameter)
-                .map_err(BundleError::Compress)?;
-        }
+        let compressor = match context {
+            Some(compressor) => compressor,
+            None => {
+                context.insert(zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?)
+            }
+        };
+        configure(compressor, level, workers, frame.len())?;
         self.compressed.clear();
         self.compressed
-            .reserve(zstd::zstd_safe::compress_bound(self.frame.len()));
+            .reserve(zstd::zstd_safe::compress_bound(frame.len()));
         compressor
-            .compress_to_buffer(&self.frame[..], &mut self.compressed)
+            .compress_to_buffer(frame, &mut self.compressed)
             .map_err(BundleError::Compress)?;
         self.out
             .write_all(&self.compressed)
             .map_err(BundleError::Output)?;
+        self.table
+            .log_frame(self.compressed.len() as u32, frame.len() as u32)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
         if let Some(entry) = &mut self.recording {
             // The cache only saves time: an entry that cannot be written is given up.
-            if entry.frame(&self.compressed, self.frame.len()).is_err() {
+            if entry.frame(&self.compressed, frame.len()).is_err() {
                 self.recording = None;
             }
         }
-        self.table
-            .log_frame(self.compressed.len() as u32, self.frame.len() as u32)
-            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
-        self.frame.clear();
+        self.filled = 0;
         Ok(())
-    }
-
-    /// Level 1 for a frame whose sample does not compress, the configured level otherwise.
-    fn level_for_frame(&mut self) -> Result<i32, BundleError> {
-        if self.frame.len() < 4096 {
-            return Ok(self.level);
-        }
-        let sample = &self.frame[..self.frame.len().min(SAMPLE_SIZE)];
-        let probe = match &mut self.probe {
-            Some(probe) => probe,
-            None => self
-                .probe
-                .insert(zstd::bulk::Compressor::new(1).map_err(BundleError::Compress)?),
-        };
-        let probe = probe.compress(sample).map_err(BundleError::Compress)?;
-        let incompressible = probe.len() * 100 >= sample.len() * INCOMPRESSIBLE_PERCENT;
-        Ok(if incompressible { 1 } else { self.level })
     }
 
     /// Appends the integrity frame and the seek table, and returns the output.
@@ -202,6 +214,55 @@ impl<W: HashedWrite> FrameEncoder<W> {
     }
 }
 
+/// Sets every parameter a frame's bytes depend on (none is left from the frame before) for a
+/// frame of `size` bytes: its window covers the whole frame, so the frame is single segment;
+/// `workers` 0 is zstd's single-threaded mode.
+fn configure(
+    compressor: &mut zstd::bulk::Compressor<'static>,
+    level: i32,
+    workers: u32,
+    size: usize,
+) -> Result<(), BundleError> {
+    let window_log = size.next_power_of_two().trailing_zeros().max(10);
+    let mut parameters = vec![
+        CParameter::CompressionLevel(level),
+        CParameter::ChecksumFlag(true),
+        CParameter::ContentSizeFlag(true),
+        CParameter::WindowLog(window_log),
+    ];
+    if workers > 0 {
+        parameters.extend([
+            CParameter::NbWorkers(workers),
+            CParameter::JobSize(JOB_SIZE as u32),
+        ]);
+    }
+    for parameter in parameters {
+        compressor
+            .set_parameter(parameter)
+            .map_err(BundleError::Compress)?;
+    }
+    Ok(())
+}
+
+/// Whether `frame` holds already-compressed data: its sample shrinks less than
+/// [`INCOMPRESSIBLE_PERCENT`] at level 1 in `probe` (created on first use). Frames too small to
+/// sample count as compressible.
+fn is_incompressible(
+    frame: &[u8],
+    probe: &mut Option<zstd::bulk::Compressor<'static>>,
+) -> Result<bool, BundleError> {
+    if frame.len() < 4096 {
+        return Ok(false);
+    }
+    let sample = &frame[..frame.len().min(SAMPLE_SIZE)];
+    let probe = match probe {
+        Some(probe) => probe,
+        None => probe.insert(zstd::bulk::Compressor::new(1).map_err(BundleError::Compress)?),
+    };
+    let probe = probe.compress(sample).map_err(BundleError::Compress)?;
+    Ok(probe.len() * 100 >= sample.len() * INCOMPRESSIBLE_PERCENT)
+}
+
 /// The skippable frame holding the sha256 of every byte before it.
 pub(crate) fn integrity_frame(digest: &[u8]) -> Vec<u8> {
     let mut frame = Vec::with_capacity(INTEGRITY_FRAME_SIZE);
@@ -214,10 +275,11 @@ pub(crate) fn integrity_frame(digest: &[u8]) -> Vec<u8> {
 
 impl<W: HashedWrite> Write for FrameEncoder<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let room = MAX_FRAME_SIZE - self.frame.len();
-        let n = buf.len().min(room);
-        self.frame.extend_from_slice(&buf[..n]);
-        if self.frame.len() == MAX_FRAME_SIZE {
+        let room = self.room();
+        let n = buf.len().min(room.len());
+        room[..n].copy_from_slice(&buf[..n]);
+        self.filled += n;
+        if self.filled == MAX_FRAME_SIZE {
             self.end_frame().map_err(io::Error::other)?;
         }
         Ok(n)
@@ -275,5 +337,46 @@ mod tests {
             }
             assert_eq!(encoder.out, expected, "level {level}");
         }
+    }
+
+    #[test]
+    fn frames_are_the_same_bytes_whatever_the_worker_count() {
+        let (text, noise) = (compressible(), incompressible(600_000, 1));
+        let frames = |workers: u32| {
+            let mut encoder = FrameEncoder::new(Vec::new(), 9, workers);
+            for content in [&noise, &text] {
+                encoder.write_all(content).expect("write");
+                encoder.end_frame().expect("frame");
+            }
+            encoder.out
+        };
+        let one = frames(1);
+        assert_eq!(frames(2), one);
+        assert_eq!(frames(3), one);
+    }
+
+    #[test]
+    fn reading_into_the_frame_gives_the_bytes_writing_does() {
+        let content = [compressible(), incompressible(MAX_FRAME_SIZE, 2)].concat();
+        let mut written = FrameEncoder::new(Vec::new(), 3, 2);
+        written.write_all(&content).expect("write");
+        written.end_frame().expect("frame");
+        let mut read = FrameEncoder::new(Vec::new(), 3, 2);
+        let (mut reader, mut seen) = (&content[..], Vec::new());
+        let read_error = |e| BundleError::Compress(e);
+        while read
+            .read_from(
+                &mut reader,
+                usize::MAX,
+                &mut |b| seen.extend_from_slice(b),
+                &read_error,
+            )
+            .expect("read")
+            > 0
+        {}
+        read.end_frame().expect("frame");
+        assert_eq!(seen, content, "every byte inspected once, in order");
+        assert_eq!(read.out, written.out);
+        assert_eq!(read.table.num_frames(), 2, "one frame filled, one more");
     }
 }

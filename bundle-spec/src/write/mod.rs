@@ -12,7 +12,7 @@ mod resign;
 mod sync_ahead;
 
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -49,7 +49,7 @@ pub const MAX_FRAME_SIZE: usize = 32 << 20;
 pub(crate) const WRITE_CHUNK: usize = 1 << 20;
 
 /// The zstd level for data that compresses; chosen by measurement (see BENCHMARKS.md).
-pub const DEFAULT_LEVEL: i32 = 9;
+pub const DEFAULT_LEVEL: i32 = 6;
 
 /// A blob on disk and the digest and size it must have.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -388,27 +388,33 @@ impl TarFrames {
         }
     }
 
-    /// The content of `blob` and its padding, read from its file.
+    /// The content of `blob` and its padding, read from its file straight into the frames.
     fn blob_content(&mut self, blob: &BlobFile) -> Result<(), BundleError> {
         let read_error = |source| BundleError::BlobRead {
             path: blob.path.clone(),
             source,
         };
-        let file = File::open(&blob.path).map_err(read_error)?;
-        let mut reader = BufReader::with_capacity(1 << 20, file).take(blob.size + 1);
+        let mut file = File::open(&blob.path).map_err(read_error)?;
         let mut hasher = self.verify.then(Sha256::new);
-        let mut chunk = vec![0u8; 1 << 20];
+        let mut inspect = |bytes: &[u8]| {
+            if let Some(hasher) = &mut hasher {
+                hasher.update(bytes);
+            }
+        };
         let mut size = 0;
-        loop {
-            let n = reader.read(&mut chunk).map_err(read_error)?;
-            size += n as u64;
-            if n == 0 || size > blob.size {
+        while size < blob.size {
+            let limit = usize::try_from(blob.size - size).unwrap_or(usize::MAX);
+            let n = self
+                .frames
+                .read_from(&mut file, limit, &mut inspect, &read_error)?;
+            if n == 0 {
                 break;
             }
-            if let Some(hasher) = &mut hasher {
-                hasher.update(&chunk[..n]);
-            }
-            self.write(&chunk[..n])?;
+            size += n as u64;
+        }
+        // A file longer than its blob is not that blob either.
+        if size == blob.size && file.read(&mut [0u8; 1]).map_err(read_error)? > 0 {
+            size = file.metadata().map_err(read_error)?.len();
         }
         let digest = hasher.map_or(blob.digest, Sha256Digest::from_hasher);
         if size != blob.size || digest != blob.digest {
