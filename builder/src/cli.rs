@@ -101,7 +101,7 @@ pub(crate) struct BuildArgs {
     /// renders it, names an image the bundle lacks.
     #[arg(long)]
     pub(crate) allow_missing_chart_images: bool,
-    /// zstd level for data that compresses (already-compressed data is stored at level 1).
+    /// zstd level for data that compresses (already-compressed data is stored uncompressed).
     #[arg(long, default_value_t = bundle_spec::write::DEFAULT_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
     pub(crate) level: i32,
     /// Write a delta bundle on this previous bundle: only the blobs it (and the bundles it

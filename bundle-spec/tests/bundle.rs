@@ -12,7 +12,7 @@ use std::process::Command;
 
 use bundle_spec::member::MemberPath;
 use bundle_spec::test_support::verified_members;
-use bundle_spec::write::{FrameCache, WriteOptions};
+use bundle_spec::write::{FrameCache, MAX_FRAME_SIZE, WriteOptions};
 use bundle_spec::{
     BaseBlob, Bundle, BundleContents, BundleError, DELTA_FORMAT_VERSION, DeltaBase, FORMAT_VERSION,
     Sha256Digest, write_bundle,
@@ -637,10 +637,32 @@ fn the_sbom_is_read_singly_and_verified() {
     assert_eq!(written.members, 5 + fx.contents.blobs.len());
 }
 
+/// Text that compresses: words drawn at random from a few.
+fn compressible(len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 4] = [b"kubelet ", b"etcd ", b"containerd ", b"pause "];
+    fixture::pseudo_random(len / 4)
+        .iter()
+        .flat_map(|b| WORDS[usize::from(b % 4)])
+        .copied()
+        .take(len)
+        .collect()
+}
+
+/// The largest blob of `fx`, its layer.
+fn layer_of(fx: &Fixture) -> bundle_spec::BlobFile {
+    fx.contents
+        .blobs
+        .iter()
+        .max_by_key(|b| b.size)
+        .unwrap()
+        .clone()
+}
+
 #[test]
 fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refused() {
-    // A 3 MiB layer: large enough for the frame cache, in more than one kind of frame.
-    let fx = Fixture::with_layer(&fixture::pseudo_random(3 << 20));
+    // A 3 MiB layer that compresses: large enough for the frame cache, and its frames are in
+    // the entry.
+    let fx = Fixture::with_layer(&compressible(3 << 20));
     let plain = fx.dir.path().join("plain.tar.zst");
     write_bundle(&fx.contents, &plain, &options()).unwrap();
     let cache_dir = fx.dir.path().join("frames");
@@ -648,13 +670,7 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
         frame_cache: Some(FrameCache::new(&cache_dir)),
         ..options()
     };
-    let layer = fx
-        .contents
-        .blobs
-        .iter()
-        .max_by_key(|b| b.size)
-        .unwrap()
-        .clone();
+    let layer = layer_of(&fx);
     let entry = cache_dir.join("zstd-3").join(layer.digest.hex());
     let (first, second) = (
         fx.dir.path().join("1.tar.zst"),
@@ -694,7 +710,7 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
     // The same for the last frame, which the verifier thread checks after the writer copied
     // every frame before it.
     let mut damaged = fs::read(&entry).unwrap();
-    let frames_end = damaged.len() - ENTRY_TAIL - 8 * frame_count(&damaged);
+    let frames_end = damaged.len() - ENTRY_TAIL - ENTRY_ROW * frame_count(&damaged);
     damaged[frames_end - 100] ^= 0x10;
     fs::write(&entry, damaged).unwrap();
     let fourth = fx.dir.path().join("4.tar.zst");
@@ -709,8 +725,69 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
 }
 
 #[test]
+fn stored_frames_are_rebuilt_from_the_blob_file_and_a_damaged_blob_is_refused() {
+    // Data that does not compress, over two frames: stored, so the entry holds no frame.
+    let noise = bundle_spec::test_support::incompressible(MAX_FRAME_SIZE + (1 << 20) + 5, 7);
+    let fx = Fixture::with_layer(&noise);
+    let plain = fx.dir.path().join("plain.tar.zst");
+    write_bundle(&fx.contents, &plain, &options()).unwrap();
+    let cache_dir = fx.dir.path().join("frames");
+    let cached = WriteOptions {
+        frame_cache: Some(FrameCache::new(&cache_dir)),
+        verify_blobs: false,
+        ..options()
+    };
+    let layer = layer_of(&fx);
+    let entry = cache_dir.join("zstd-3").join(layer.digest.hex());
+    write_bundle(&fx.contents, &fx.dir.path().join("1.tar.zst"), &cached).unwrap();
+    let bytes = fs::read(&plain).unwrap();
+    let table = fs::read(&entry).unwrap();
+    assert_eq!(frame_count(&table), 2);
+    assert_eq!(
+        table.len(),
+        ENTRY_TAIL + 2 * ENTRY_ROW,
+        "no frame's bytes are in the entry"
+    );
+    let second = fx.dir.path().join("2.tar.zst");
+    write_bundle(&fx.contents, &second, &cached).unwrap();
+    assert_eq!(fs::read(&second).unwrap(), bytes);
+    Bundle::open(&second).unwrap().verify().unwrap();
+
+    // One flipped bit of the blob file, in either frame, or the file cut short or gone: the
+    // write fails naming the blob, the entry goes, nothing is written.
+    let original = fs::read(&layer.path).unwrap();
+    let cases: [(&str, Damage); 4] = [
+        ("first frame", |b| b[10] ^= 1),
+        ("last frame", |b| {
+            let at = b.len() - 3;
+            b[at] ^= 1;
+        }),
+        ("cut short", |b| b.truncate(b.len() - 1)),
+        ("gone", |b| b.clear()),
+    ];
+    for (what, damage) in cases {
+        write_bundle(&fx.contents, &fx.dir.path().join("1.tar.zst"), &cached).unwrap();
+        let mut damaged = original.clone();
+        damage(&mut damaged);
+        if damaged.is_empty() {
+            fs::remove_file(&layer.path).unwrap();
+        } else {
+            fs::write(&layer.path, &damaged).unwrap();
+        }
+        let third = fx.dir.path().join("3.tar.zst");
+        let err = write_bundle(&fx.contents, &third, &cached).unwrap_err();
+        assert!(
+            matches!(&err, BundleError::FrameCacheDamaged { digest, .. } if *digest == layer.digest),
+            "{what}: {err}"
+        );
+        assert!(!third.exists() && !entry.exists(), "{what}");
+        fs::write(&layer.path, &original).unwrap();
+    }
+}
+
+#[test]
 fn an_entry_with_a_damaged_table_is_refused_unless_blobs_are_re_hashed() {
-    let fx = Fixture::with_layer(&fixture::pseudo_random(3 << 20));
+    let fx = Fixture::with_layer(&compressible(3 << 20));
     let plain = fx.dir.path().join("plain.tar.zst");
     write_bundle(&fx.contents, &plain, &options()).unwrap();
     let cache_dir = fx.dir.path().join("frames");
@@ -748,8 +825,13 @@ fn an_entry_with_a_damaged_table_is_refused_unless_blobs_are_re_hashed() {
     assert!(entry.is_file(), "the entry is stored again");
 }
 
-/// The bytes after a frame-cache entry's size table: pair count, blob size, checksum, magic.
+/// A change to a file's bytes.
+type Damage = fn(&mut Vec<u8>);
+
+/// The bytes after a frame-cache entry's table: frame count, blob size, checksum, magic.
 const ENTRY_TAIL: usize = 4 + 8 + 8 + 8;
+/// The size of a row of that table: compressed and decompressed size, stored frame's checksum.
+const ENTRY_ROW: usize = 4 + 4 + 8;
 
 /// The number of frames a frame-cache entry lists (the `u32` that starts its tail).
 fn frame_count(entry: &[u8]) -> usize {

@@ -62,6 +62,16 @@ pub enum BuildError {
     /// The fetched blobs cannot be laid out.
     #[error(transparent)]
     Assemble(#[from] AssembleError),
+    /// A blob in the cache proved damaged while the bundle was written from it (a stored
+    /// frame's bytes did not match its frame-cache entry) and was removed; [`super::build`]
+    /// builds once more, which fetches it again.
+    #[error(
+        "cached blob `{digest}` was damaged and is removed from the cache; hint: build again to fetch it anew, and check the cache directory's disk if this recurs"
+    )]
+    CachedBlobDamaged {
+        /// The blob.
+        digest: bundle_spec::Sha256Digest,
+    },
 }
 
 impl From<crate::kubekey::KubeKeyError> for BuildError {

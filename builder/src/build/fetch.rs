@@ -338,11 +338,14 @@ impl Context {
     }
 
     /// The blob `digest` as the cache holds it, not re-hashed, when the frame cache has a
-    /// whole entry for it at the build's level and the blob file is there for the rare entry
-    /// whose frames prove damaged. Its size is the entry's. The blob was verified when it
-    /// arrived, and the writer copies the entry's frames (each decoded and checked) without
-    /// reading it; a write that finds the entry damaged writes again, re-hashing every blob it
-    /// reads. Smaller blobs have no entries: they are re-hashed on every use.
+    /// whole entry for it at the build's level and the blob file is there (the writer rebuilds
+    /// the stored frames of data that does not compress from it, and compresses the rare entry
+    /// whose frames prove damaged anew). Its size is the entry's. The blob was verified when it
+    /// arrived; the writer copies the entry's compressed frames (each decoded and checked) and
+    /// checks a stored frame's bytes against the checksum in the entry, so the blob is not
+    /// re-hashed; a write that finds the entry or a stored frame damaged writes again,
+    /// re-hashing every blob it reads. Smaller blobs have no entries: they are re-hashed on
+    /// every use.
     fn unread_blob(&self, digest: &Sha256Digest) -> Option<CachedBlob> {
         let size = self.frames.blob_size(digest, self.level)?;
         let path = self.cache.blob_path(digest);

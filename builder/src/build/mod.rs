@@ -112,7 +112,30 @@ fn read_manifest(
 }
 
 /// Builds the bundle `options` describe.
+///
+/// A blob the cache held damaged is found only while the bundle is written from it (see
+/// `write`): the cache has removed it then, and the build runs once more, which fetches it. A
+/// second such failure is the error.
 pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildReport, BuildError> {
+    let started = Instant::now();
+    let report = match build_once(options, progress).await {
+        Err(BuildError::CachedBlobDamaged { digest }) => {
+            tracing::warn!(%digest, "a cached blob was damaged and removed; building again to fetch it");
+            build_once(options, progress).await?
+        }
+        result => result?,
+    };
+    Ok(BuildReport {
+        elapsed: started.elapsed(),
+        ..report
+    })
+}
+
+/// One attempt of [`build`].
+async fn build_once(
+    options: &BuildOptions,
+    progress: &Progress,
+) -> Result<BuildReport, BuildError> {
     let started = Instant::now();
     let manifest = read_manifest(&options.manifest, &options.kubekey)?;
     let spec = manifest.spec();
@@ -176,7 +199,7 @@ pub async fn build(options: &BuildOptions, progress: &Progress) -> Result<BuildR
         index,
         blobs,
     };
-    let written = write::write_while_fetching(contents, options, layers).await?;
+    let written = write::write_while_fetching(contents, options, ctx.cache.clone(), layers).await?;
     crate::sign::write_sidecar(&options.output, written.signature.as_deref())?;
     progress.finish();
     Ok(BuildReport {

@@ -11,6 +11,7 @@ use bundle_spec::{BlobFile, BundleContents, BundleError, Sha256Digest, WrittenBu
 use super::BuildError;
 use super::BuildOptions;
 use super::fetch::Layers;
+use crate::cache::Cache;
 
 /// The frame cache's directory below the blob cache: the compressed frames of large blobs, by
 /// level and digest, which a rebuild copies instead of compressing again.
@@ -23,9 +24,16 @@ pub(super) fn frame_cache(options: &BuildOptions) -> FrameCache {
 
 /// Writes `contents` while `layers` are still arriving; a failed download fails the build with
 /// its own error, and nothing is left at the output.
+///
+/// A frame-cache entry that proves damaged is gone then, and the bundle is written again with
+/// every blob re-hashed. When it was the blob under the entry that was damaged (the stored
+/// frames of data that does not compress are rebuilt from it), the cache removes that blob too
+/// and every other damaged one, and the build fails with [`BuildError::CachedBlobDamaged`],
+/// for the caller to fetch them anew.
 pub(super) async fn write_while_fetching(
     contents: BundleContents,
     options: &BuildOptions,
+    cache: Cache,
     mut layers: Layers,
 ) -> Result<WrittenBundle, BuildError> {
     let write_options = WriteOptions {
@@ -54,13 +62,24 @@ pub(super) async fn write_while_fetching(
             // re-read from the cache in this run.
             Err(BundleError::FrameCacheDamaged { digest, path }) => {
                 tracing::warn!(%digest, path = %path.display(), "a frame cache entry was damaged and is rebuilt");
+                if cache.get(&digest)?.is_none() {
+                    // A damaged blob is seldom alone (a power cut shortens every file it
+                    // caught): each one is re-hashed now, and removed if damaged too, so that
+                    // one more build fetches them all.
+                    for blob in &contents.blobs {
+                        cache.get(&blob.digest)?;
+                    }
+                    return Err(BuildError::CachedBlobDamaged { digest });
+                }
                 let verifying = WriteOptions {
                     verify_blobs: true,
                     ..write_options
                 };
-                bundle_spec::write_bundle_as_ready(&contents, &output, &verifying, &mut ready)
+                Ok(bundle_spec::write_bundle_as_ready(
+                    &contents, &output, &verifying, &mut ready,
+                )?)
             }
-            result => result,
+            result => Ok(result?),
         }
     });
     let task = layers.task.0.take();
@@ -75,7 +94,7 @@ pub(super) async fn write_while_fetching(
         .map_err(|e| BuildError::Internal(format!("the writer thread failed: {e}")))?;
     // A download's error explains a writer that stopped waiting for it.
     fetched?;
-    Ok(written?)
+    written
 }
 
 /// The layers the writer has seen arrive.

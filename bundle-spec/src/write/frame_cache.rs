@@ -7,10 +7,18 @@
 //! byte for byte the one compressing would give, because zstd's output depends only on the
 //! content and the parameters (see `frames`).
 //!
-//! An entry is a file `zstd-<level>/<hex>`: the frames as they go into the bundle, then a table
-//! of `(compressed, decompressed)` sizes as little-endian `u32` pairs, the pair count as `u32`,
-//! the blob's size as `u64`, the first eight bytes of the sha256 of all of that (the table on),
-//! and the magic [`ENTRY_MAGIC`]. The blob's exact size is there because the frames hold its
+//! An entry is a file `zstd-<level>/<hex>`: the compressed frames as they go into the bundle,
+//! then a table of one [`FrameEntry`] per frame (compressed size and decompressed size as
+//! little-endian `u32`, a checksum as `u64`), the frame count as `u32`, the blob's size as `u64`,
+//! the first eight bytes of the sha256 of all of that (the table on), and the magic
+//! [`ENTRY_MAGIC`].
+//!
+//! A *stored* frame (data that does not compress, see `frames::stored_frame`) is not in the
+//! entry: it is the blob's own bytes in raw blocks, so the blob cache already holds it, and
+//! writing it a second time cost a cold build a tenth of its time. Its row says compressed size
+//! 0 and gives the XXH64 of the frame's content; a write rebuilds the frame from the blob file
+//! with that checksum in it, and decoding the frame checks the blob's bytes against it, as for
+//! a compressed frame. The blob's exact size is there because the frames hold its
 //! content and padding, which do not tell a blob's last bytes from zeros: with it, a build can
 //! take a cached blob's size from its entry alone and leave the blob unread (see
 //! [`FrameCache::blob_size`]). The checksum covers what the sums of the table cannot: a changed
@@ -38,12 +46,15 @@ use crate::member::padding;
 pub const CACHED_BLOB_SIZE: u64 = 1 << 20;
 
 /// The last eight bytes of an entry. Entries of earlier formats are not recognised, so they are
-/// removed when used and compressed again: `KKFRAME1` had no blob size, and `KKFRAME2` holds
-/// frames that do not compress as the multithreaded mode wrote them, where the writer now
-/// compresses those single-threaded (different bytes).
-const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME3";
+/// removed when used and compressed again: `KKFRAME1` had no blob size, `KKFRAME2` and
+/// `KKFRAME3` hold the frames that do not compress as zstd's compressor wrote them, where the
+/// writer now stores them (other bytes, and not in the entry).
+const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME4";
 
-/// The bytes after an entry's size table: pair count, blob size, checksum, magic.
+/// The size of one row of an entry's table.
+const ROW: usize = 4 + 4 + 8;
+
+/// The bytes after an entry's table: frame count, blob size, checksum, magic.
 const TAIL: usize = 4 + 8 + 8 + 8;
 
 /// Temporary entries carry this prefix.
@@ -70,7 +81,7 @@ impl FrameCache {
         self.entry_path(digest, level).is_file()
     }
 
-    /// The size of the blob `digest` if the entry for it at `level` is whole: its size table
+    /// The size of the blob `digest` if the entry for it at `level` is whole: its table
     /// agrees with the blob size it records and with the entry's length. The frames themselves
     /// are checked only when a write copies them. A damaged entry is left for that write.
     pub fn blob_size(&self, digest: &Sha256Digest, level: i32) -> Option<u64> {
@@ -107,7 +118,7 @@ impl FrameCache {
             .tempfile_in(dir)?;
         Ok(EntryWriter {
             out: BufWriter::with_capacity(1 << 20, temp),
-            sizes: Vec::new(),
+            frames: Vec::new(),
             blob_size: size,
             path,
         })
@@ -121,11 +132,30 @@ impl FrameCache {
     }
 }
 
-/// An entry being read: its frames' sizes, and the file positioned at the first frame.
+/// One frame of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameEntry {
+    /// The frame's size in the entry; 0 for a stored frame, which is not in it.
+    pub(crate) compressed: u32,
+    /// The size of the frame's content.
+    pub(crate) decompressed: u32,
+    /// A stored frame's content checksum (XXH64); 0 for a compressed frame, whose checksum is
+    /// in the frame.
+    pub(crate) stored_checksum: u64,
+}
+
+impl FrameEntry {
+    /// Whether the frame is stored: rebuilt from the blob file, not read from the entry.
+    pub(crate) fn is_stored(&self) -> bool {
+        self.compressed == 0
+    }
+}
+
+/// An entry being read: its frames, and the file positioned at the first frame.
 pub(crate) struct Entry {
     file: File,
-    /// `(compressed, decompressed)` size of each frame, in order.
-    pub(crate) sizes: Vec<(u32, u32)>,
+    /// Each frame, in order.
+    pub(crate) frames: Vec<FrameEntry>,
     /// The size of the blob whose content (and padding) the frames hold.
     blob_size: u64,
 }
@@ -151,28 +181,28 @@ impl Entry {
         ));
         let blob_size = u64::from_le_bytes(blob_size.try_into().map_err(io::Error::other)?);
         let frames_end = length
-            .checked_sub(TAIL as u64 + count * 8)
+            .checked_sub(TAIL as u64 + count * ROW as u64)
             .ok_or_else(|| invalid("table larger than the file"))?;
-        let mut table = vec![0u8; usize::try_from(count * 8).map_err(|_| invalid("table"))?];
+        let table_size = count * ROW as u64;
+        let mut table = vec![0u8; usize::try_from(table_size).map_err(|_| invalid("table"))?];
         file.seek(SeekFrom::Start(frames_end))?;
         file.read_exact(&mut table)?;
         if check != table_check(&table, &tail[..12]) {
             return Err(invalid("table checksum"));
         }
-        let sizes: Vec<(u32, u32)> = table
-            .chunks_exact(8)
-            .map(|p| {
-                (
-                    u32::from_le_bytes([p[0], p[1], p[2], p[3]]),
-                    u32::from_le_bytes([p[4], p[5], p[6], p[7]]),
-                )
+        let frames: Vec<FrameEntry> = table
+            .chunks_exact(ROW)
+            .map(|row| FrameEntry {
+                compressed: u32::from_le_bytes([row[0], row[1], row[2], row[3]]),
+                decompressed: u32::from_le_bytes([row[4], row[5], row[6], row[7]]),
+                stored_checksum: u64::from_le_bytes(row[8..].try_into().unwrap_or_default()),
             })
             .collect();
-        let compressed: u64 = sizes.iter().map(|s| u64::from(s.0)).sum();
-        let decompressed: u64 = sizes.iter().map(|s| u64::from(s.1)).sum();
-        let frames_fit = sizes
+        let compressed: u64 = frames.iter().map(|f| u64::from(f.compressed)).sum();
+        let decompressed: u64 = frames.iter().map(|f| u64::from(f.decompressed)).sum();
+        let frames_fit = frames
             .iter()
-            .all(|&(c, d)| d > 0 && d as usize <= MAX_FRAME_SIZE && c > 0);
+            .all(|f| f.decompressed > 0 && f.decompressed as usize <= MAX_FRAME_SIZE);
         let content = blob_size.checked_add(padding(blob_size));
         if compressed != frames_end || Some(decompressed) != content || !frames_fit {
             return Err(invalid("size table does not match"));
@@ -180,7 +210,7 @@ impl Entry {
         file.seek(SeekFrom::Start(0))?;
         Ok(Self {
             file,
-            sizes,
+            frames,
             blob_size,
         })
     }
@@ -201,7 +231,7 @@ impl Entry {
 /// An entry being recorded while its frames are compressed for the bundle.
 pub(crate) struct EntryWriter {
     out: BufWriter<NamedTempFile>,
-    sizes: Vec<(u32, u32)>,
+    frames: Vec<FrameEntry>,
     blob_size: u64,
     path: PathBuf,
 }
@@ -212,23 +242,35 @@ impl EntryWriter {
         for chunk in compressed.chunks(WRITE_CHUNK) {
             self.out.write_all(chunk)?;
         }
-        let sizes = (
-            u32::try_from(compressed.len()).map_err(io::Error::other)?,
-            u32::try_from(decompressed).map_err(io::Error::other)?,
-        );
-        self.sizes.push(sizes);
+        self.frames.push(FrameEntry {
+            compressed: u32::try_from(compressed.len()).map_err(io::Error::other)?,
+            decompressed: u32::try_from(decompressed).map_err(io::Error::other)?,
+            stored_checksum: 0,
+        });
         Ok(())
     }
 
-    /// Appends the size table, the blob's size and their checksum, and renames the entry into
+    /// Notes one stored frame of `decompressed` bytes whose content has the XXH64 `checksum`;
+    /// its bytes are not written (the blob file has them).
+    pub(crate) fn stored(&mut self, decompressed: usize, checksum: u64) -> io::Result<()> {
+        self.frames.push(FrameEntry {
+            compressed: 0,
+            decompressed: u32::try_from(decompressed).map_err(io::Error::other)?,
+            stored_checksum: checksum,
+        });
+        Ok(())
+    }
+
+    /// Appends the table, the blob's size and their checksum, and renames the entry into
     /// place.
     pub(crate) fn finish(mut self) -> io::Result<()> {
-        let mut table = Vec::with_capacity(self.sizes.len() * 8);
-        for (c, d) in &self.sizes {
-            table.extend_from_slice(&c.to_le_bytes());
-            table.extend_from_slice(&d.to_le_bytes());
+        let mut table = Vec::with_capacity(self.frames.len() * ROW);
+        for frame in &self.frames {
+            table.extend_from_slice(&frame.compressed.to_le_bytes());
+            table.extend_from_slice(&frame.decompressed.to_le_bytes());
+            table.extend_from_slice(&frame.stored_checksum.to_le_bytes());
         }
-        let count = u32::try_from(self.sizes.len()).map_err(io::Error::other)?;
+        let count = u32::try_from(self.frames.len()).map_err(io::Error::other)?;
         let mut counts = [0u8; 12];
         counts[..4].copy_from_slice(&count.to_le_bytes());
         counts[4..].copy_from_slice(&self.blob_size.to_le_bytes());
@@ -245,7 +287,7 @@ impl EntryWriter {
     }
 }
 
-/// The checksum of an entry's size table and of `counts`, its pair count and blob size.
+/// The checksum of an entry's table and of `counts`, its frame count and blob size.
 fn table_check(table: &[u8], counts: &[u8]) -> [u8; 8] {
     let digest = Sha256::new()
         .chain_update(table)
@@ -297,12 +339,22 @@ mod tests {
     use super::*;
 
     /// An entry for the blob `digest` of `size` bytes (a 500-byte blob fills one 512-byte
-    /// block), with made-up compressed bytes for its content and padding.
+    /// block), with made-up compressed bytes for its content and padding, and one stored frame.
     fn entry(cache: &FrameCache, digest: &Sha256Digest, size: u64) {
         let mut writer = cache.create(digest, 3, size).expect("create");
-        writer.frame(b"abc", 300).expect("frame");
+        writer.frame(b"abc", 200).expect("frame");
+        writer.stored(100, 7).expect("stored");
         writer.frame(b"de", 212).expect("frame");
         writer.finish().expect("finish");
+    }
+
+    /// A compressed frame's row.
+    fn compressed(compressed: u32, decompressed: u32) -> FrameEntry {
+        FrameEntry {
+            compressed,
+            decompressed,
+            stored_checksum: 0,
+        }
     }
 
     #[test]
@@ -314,7 +366,16 @@ mod tests {
         entry(&cache, &digest, 500);
         assert!(cache.entry_path(&digest, 3).is_file());
         let mut entry = cache.open(&digest, 3, 500).expect("entry");
-        assert_eq!(entry.sizes, [(3, 300), (2, 212)]);
+        let stored = FrameEntry {
+            compressed: 0,
+            decompressed: 100,
+            stored_checksum: 7,
+        };
+        assert_eq!(
+            entry.frames,
+            [compressed(3, 200), stored, compressed(2, 212)]
+        );
+        assert!(stored.is_stored() && !entry.frames[0].is_stored());
         // A buffer reused from a longer frame holds exactly the frame read into it.
         let mut buf = b"a longer frame before".to_vec();
         entry.read_frame(3, &mut buf).expect("read");

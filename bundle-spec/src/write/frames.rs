@@ -28,11 +28,12 @@ pub(crate) const INTEGRITY_TAG: &[u8; 4] = b"KKFD";
 /// Size of the integrity frame: magic, size field, tag, sha256.
 pub(crate) const INTEGRITY_FRAME_SIZE: usize = 4 + 4 + 4 + 32;
 
-/// Frames whose sample shrinks less than this (in percent) are stored at level 1: they hold
-/// already-compressed data (gzip layers, tarballs) where a higher level only costs time.
+/// Frames whose samples shrink less than this (in percent) at level 1 are stored: they hold
+/// already-compressed data (gzip layers, tarballs), where compressing only costs time.
 const INCOMPRESSIBLE_PERCENT: usize = 95;
-/// How much of a frame is sampled to decide whether it is worth compressing hard.
-const SAMPLE_SIZE: usize = 256 << 10;
+/// How many samples of a frame decide whether it is worth compressing, and their size.
+const SAMPLES: usize = 4;
+const SAMPLE_SIZE: usize = 64 << 10;
 /// zstd job size in multithreaded mode: small enough that both cores work on one frame.
 const JOB_SIZE: i32 = 4 << 20;
 
@@ -64,8 +65,6 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     /// worker threads and faulted in their buffers again for every 32 MiB. Every parameter is
     /// set again for each frame, so a frame's bytes never depend on the one before.
     compressor: Option<zstd::bulk::Compressor<'static>>,
-    /// The single-threaded level-1 context for frames that do not compress, kept the same way.
-    plain: Option<zstd::bulk::Compressor<'static>>,
     /// The level-1 context that samples each frame, kept for the same reason.
     probe: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
@@ -83,7 +82,6 @@ impl<W: HashedWrite> FrameEncoder<W> {
             level,
             workers: workers.max(1),
             compressor: None,
-            plain: None,
             probe: None,
             recording: None,
         }
@@ -156,33 +154,32 @@ impl<W: HashedWrite> FrameEncoder<W> {
     /// A frame that compresses goes through zstd's multithreaded mode, always, even with one
     /// worker: its output then depends only on the parameters, never on the worker count, so
     /// every machine writes the same bytes. One that does not (gzip layers, tarballs) is
-    /// compressed single-threaded at level 1, which is as machine-independent: it gains nothing
-    /// from a second thread, and the multithreaded mode would copy it into and out of its job
-    /// buffers.
+    /// stored: written as raw blocks (see [`stored_frame`]), which depends on nothing but the
+    /// content.
     pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
         if self.filled == 0 {
             return Ok(());
         }
         let frame = &self.frame[..self.filled];
-        let incompressible = is_incompressible(frame, &mut self.probe)?;
-        let (level, workers, context) = if incompressible {
-            (1, 0, &mut self.plain)
-        } else {
-            (self.level, self.workers, &mut self.compressor)
-        };
-        let compressor = match context {
-            Some(compressor) => compressor,
-            None => {
-                context.insert(zstd::bulk::Compressor::new(level).map_err(BundleError::Compress)?)
-            }
-        };
-        configure(compressor, level, workers, frame.len())?;
         self.compressed.clear();
-        self.compressed
-            .reserve(zstd::zstd_safe::compress_bound(frame.len()));
-        compressor
-            .compress_to_buffer(frame, &mut self.compressed)
-            .map_err(BundleError::Compress)?;
+        let stored = is_incompressible(frame, &mut self.probe)?;
+        let checksum = if stored {
+            stored_frame(frame, &mut self.compressed)
+        } else {
+            let compressor = match &mut self.compressor {
+                Some(compressor) => compressor,
+                None => self.compressor.insert(
+                    zstd::bulk::Compressor::new(self.level).map_err(BundleError::Compress)?,
+                ),
+            };
+            configure(compressor, self.level, self.workers, frame.len())?;
+            self.compressed
+                .reserve(zstd::zstd_safe::compress_bound(frame.len()));
+            compressor
+                .compress_to_buffer(frame, &mut self.compressed)
+                .map_err(BundleError::Compress)?;
+            0
+        };
         self.out
             .write_all(&self.compressed)
             .map_err(BundleError::Output)?;
@@ -191,7 +188,12 @@ impl<W: HashedWrite> FrameEncoder<W> {
             .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
         if let Some(entry) = &mut self.recording {
             // The cache only saves time: an entry that cannot be written is given up.
-            if entry.frame(&self.compressed, frame.len()).is_err() {
+            let recorded = if stored {
+                entry.stored(frame.len(), checksum)
+            } else {
+                entry.frame(&self.compressed, frame.len())
+            };
+            if recorded.is_err() {
                 self.recording = None;
             }
         }
@@ -215,8 +217,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
 }
 
 /// Sets every parameter a frame's bytes depend on (none is left from the frame before) for a
-/// frame of `size` bytes: its window covers the whole frame, so the frame is single segment;
-/// `workers` 0 is zstd's single-threaded mode.
+/// frame of `size` bytes: its window covers the whole frame, so the frame is single segment.
 fn configure(
     compressor: &mut zstd::bulk::Compressor<'static>,
     level: i32,
@@ -224,18 +225,14 @@ fn configure(
     size: usize,
 ) -> Result<(), BundleError> {
     let window_log = size.next_power_of_two().trailing_zeros().max(10);
-    let mut parameters = vec![
+    let parameters = [
         CParameter::CompressionLevel(level),
         CParameter::ChecksumFlag(true),
         CParameter::ContentSizeFlag(true),
         CParameter::WindowLog(window_log),
+        CParameter::NbWorkers(workers),
+        CParameter::JobSize(JOB_SIZE as u32),
     ];
-    if workers > 0 {
-        parameters.extend([
-            CParameter::NbWorkers(workers),
-            CParameter::JobSize(JOB_SIZE as u32),
-        ]);
-    }
     for parameter in parameters {
         compressor
             .set_parameter(parameter)
@@ -244,9 +241,76 @@ fn configure(
     Ok(())
 }
 
-/// Whether `frame` holds already-compressed data: its sample shrinks less than
-/// [`INCOMPRESSIBLE_PERCENT`] at level 1 in `probe` (created on first use). Frames too small to
-/// sample count as compressible.
+/// The largest block zstd allows (RFC 8878, `Block_Maximum_Size`): a stored frame is cut into
+/// blocks of this size.
+const STORED_BLOCK: usize = 128 << 10;
+
+/// Appends `content` to `out` as one zstd frame of raw blocks (RFC 8878 §3.1.1): single
+/// segment, with its content size and the XXH64 content checksum, as every frame of a bundle.
+/// Returns that checksum (all 64 bits; the frame holds the low 32).
+///
+/// Frames of data that does not compress are written this way rather than by zstd's
+/// compressor: at any level, zstd would search every position of those bytes for matches it
+/// does not find and then emit nearly the same raw blocks (the search was a fifth of a cold
+/// build's CPU). The zstd library has no such "store" mode of its own.
+pub(crate) fn stored_frame(content: &[u8], out: &mut Vec<u8>) -> u64 {
+    let checksum = xxhash_rust::xxh64::xxh64(content, 0);
+    let mut rest = content;
+    let filled = stored_frame_with(content.len(), checksum, out, &mut |out, len| {
+        let (block, after) = rest.split_at(len);
+        out.extend_from_slice(block);
+        rest = after;
+        Ok(())
+    });
+    debug_assert!(filled.is_ok(), "copying from a slice cannot fail");
+    checksum
+}
+
+/// Appends to `out` the stored frame of `size` content bytes whose content `fill` appends, a
+/// block of `len` bytes per call, in order, and whose content checksum is `checksum`: what a
+/// frame-cache entry recorded, for a frame rebuilt from its blob file. The frame is then only
+/// as right as its content, which decoding it checks.
+pub(crate) fn stored_frame_with(
+    size: usize,
+    checksum: u64,
+    out: &mut Vec<u8>,
+    fill: &mut dyn FnMut(&mut Vec<u8>, usize) -> io::Result<()>,
+) -> io::Result<()> {
+    const SINGLE_SEGMENT: u8 = 1 << 5;
+    const CHECKSUM: u8 = 1 << 2;
+    let wide = size as u64;
+    // Frame_Content_Size's field: 1, 2 (minus 256), 4 or 8 bytes, as zstd itself chooses.
+    let (code, field): (u8, Vec<u8>) = match wide {
+        0..=255 => (0, vec![wide as u8]),
+        256..=65_791 => (1, ((wide - 256) as u16).to_le_bytes().to_vec()),
+        65_792..=0xFFFF_FFFF => (2, (wide as u32).to_le_bytes().to_vec()),
+        _ => (3, wide.to_le_bytes().to_vec()),
+    };
+    out.reserve(4 + 1 + field.len() + size + size.div_ceil(STORED_BLOCK).max(1) * 3 + 4);
+    out.extend_from_slice(&zstd::zstd_safe::MAGICNUMBER.to_le_bytes());
+    out.push(code << 6 | SINGLE_SEGMENT | CHECKSUM);
+    out.extend_from_slice(&field);
+    if size == 0 {
+        // An empty frame is one empty last block.
+        out.extend_from_slice(&[1, 0, 0]);
+    }
+    let mut done = 0;
+    while done < size {
+        let len = STORED_BLOCK.min(size - done);
+        done += len;
+        // Block_Header: Last_Block (bit 0), Block_Type 0 = raw (bits 1-2), Block_Size.
+        let header = (len as u32) << 3 | u32::from(done == size);
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        fill(out, len)?;
+    }
+    out.extend_from_slice(&(checksum as u32).to_le_bytes());
+    Ok(())
+}
+
+/// Whether `frame` holds already-compressed data: each of [`SAMPLES`] samples, spread over the
+/// frame, shrinks less than [`INCOMPRESSIBLE_PERCENT`] at level 1 in `probe` (created on first
+/// use). A frame with a part that compresses is compressed, since storing it would give up all
+/// of that part. Frames too small to sample count as compressible.
 fn is_incompressible(
     frame: &[u8],
     probe: &mut Option<zstd::bulk::Compressor<'static>>,
@@ -254,13 +318,19 @@ fn is_incompressible(
     if frame.len() < 4096 {
         return Ok(false);
     }
-    let sample = &frame[..frame.len().min(SAMPLE_SIZE)];
     let probe = match probe {
         Some(probe) => probe,
         None => probe.insert(zstd::bulk::Compressor::new(1).map_err(BundleError::Compress)?),
     };
-    let probe = probe.compress(sample).map_err(BundleError::Compress)?;
-    Ok(probe.len() * 100 >= sample.len() * INCOMPRESSIBLE_PERCENT)
+    for n in 0..SAMPLES {
+        let start = frame.len() / SAMPLES * n;
+        let sample = &frame[start..frame.len().min(start + SAMPLE_SIZE)];
+        let compressed = probe.compress(sample).map_err(BundleError::Compress)?;
+        if compressed.len() * 100 < sample.len() * INCOMPRESSIBLE_PERCENT {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The skippable frame holding the sha256 of every byte before it.
@@ -337,6 +407,56 @@ mod tests {
             }
             assert_eq!(encoder.out, expected, "level {level}");
         }
+    }
+
+    /// Sizes around each width of the content size field and each block boundary.
+    #[test]
+    fn a_stored_frame_is_one_whole_zstd_frame_of_its_content() {
+        let noise = incompressible(3 * STORED_BLOCK + 7, 3);
+        for size in [
+            1,
+            255,
+            256,
+            65_791,
+            65_792,
+            STORED_BLOCK - 1,
+            STORED_BLOCK,
+            STORED_BLOCK + 1,
+            3 * STORED_BLOCK + 7,
+        ] {
+            let content = &noise[..size];
+            let mut frame = Vec::new();
+            stored_frame(content, &mut frame);
+            assert_eq!(
+                zstd::zstd_safe::find_frame_compressed_size(&frame),
+                Ok(frame.len()),
+                "{size}"
+            );
+            assert_eq!(
+                zstd::zstd_safe::get_frame_content_size(&frame).ok(),
+                Some(Some(size as u64)),
+                "{size}"
+            );
+            let decoded = zstd::bulk::decompress(&frame, size).expect("decodes");
+            assert_eq!(decoded, content, "{size}");
+            // The content checksum is checked: a changed byte of content is refused.
+            let mut flipped = frame.clone();
+            flipped[frame.len() / 2] ^= 1;
+            assert!(zstd::bulk::decompress(&flipped, size).is_err(), "{size}");
+        }
+    }
+
+    #[test]
+    fn a_frame_that_does_not_compress_is_stored_and_one_that_does_is_not() {
+        let noise = incompressible(600_000, 4);
+        let mut stored = Vec::new();
+        stored_frame(&noise, &mut stored);
+        assert_eq!(alone(&noise, 6), stored);
+        let text = compressible();
+        assert!(alone(&text, 6).len() < text.len() / 2);
+        // Half noise, half text: the text half is worth compressing.
+        let mixed = [noise.as_slice(), &text].concat();
+        assert!(alone(&mixed, 6).len() < noise.len() + text.len() / 2);
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod resign;
 mod sync_ahead;
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek as _, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -76,7 +76,7 @@ pub struct BundleContents {
 /// How to write.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
-    /// zstd level for frames that compress (frames that do not are written at level 1).
+    /// zstd level for frames that compress (frames that do not are stored, see SPEC §2.1).
     pub level: i32,
     /// zstd worker threads.
     pub workers: u32,
@@ -211,6 +211,48 @@ pub fn write_bundle_as_ready(
     })
 }
 
+/// A stored frame of a frame-cache entry: the `row.decompressed` bytes of `blob`'s content and
+/// padding from `offset` on.
+struct StoredFrame<'a> {
+    blob: &'a BlobFile,
+    offset: u64,
+    row: frame_cache::FrameEntry,
+}
+
+impl StoredFrame<'_> {
+    /// Writes the frame into `frame`, its content read from the blob file (opened into `file`
+    /// on first use) straight into its blocks and its checksum the entry's, so decoding the
+    /// frame checks the blob's bytes against the entry; whether the blob file had every byte.
+    fn rebuild(&self, file: &mut Option<File>, frame: &mut Vec<u8>) -> bool {
+        let file = match file {
+            Some(file) => file,
+            None => match File::open(&self.blob.path) {
+                Ok(opened) => file.insert(opened),
+                Err(_) => return false,
+            },
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return false;
+        }
+        // The last frame ends with the tar padding, which the blob file does not hold.
+        let mut in_file = self.blob.size.saturating_sub(self.offset);
+        frame.clear();
+        let size = self.row.decompressed as usize;
+        frames::stored_frame_with(size, self.row.stored_checksum, frame, &mut |out, len| {
+            let from_file = in_file.min(len as u64);
+            let start = out.len();
+            file.take(from_file).read_to_end(out)?;
+            if (out.len() - start) as u64 != from_file {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            in_file -= from_file;
+            out.resize(start + len, 0);
+            Ok(())
+        })
+        .is_ok()
+    }
+}
+
 /// A delta (a description with a `base`) must say format 2, and a full bundle format 1, since
 /// that is what makes a reader of format 1 refuse a delta; no blob is both carried and taken
 /// from the base.
@@ -301,7 +343,7 @@ impl TarFrames {
         if let Some(cache) = self.frame_cache.clone() {
             let cached = cache.contains(&blob.digest, level);
             if let Some(entry) = cache.open(&blob.digest, level, blob.size) {
-                return self.copy_cached(&cache, entry, blob.digest);
+                return self.copy_cached(&cache, entry, blob);
             }
             // An entry whose size table is damaged is gone now. A caller that does not have
             // blobs re-hashed may not have read this one in this run, counting on the entry:
@@ -322,23 +364,28 @@ impl TarFrames {
         Ok(())
     }
 
-    /// Copies a frame-cache entry's frames. Each is decoded, to check it is one whole frame of
-    /// the listed size with a matching content checksum, on a verifier thread while the writer
-    /// goes on copying: a rebuild copies most of its bundle from the cache, and decoding every
-    /// frame on the writer thread made the copy wait for it. A bad frame still fails the write
-    /// (whose output is then removed) before this blob counts as written. The frame buffers and
-    /// the verifier's decoding buffer serve every entry of the write: allocating them per entry
-    /// cost a rebuild a tenth of its time in page faults and zeroing.
+    /// Copies a frame-cache entry's frames. Each compressed one is decoded, to check it is one
+    /// whole frame of the listed size with a matching content checksum, on a verifier thread
+    /// while the writer goes on copying: a rebuild copies most of its bundle from the cache, and
+    /// decoding every frame on the writer thread made the copy wait for it. A stored frame is
+    /// rebuilt from the blob file with the checksum the entry recorded, and checked the same
+    /// way. A bad
+    /// frame still fails the write (whose output is then removed) before this blob counts as
+    /// written. The frame buffers and the verifier's decoding buffer serve every entry of the
+    /// write: allocating them per entry cost a rebuild a tenth of its time in page faults and
+    /// zeroing.
     fn copy_cached(
         &mut self,
         cache: &FrameCache,
         mut entry: frame_cache::Entry,
-        digest: Sha256Digest,
+        blob: &BlobFile,
     ) -> Result<(), BundleError> {
-        let sizes = entry.sizes.clone();
+        let rows = entry.frames.clone();
         let decoder = zstd::bulk::Decompressor::new().map_err(BundleError::Compress)?;
         let mut spare = std::mem::take(&mut self.spare_frames);
         let mut content_buffer = std::mem::take(&mut self.content_buffer);
+        let mut blob_file = None;
+        let mut offset = 0;
         let intact = std::thread::scope(|scope| -> Result<bool, BundleError> {
             // One frame waits while one is decoded and one read: at most three frames in memory.
             let (to_verifier, frames) = mpsc::sync_channel(1);
@@ -349,24 +396,29 @@ impl TarFrames {
             });
             // Whether every frame read was whole, or the error writing one.
             let mut copied = Ok(true);
-            for (size, content) in sizes {
+            for row in rows {
                 let mut compressed = checked
                     .try_recv()
                     .ok()
                     .or_else(|| spare.pop())
                     .unwrap_or_default();
-                let whole_frame = entry.read_frame(size, &mut compressed).is_ok()
-                    && zstd::zstd_safe::find_frame_compressed_size(&compressed)
-                        == Ok(size as usize);
+                let whole_frame = if row.is_stored() {
+                    StoredFrame { blob, offset, row }.rebuild(&mut blob_file, &mut compressed)
+                } else {
+                    entry.read_frame(row.compressed, &mut compressed).is_ok()
+                        && zstd::zstd_safe::find_frame_compressed_size(&compressed)
+                            == Ok(row.compressed as usize)
+                };
+                offset += u64::from(row.decompressed);
                 if !whole_frame {
                     copied = Ok(false);
                     break;
                 }
-                if let Err(error) = self.frames.copy_frame(&compressed, content) {
+                if let Err(error) = self.frames.copy_frame(&compressed, row.decompressed) {
                     copied = Err(error);
                     break;
                 }
-                if to_verifier.send((compressed, content)).is_err() {
+                if to_verifier.send((compressed, row.decompressed)).is_err() {
                     // The verifier stopped at a bad frame; it says so below.
                     break;
                 }
@@ -384,7 +436,11 @@ impl TarFrames {
         if intact? {
             Ok(())
         } else {
-            Err(frame_cache::damaged(cache, digest, self.frames.level()))
+            Err(frame_cache::damaged(
+                cache,
+                blob.digest,
+                self.frames.level(),
+            ))
         }
     }
 
