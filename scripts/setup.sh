@@ -22,7 +22,7 @@ find_cargo
 #   python3-yaml              the kubeadm/kubelet/kubectl stand-ins' self-test (scripts/lab/standins/)
 #   unzip                     helm comes from an npm package's zip (scripts/lab/tools.sh)
 #   gettext-base              envsubst: renders manifests/lab.yaml (scripts/lab/render.sh)
-#   bc, hyperfine             timings in the lab scripts, and benchmarks
+#   bc, hyperfine, time       timings in the lab scripts, and benchmarks (/usr/bin/time: CPU seconds)
 #   apache2-utils             htpasswd: a registry with basic auth in the builder's tests
 #   wrk                       the HTTP load generator of the registry benchmark (scripts/bench/registry.sh)
 #   openssh-client, openssl   ssh, ssh-keygen for the node lab; openssl hashes its user's password
@@ -41,7 +41,7 @@ PACKAGES=(
   containerd runc
   etcd-server etcd-client
   openssh-server fio iproute2
-  curl python3 python3-yaml unzip gettext-base bc hyperfine apache2-utils
+  curl python3 python3-yaml unzip gettext-base bc hyperfine time apache2-utils
   wrk openssh-client openssl sudo
   socat conntrack ethtool ebtables
   mmdebstrap systemd-container
