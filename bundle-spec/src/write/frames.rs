@@ -131,7 +131,11 @@ impl<W: HashedWrite> FrameEncoder<W> {
     ) -> Result<usize, BundleError> {
         let start = self.filled;
         // Whole frames in one call would go to the kernel as 32 MiB copies; see WRITE_CHUNK.
-        let room = &mut self.room()[..limit.min(WRITE_CHUNK)];
+        // A read may return fewer bytes than asked (a network or FUSE file system may), so the
+        // rest of a frame can be shorter than a chunk.
+        let room = self.room();
+        let len = room.len().min(limit).min(WRITE_CHUNK);
+        let room = &mut room[..len];
         let n = reader.read(room).map_err(read_error)?;
         inspect(&self.frame[start..start + n]);
         self.filled += n;
@@ -481,22 +485,39 @@ mod tests {
         let mut written = FrameEncoder::new(Vec::new(), 3, 2);
         written.write_all(&content).expect("write");
         written.end_frame().expect("frame");
-        let mut read = FrameEncoder::new(Vec::new(), 3, 2);
-        let (mut reader, mut seen) = (&content[..], Vec::new());
-        let read_error = |e| BundleError::Compress(e);
-        while read
-            .read_from(
-                &mut reader,
-                usize::MAX,
-                &mut |b| seen.extend_from_slice(b),
-                &read_error,
-            )
-            .expect("read")
-            > 0
-        {}
-        read.end_frame().expect("frame");
-        assert_eq!(seen, content, "every byte inspected once, in order");
-        assert_eq!(read.out, written.out);
-        assert_eq!(read.table.num_frames(), 2, "one frame filled, one more");
+        // Whole chunks, and short reads that leave less than a chunk before the frame's end
+        // (which sliced past the frame's end and panicked).
+        for most in [usize::MAX, 700_001] {
+            let mut read = FrameEncoder::new(Vec::new(), 3, 2);
+            let (mut reader, mut seen) = (Trickle(&content[..], most), Vec::new());
+            let read_error = |e| BundleError::Compress(e);
+            while read
+                .read_from(
+                    &mut reader,
+                    usize::MAX,
+                    &mut |b| seen.extend_from_slice(b),
+                    &read_error,
+                )
+                .expect("read")
+                > 0
+            {}
+            read.end_frame().expect("frame");
+            assert_eq!(seen, content, "every byte inspected once, in order");
+            assert_eq!(read.out, written.out);
+            assert_eq!(read.table.num_frames(), 2, "one frame filled, one more");
+        }
+    }
+
+    /// A reader giving at most `.1` bytes per read.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1);
+            let mut head = &self.0[..n.min(self.0.len())];
+            let n = head.read(buf)?;
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
     }
 }
