@@ -179,7 +179,7 @@ for m in json.load(open(f"{layout}/index.json"))["manifests"]:
         print(f"{base}/v2/{repo}/blobs/{d['digest']}")
 PY
 for b in "${binaries[@]}"; do echo "$http/$b"; done >> "$bench/urls.txt"
-servers=("$(cat "$LAB_DIR/registry/pid")" "$(cat "$LAB_DIR/fileserver/pid")")
+servers=("$KK_LAB_REGISTRY_PID" "$KK_LAB_HTTP_PID")
 serve_ticks() { echo $(( $(ticks "${servers[0]}") + $(ticks "${servers[1]}") )); }
 before=$(serve_ticks)
 # One curl for all, 8 transfers at once: 19 curl processes spent more CPU starting than fetching.

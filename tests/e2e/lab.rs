@@ -96,6 +96,11 @@ fn upstream_lab_serves_real_content_to_real_clients() {
 
     // `up` again on the same ports keeps the running servers.
     let pids = lab.pids();
+    let env_pids: Vec<u32> = ["KK_LAB_REGISTRY_PID", "KK_LAB_HTTP_PID"]
+        .iter()
+        .map(|key| lab.var(key).parse().expect("a pid"))
+        .collect();
+    assert_eq!(env_pids, pids, "the env file names the servers' pids");
     let mut again = Command::new("bash");
     again
         .current_dir("/")

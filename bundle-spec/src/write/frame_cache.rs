@@ -11,22 +11,23 @@
 //! then a table of one [`FrameEntry`] per frame (compressed size and decompressed size as
 //! little-endian `u32`, a checksum as `u64`), the frame count as `u32`, the blob's size as `u64`,
 //! the first eight bytes of the sha256 of all of that (the table on), and the magic
-//! [`ENTRY_MAGIC`].
+//! [`ENTRY_MAGIC`]. The blob's exact size is there because the frames hold its content and
+//! padding, which do not tell a blob's last bytes from zeros: with it, a build can take a cached
+//! blob's size from its entry alone and leave the blob unread (see [`FrameCache::blob_size`]).
+//! The checksum covers what the sums of the table cannot: a changed blob size within the same
+//! padded length.
 //!
 //! A *stored* frame (data that does not compress, see `frames::stored_frame`) is not in the
 //! entry: it is the blob's own bytes in raw blocks, so the blob cache already holds it, and
 //! writing it a second time cost a cold build a tenth of its time. Its row says compressed size
 //! 0 and gives the XXH64 of the frame's content; a write rebuilds the frame from the blob file
 //! with that checksum in it, and decoding the frame checks the blob's bytes against it, as for
-//! a compressed frame. The blob's exact size is there because the frames hold its
-//! content and padding, which do not tell a blob's last bytes from zeros: with it, a build can
-//! take a cached blob's size from its entry alone and leave the blob unread (see
-//! [`FrameCache::blob_size`]). The checksum covers what the sums of the table cannot: a changed
-//! blob size within the same padded length. It is written to a temporary file and renamed into
-//! place, without an fsync: an entry a power cut damaged is found out when it is used, since every
-//! frame is decoded (checking its size and zstd's content checksum) as it is copied. A damaged
-//! entry is removed and the write fails with [`BundleError::FrameCacheDamaged`]; the next write
-//! compresses that blob again.
+//! a compressed frame.
+//!
+//! An entry is written to a temporary file and renamed into place, without an fsync: an entry a
+//! power cut damaged is found out when it is used, since every frame is decoded (checking its
+//! size and zstd's content checksum) as it is copied. A damaged entry is removed and the write
+//! fails with [`BundleError::FrameCacheDamaged`]; the next write compresses that blob again.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};

@@ -260,13 +260,13 @@ const STORED_BLOCK: usize = 128 << 10;
 pub(crate) fn stored_frame(content: &[u8], out: &mut Vec<u8>) -> u64 {
     let checksum = xxhash_rust::xxh64::xxh64(content, 0);
     let mut rest = content;
-    let filled = stored_frame_with(content.len(), checksum, out, &mut |out, len| {
+    stored_frame_with(content.len(), checksum, out, &mut |out, len| {
         let (block, after) = rest.split_at(len);
         out.extend_from_slice(block);
         rest = after;
         Ok(())
-    });
-    debug_assert!(filled.is_ok(), "copying from a slice cannot fail");
+    })
+    .expect("copying from a slice into a Vec cannot fail");
     checksum
 }
 
