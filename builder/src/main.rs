@@ -15,16 +15,22 @@ use cli::{CatalogArgs, Cli, Command, ConvertArgs, InspectArgs, KeygenArgs, Outpu
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KK_LOG")
-                .unwrap_or_else(|_| cli.log_filter().into()),
-        )
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KK_LOG");
+    // Asked-for logs (`-v`, `KK_LOG`) say when each line happened, in seconds since the start,
+    // which is where a slow step shows; the default progress lines stay as they are.
+    let timed = cli.verbose > 0 || filter.is_ok();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter.unwrap_or_else(|_| cli.log_filter().into()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .without_time()
-        .init();
+        .with_target(false);
+    if timed {
+        subscriber
+            .with_timer(tracing_subscriber::fmt::time::Uptime::default())
+            .init();
+    } else {
+        subscriber.without_time().init();
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -244,6 +244,17 @@ impl<W: Write> BackgroundHashing<W> {
         }
     }
 
+    /// Writes all of `bytes` to the inner writer, in calls of at most `chunk` bytes, and hands
+    /// them to the hasher without copying them; returns a spent buffer to reuse (see
+    /// [`BackgroundHasher::update_owned`]).
+    pub(crate) fn write_owned(&mut self, bytes: Vec<u8>, chunk: usize) -> io::Result<Vec<u8>> {
+        for part in bytes.chunks(chunk) {
+            self.inner.write_all(part)?;
+        }
+        self.count += bytes.len() as u64;
+        Ok(self.hasher.update_owned(bytes))
+    }
+
     /// How many bytes passed so far.
     pub(crate) fn count(&self) -> u64 {
         self.count

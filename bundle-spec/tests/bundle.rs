@@ -724,6 +724,67 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
     assert_eq!(fs::read(&fourth).unwrap(), bytes);
 }
 
+/// Large blobs written to files in `dir`: two that do not compress (stored frames) and one that
+/// does, 2 MiB each.
+fn large_blobs(dir: &Path) -> Vec<bundle_spec::BlobFile> {
+    let contents = [
+        bundle_spec::test_support::incompressible(2 << 20, 11),
+        bundle_spec::test_support::incompressible(2 << 20, 12),
+        compressible(2 << 20),
+    ];
+    contents
+        .iter()
+        .map(|bytes| {
+            let digest = Sha256Digest::of(bytes);
+            let path = dir.join(digest.hex());
+            fs::write(&path, bytes).unwrap();
+            bundle_spec::BlobFile {
+                digest,
+                size: bytes.len() as u64,
+                path,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn cached_and_uncached_large_blobs_are_written_in_order_as_without_a_cache() {
+    let fx = Fixture::with_layer(&compressible(3 << 20));
+    let extra = large_blobs(fx.dir.path());
+    let mut all = fx.contents.clone();
+    all.blobs.extend(extra.iter().cloned());
+    let plain = fx.dir.path().join("plain.tar.zst");
+    write_bundle(&all, &plain, &options()).unwrap();
+    let bytes = fs::read(&plain).unwrap();
+    let cached = WriteOptions {
+        frame_cache: Some(FrameCache::new(fx.dir.path().join("frames"))),
+        verify_blobs: false,
+        ..options()
+    };
+    // The first write caches two of the four large blobs, so the second finds entries for some
+    // and none for the others, wherever their digests put them; the third finds all four.
+    let mut some = fx.contents.clone();
+    some.blobs.extend([extra[0].clone(), extra[2].clone()]);
+    write_bundle(&some, &fx.dir.path().join("1.tar.zst"), &cached).unwrap();
+    for name in ["2.tar.zst", "3.tar.zst"] {
+        let target = fx.dir.path().join(name);
+        write_bundle(&all, &target, &cached).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), bytes, "{name}");
+    }
+    // A damaged stored frame of one blob fails the write at that blob, whichever blobs come
+    // before it (read ahead or compressed anew), and leaves nothing.
+    let mut damaged = fs::read(&extra[1].path).unwrap();
+    damaged[100] ^= 1;
+    fs::write(&extra[1].path, damaged).unwrap();
+    let fourth = fx.dir.path().join("4.tar.zst");
+    let err = write_bundle(&all, &fourth, &cached).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::FrameCacheDamaged { digest, .. } if *digest == extra[1].digest),
+        "{err}"
+    );
+    assert!(!fourth.exists());
+}
+
 #[test]
 fn stored_frames_are_rebuilt_from_the_blob_file_and_a_damaged_blob_is_refused() {
     // Data that does not compress, over two frames: stored, so the entry holds no frame.

@@ -47,7 +47,7 @@ pub(super) struct Context {
     /// The bundle a delta builds on: its blobs are neither fetched nor written.
     pub(super) base: Option<Base>,
     /// The frame cache the writer uses, and its level: a large blob whose frames are there is
-    /// not re-read from the blob cache (see `Layers::start`).
+    /// not re-read from the blob cache (see `LayerFeed::add`).
     pub(super) frames: FrameCache,
     pub(super) level: i32,
     /// The manifest's directory: `osPackages` keyrings are relative to it.
@@ -81,12 +81,16 @@ pub(super) async fn fetch_everything(
     let files =
         async { futures_util::try_join!(fetch_binaries(ctx, sources), fetch_charts(ctx, sources)) };
     let images = async {
-        let images = resolve_images(ctx, &sources.images).await?;
-        let oci_charts = resolve_images(ctx, &sources.oci_charts).await?;
+        // OCI charts first: their blobs are fetched whole before anything is written (the chart
+        // image check renders them), so a layer that is also a chart's blob is theirs to fetch.
+        let oci_charts = resolve_images(ctx, &sources.oci_charts, None).await?;
+        let feed = LayerFeed::start(ctx, &oci_charts);
+        let (images, mut blobs) = futures_util::try_join!(
+            resolve_images(ctx, &sources.images, Some(&feed)),
+            fetch_image_blobs(ctx, oci_charts.iter()),
+        )?;
         ctx.progress.phase("fetching");
-        // Charts are fetched whole before anything is written: the chart image check renders them.
-        let mut blobs = fetch_image_blobs(ctx, oci_charts.iter()).await?;
-        let layers = Layers::start(ctx, &images, &mut blobs);
+        let layers = feed.finish(&mut blobs);
         Ok((images, oci_charts, blobs, layers))
     };
     let ((images, oci_charts, blobs, layers), (binaries, charts)) =
@@ -244,8 +248,8 @@ impl Fetched {
     }
 }
 
-/// The image layers on their way into the cache: downloads run `jobs` at a time, started in
-/// digest order, and each digest is sent to the writer once its blob is complete and verified.
+/// The image layers on their way into the cache: downloads run `jobs` at a time, and each
+/// digest is sent to the writer once its blob is complete and verified.
 pub(super) struct Layers {
     /// The blobs being fetched; the writer waits for these.
     pub(super) pending: BTreeSet<Sha256Digest>,
@@ -266,45 +270,45 @@ impl Drop for AbortOnDrop {
     }
 }
 
-impl Layers {
-    /// Plans every layer of `images` into `blobs` (where it will be in the cache) and starts
-    /// fetching those neither in `blobs` already nor in the base of a delta.
-    fn start(
-        ctx: &Arc<Context>,
-        images: &[ResolvedImage],
-        blobs: &mut BTreeMap<Sha256Digest, CachedBlob>,
-    ) -> Self {
-        let mut jobs = BTreeMap::new();
-        for image in images {
-            for blob in &image.blobs {
-                if blobs.contains_key(&blob.digest) {
-                    continue;
-                }
-                // A blob the base of a delta has is not fetched: where it would be cached is
-                // recorded, and never read.
-                blobs.insert(
-                    blob.digest,
-                    CachedBlob {
-                        digest: blob.digest,
-                        size: blob.size,
-                        path: ctx.cache.blob_path(&blob.digest),
-                    },
-                );
-                let in_base = ctx.base.as_ref().is_some_and(|b| b.has(&blob.digest));
-                if !in_base && !ctx.frames_cover(blob) {
-                    jobs.insert(blob.digest, (image.source.clone(), blob.clone()));
-                }
-            }
-        }
-        ctx.progress
-            .expect_bytes(jobs.values().map(|(_, b)| b.size).sum());
-        let pending = jobs.keys().copied().collect();
+/// The layers of the images resolved so far, planned and downloading: each image's layers start
+/// as soon as that image is resolved, in digest order, while the other images still resolve
+/// (which is mostly waiting on the registry's answers), instead of after the last one.
+pub(super) struct LayerFeed {
+    ctx: Arc<Context>,
+    /// Blobs fetched elsewhere (the OCI charts'): not the feed's.
+    others: BTreeSet<Sha256Digest>,
+    planned: std::sync::Mutex<Planned>,
+    jobs: tokio::sync::mpsc::UnboundedSender<(ImageSource, BlobRef)>,
+    arrived: mpsc::Receiver<Sha256Digest>,
+    task: AbortOnDrop,
+}
+
+/// Where each planned layer will be in the cache, and which of them are being fetched.
+#[derive(Default)]
+struct Planned {
+    blobs: BTreeMap<Sha256Digest, CachedBlob>,
+    pending: BTreeSet<Sha256Digest>,
+}
+
+impl LayerFeed {
+    /// Starts the download task; the blobs of `oci_charts` are left to the charts' own fetch.
+    fn start(ctx: &Arc<Context>, oci_charts: &[ResolvedImage]) -> Self {
+        let others = oci_charts
+            .iter()
+            .flat_map(|chart| chart.blobs.iter().map(|blob| blob.digest))
+            .collect();
+        let (jobs, queue) = tokio::sync::mpsc::unbounded_channel::<(ImageSource, BlobRef)>();
         let (sender, arrived) = mpsc::channel();
-        let ctx = Arc::clone(ctx);
+        let downloads = Arc::clone(ctx);
         let task = tokio::spawn(async move {
-            let mut done = stream::iter(jobs.into_values())
-                .map(|(source, blob)| fetch_layer(Arc::clone(&ctx), source, blob))
-                .buffer_unordered(ctx.jobs);
+            let queued = stream::unfold(queue, |mut queue| async move {
+                queue.recv().await.map(|job| (job, queue))
+            });
+            let mut done = std::pin::pin!(
+                queued
+                    .map(|(source, blob)| fetch_layer(Arc::clone(&downloads), source, blob))
+                    .buffer_unordered(downloads.jobs)
+            );
             while let Some(cached) = done.try_next().await? {
                 if sender.send(cached.digest).is_err() {
                     // The writer gave up; its error is the build's.
@@ -314,9 +318,64 @@ impl Layers {
             Ok(())
         });
         Self {
-            pending,
+            ctx: Arc::clone(ctx),
+            others,
+            planned: std::sync::Mutex::default(),
+            jobs,
             arrived,
             task: AbortOnDrop(Some(task)),
+        }
+    }
+
+    /// Plans the layers of `image` not planned yet and starts fetching those neither in the
+    /// base of a delta nor covered by the frame cache.
+    fn add(&self, image: &ResolvedImage) {
+        let mut planned = self
+            .planned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut new: Vec<&BlobRef> = image
+            .blobs
+            .iter()
+            .filter(|blob| {
+                !self.others.contains(&blob.digest) && !planned.blobs.contains_key(&blob.digest)
+            })
+            .collect();
+        new.sort_by_key(|blob| blob.digest);
+        new.dedup_by_key(|blob| blob.digest);
+        for blob in new {
+            // A blob the base of a delta has is not fetched: where it would be cached is
+            // recorded, and never read.
+            let path = self.ctx.cache.blob_path(&blob.digest);
+            let (digest, size) = (blob.digest, blob.size);
+            planned
+                .blobs
+                .insert(digest, CachedBlob { digest, size, path });
+            let in_base = self.ctx.base.as_ref().is_some_and(|b| b.has(&digest));
+            if in_base || self.ctx.frames_cover(blob) {
+                continue;
+            }
+            planned.pending.insert(digest);
+            self.ctx.progress.expect_bytes(size);
+            // The task ends only once this feed is finished or dropped: the job is taken.
+            let _ = self.jobs.send((image.source.clone(), blob.clone()));
+        }
+    }
+
+    /// Every image is resolved: adds the planned layers to `blobs` and hands the downloads to
+    /// the writer.
+    fn finish(self, blobs: &mut BTreeMap<Sha256Digest, CachedBlob>) -> Layers {
+        let planned = self
+            .planned
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (digest, blob) in planned.blobs {
+            blobs.entry(digest).or_insert(blob);
+        }
+        Layers {
+            pending: planned.pending,
+            arrived: self.arrived,
+            task: self.task,
         }
     }
 }
@@ -367,42 +426,54 @@ async fn fetch_layer(
     Ok(image::fetch_blob(&ctx.access, &ctx.cache, &source, &fetch, &blob, &tracker).await?)
 }
 
+/// Resolves `sources`, in that order; each image is handed to `feed` as soon as it is resolved.
 pub(super) async fn resolve_images(
     ctx: &Arc<Context>,
     sources: &[ImageSource],
+    feed: Option<&LayerFeed>,
 ) -> Result<Vec<ResolvedImage>, BuildError> {
-    stream::iter(sources.iter().cloned())
-        .map(|source| {
-            let ctx = Arc::clone(ctx);
-            async move {
-                let locked = match &ctx.locked {
-                    Some(lock) => Some(
-                        lock.images
-                            .iter()
-                            .find(|l| l.reference == source.name())
-                            .ok_or_else(|| ResolveError::NotLocked {
-                                what: format!("image `{}`", source.name()),
-                            })?,
-                    ),
-                    None => None,
-                };
-                let check = match &source.verify {
-                    Some(key) => Some(read_key(&ctx.manifest_dir.join(key)).await?),
-                    None => None,
-                };
-                let options = ResolveOptions {
-                    platforms: &ctx.platforms,
-                    allow_missing_platforms: ctx.allow_missing_platforms,
-                    locked_referrers: ctx.locked.as_ref().map(|lock| lock.referrers.as_slice()),
-                    verify: check.as_ref(),
-                };
-                image::resolve_image(&ctx.access, &ctx.cache, &source, locked, options).await
-            }
-        })
-        .buffered(ctx.jobs)
-        .try_collect::<Vec<_>>()
-        .await
-        .map_err(BuildError::from)
+    let mut resolved: Vec<(usize, ResolvedImage)> =
+        stream::iter(sources.iter().cloned().enumerate())
+            .map(|(n, source)| {
+                let ctx = Arc::clone(ctx);
+                async move {
+                    let locked = match &ctx.locked {
+                        Some(lock) => Some(
+                            lock.images
+                                .iter()
+                                .find(|l| l.reference == source.name())
+                                .ok_or_else(|| ResolveError::NotLocked {
+                                    what: format!("image `{}`", source.name()),
+                                })?,
+                        ),
+                        None => None,
+                    };
+                    let check = match &source.verify {
+                        Some(key) => Some(read_key(&ctx.manifest_dir.join(key)).await?),
+                        None => None,
+                    };
+                    let options = ResolveOptions {
+                        platforms: &ctx.platforms,
+                        allow_missing_platforms: ctx.allow_missing_platforms,
+                        locked_referrers: ctx.locked.as_ref().map(|lock| lock.referrers.as_slice()),
+                        verify: check.as_ref(),
+                    };
+                    let image =
+                        image::resolve_image(&ctx.access, &ctx.cache, &source, locked, options)
+                            .await?;
+                    Ok::<_, BuildError>((n, image))
+                }
+            })
+            .buffer_unordered(ctx.jobs)
+            .inspect_ok(|(_, image)| {
+                if let Some(feed) = feed {
+                    feed.add(image);
+                }
+            })
+            .try_collect()
+            .await?;
+    resolved.sort_by_key(|(n, _)| *n);
+    Ok(resolved.into_iter().map(|(_, image)| image).collect())
 }
 
 /// Reads a `verify.key` file: a cosign public key.

@@ -200,6 +200,7 @@ async fn build_once(
         blobs,
     };
     let written = write::write_while_fetching(contents, options, ctx.cache.clone(), layers).await?;
+    tracing::debug!(bytes = written.output.size, "bundle written and synced");
     crate::sign::write_sidecar(&options.output, written.signature.as_deref())?;
     progress.finish();
     Ok(BuildReport {

@@ -108,15 +108,20 @@ impl Arrivals {
     /// Blocks until the blob `digest` is in the cache (at once for a blob that is not a layer
     /// being fetched).
     fn wait_for(&mut self, digest: Sha256Digest) -> Result<(), BundleError> {
-        if !self.pending.contains(&digest) {
+        if !self.pending.contains(&digest) || self.seen.contains(&digest) {
             return Ok(());
         }
+        let waiting = std::time::Instant::now();
         while !self.seen.contains(&digest) {
             let next = self.arrived.recv().map_err(|_| BundleError::BlobNotReady {
                 digest,
                 reason: "its download failed or was cancelled".into(),
             })?;
             self.seen.insert(next);
+        }
+        let waited = waiting.elapsed();
+        if waited >= std::time::Duration::from_millis(1) {
+            tracing::debug!(%digest, ?waited, "the writer waited for a layer to arrive");
         }
         Ok(())
     }

@@ -21,18 +21,18 @@
 //! entry: it is the blob's own bytes in raw blocks, so the blob cache already holds it, and
 //! writing it a second time cost a cold build a tenth of its time. Its row says compressed size
 //! 0 and gives the XXH64 of the frame's content; a write rebuilds the frame from the blob file
-//! with that checksum in it, and decoding the frame checks the blob's bytes against it, as for
-//! a compressed frame.
+//! with that checksum in it, and checks the XXH64 of the blob's bytes as it reads them, which is
+//! what decoding the frame would check (see `cached`).
 //!
 //! An entry is written to a temporary file and renamed into place, without an fsync: an entry a
-//! power cut damaged is found out when it is used, since every frame is decoded (checking its
-//! size and zstd's content checksum) as it is copied. A damaged entry is removed and the write
-//! fails with [`BundleError::FrameCacheDamaged`]; the next write compresses that blob again.
+//! power cut damaged is found out when it is used, since every frame is checked before it is
+//! copied (a compressed one decoded: its size and zstd's content checksum). A damaged entry is
+//! removed and the write fails with [`BundleError::FrameCacheDamaged`]; the next write
+//! compresses that blob again.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver};
 
 use sha2::{Digest as _, Sha256};
 use tempfile::NamedTempFile;
@@ -297,34 +297,6 @@ fn table_check(table: &[u8], counts: &[u8]) -> [u8; 8] {
     let mut check = [0; 8];
     check.copy_from_slice(&digest[..8]);
     check
-}
-
-/// Decodes each frame received on `frames` (compressed bytes and decompressed size), checking
-/// it yields exactly that many bytes and zstd's content checksum matches, and hands its buffer
-/// back on `recycle`. Returns `false` at the first bad frame, without waiting for the rest (the
-/// sender then finds the channel closed), `true` once the sender is done and every frame passed.
-///
-/// `content_buffer` is where frames decode to; it is the caller's, so one buffer (up to a frame's
-/// size) serves every entry of a write instead of being allocated and faulted in for each.
-pub(crate) fn verify_frames(
-    mut decoder: zstd::bulk::Decompressor<'_>,
-    frames: &Receiver<(Vec<u8>, u32)>,
-    recycle: &mpsc::Sender<Vec<u8>>,
-    content_buffer: &mut Vec<u8>,
-) -> bool {
-    content_buffer.reserve(MAX_FRAME_SIZE.saturating_sub(content_buffer.len()));
-    for (compressed, content) in frames {
-        content_buffer.clear();
-        let intact = decoder
-            .decompress_to_buffer(&compressed[..], content_buffer)
-            .is_ok_and(|n| n == content as usize);
-        if !intact {
-            return false;
-        }
-        // The writer may have stopped reading buffers back; then this one is simply freed.
-        let _ = recycle.send(compressed);
-    }
-    true
 }
 
 /// Where a damaged entry was, for the error.

@@ -35,13 +35,22 @@ const INCOMPRESSIBLE_PERCENT: usize = 95;
 const SAMPLES: usize = 4;
 const SAMPLE_SIZE: usize = 64 << 10;
 /// zstd job size in multithreaded mode: small enough that both cores work on one frame.
-const JOB_SIZE: i32 = 4 << 20;
+const JOB_SIZE: usize = 4 << 20;
 
 /// Where frames go: a writer that hashes what it was given, so the integrity frame takes the
 /// sha256 of the file so far from the hash the output computes anyway (one pass, not two).
 pub(crate) trait HashedWrite: Write {
     /// The sha256 of every byte written so far.
     fn sha256_so_far(&self) -> io::Result<Sha256Digest>;
+
+    /// Writes all of `bytes`, taking the buffer itself where the hash can use it without a
+    /// copy, and returns a buffer for the caller to reuse (emptied or not: overwrite it).
+    fn write_owned(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
+        for chunk in bytes.chunks(WRITE_CHUNK) {
+            self.write_all(chunk)?;
+        }
+        Ok(bytes)
+    }
 }
 
 impl HashedWrite for Vec<u8> {
@@ -65,6 +74,9 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     /// worker threads and faulted in their buffers again for every 32 MiB. Every parameter is
     /// set again for each frame, so a frame's bytes never depend on the one before.
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// The context for frames of at most one job, compressed on this thread (see
+    /// [`Self::end_frame`]), kept for the same reason.
+    single: Option<zstd::bulk::Compressor<'static>>,
     /// The level-1 context that samples each frame, kept for the same reason.
     probe: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
@@ -82,6 +94,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
             level,
             workers: workers.max(1),
             compressor: None,
+            single: None,
             probe: None,
             recording: None,
         }
@@ -103,19 +116,23 @@ impl<W: HashedWrite> FrameEncoder<W> {
     }
 
     /// Writes an already compressed frame of `decompressed` bytes, which the caller checked is
-    /// one whole frame. The current frame must be empty.
+    /// one whole frame, and returns a buffer to reuse for the next one (the output may keep
+    /// `compressed` to hash it). The current frame must be empty.
     pub(crate) fn copy_frame(
         &mut self,
-        compressed: &[u8],
+        compressed: Vec<u8>,
         decompressed: u32,
-    ) -> Result<(), BundleError> {
+    ) -> Result<Vec<u8>, BundleError> {
         debug_assert!(self.filled == 0, "a copied frame would split a pending one");
-        self.out
-            .write_all(compressed)
+        let size = compressed.len() as u32;
+        let spare = self
+            .out
+            .write_owned(compressed)
             .map_err(BundleError::Output)?;
         self.table
-            .log_frame(compressed.len() as u32, decompressed)
-            .map_err(|e| BundleError::Compress(io::Error::other(e)))
+            .log_frame(size, decompressed)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
+        Ok(spare)
     }
 
     /// Reads at most `limit` bytes of `reader` straight into the frame (a blob's bytes are not
@@ -157,9 +174,12 @@ impl<W: HashedWrite> FrameEncoder<W> {
     ///
     /// A frame that compresses goes through zstd's multithreaded mode, always, even with one
     /// worker: its output then depends only on the parameters, never on the worker count, so
-    /// every machine writes the same bytes. One that does not (gzip layers, tarballs) is
-    /// stored: written as raw blocks (see [`stored_frame`]), which depends on nothing but the
-    /// content.
+    /// every machine writes the same bytes. A frame of at most one job is the exception: it is
+    /// compressed on this thread, which gives the very bytes one job gives (a test holds it to
+    /// that), since handing it to a worker made the writer wait for that thread to be scheduled,
+    /// up to tens of milliseconds per small member on a loaded machine. One that does not
+    /// compress (gzip layers, tarballs) is stored: written as raw blocks (see
+    /// [`stored_frame`]), which depends on nothing but the content.
     pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
         if self.filled == 0 {
             return Ok(());
@@ -170,13 +190,18 @@ impl<W: HashedWrite> FrameEncoder<W> {
         let checksum = if stored {
             stored_frame(frame, &mut self.compressed)
         } else {
-            let compressor = match &mut self.compressor {
+            let (context, workers) = if frame.len() <= JOB_SIZE {
+                (&mut self.single, 0)
+            } else {
+                (&mut self.compressor, self.workers)
+            };
+            let compressor = match context {
                 Some(compressor) => compressor,
-                None => self.compressor.insert(
+                None => context.insert(
                     zstd::bulk::Compressor::new(self.level).map_err(BundleError::Compress)?,
                 ),
             };
-            configure(compressor, self.level, self.workers, frame.len())?;
+            configure(compressor, self.level, workers, frame.len())?;
             self.compressed
                 .reserve(zstd::zstd_safe::compress_bound(frame.len()));
             compressor
@@ -184,23 +209,26 @@ impl<W: HashedWrite> FrameEncoder<W> {
                 .map_err(BundleError::Compress)?;
             0
         };
-        self.out
-            .write_all(&self.compressed)
-            .map_err(BundleError::Output)?;
-        self.table
-            .log_frame(self.compressed.len() as u32, frame.len() as u32)
-            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
+        let (size, content) = (self.compressed.len() as u32, frame.len());
         if let Some(entry) = &mut self.recording {
             // The cache only saves time: an entry that cannot be written is given up.
             let recorded = if stored {
-                entry.stored(frame.len(), checksum)
+                entry.stored(content, checksum)
             } else {
-                entry.frame(&self.compressed, frame.len())
+                entry.frame(&self.compressed, content)
             };
             if recorded.is_err() {
                 self.recording = None;
             }
         }
+        // The output hashes the frame's own buffer and hands back another for the next frame.
+        self.compressed = self
+            .out
+            .write_owned(std::mem::take(&mut self.compressed))
+            .map_err(BundleError::Output)?;
+        self.table
+            .log_frame(size, content as u32)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
         self.filled = 0;
         Ok(())
     }
@@ -396,6 +424,39 @@ mod tests {
         encoder.write_all(content).expect("write");
         encoder.end_frame().expect("frame");
         encoder.out
+    }
+
+    /// A frame of at most one job, compressed on the calling thread, is byte for byte the frame
+    /// zstd's multithreaded mode makes of it: bundles do not depend on which of the two ran.
+    #[test]
+    fn a_frame_of_one_job_is_the_same_single_threaded_and_multithreaded() {
+        let text = compressible();
+        let long: Vec<u8> = text.iter().copied().cycle().take(JOB_SIZE).collect();
+        for level in [1, 3, 6, 9, 19] {
+            for content in [
+                &text[..1],
+                &text[..512],
+                &text[..70_000],
+                &text[..],
+                &long[..],
+            ] {
+                let mut frames = Vec::new();
+                for workers in [0, 1, 2] {
+                    let mut compressor = zstd::bulk::Compressor::new(level).expect("context");
+                    configure(&mut compressor, level, workers, content.len()).expect("configure");
+                    frames.push(compressor.compress(content).expect("compress"));
+                }
+                let size = content.len();
+                assert_eq!(
+                    frames[0], frames[1],
+                    "level {level}, {size} bytes, 1 worker"
+                );
+                assert_eq!(
+                    frames[0], frames[2],
+                    "level {level}, {size} bytes, 2 workers"
+                );
+            }
+        }
     }
 
     #[test]

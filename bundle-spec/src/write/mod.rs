@@ -5,6 +5,7 @@
 //! bundle names every member. Blobs are streamed from disk and hashed on the way; a blob that is
 //! not what it claims aborts the write, and the temporary output is deleted.
 
+mod cached;
 mod frame_cache;
 pub(crate) mod frames;
 mod output;
@@ -12,9 +13,8 @@ mod resign;
 mod sync_ahead;
 
 use std::fs::File;
-use std::io::{Read, Seek as _, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 use oci_spec::image::ImageIndex;
 use p256::ecdsa::SigningKey;
@@ -36,6 +36,7 @@ use crate::member::{
 use crate::oci::{INDEX_PATH, OCI_LAYOUT, OCI_LAYOUT_PATH};
 use crate::sbom::{SBOM_PATH, spdx_document};
 use crate::sign::sigstore;
+use cached::{Ahead, CachedFrames};
 use frames::FrameEncoder;
 use output::Output;
 
@@ -185,8 +186,10 @@ pub fn write_bundle_as_ready(
         FrameEncoder::new(output, options.level, options.workers),
         mtime,
         options.verify_blobs,
-        options.frame_cache.clone(),
     );
+    if let Some(cache) = &options.frame_cache {
+        tar.use_frame_cache(cache.clone(), &blobs)?;
+    }
     tar.member_bytes(&MemberPath::fixed(CHECKSUMS_PATH), &checksums)?;
     for (path, bytes) in small {
         tar.member_bytes(&MemberPath::fixed(path), bytes)?;
@@ -211,46 +214,17 @@ pub fn write_bundle_as_ready(
     })
 }
 
-/// A stored frame of a frame-cache entry: the `row.decompressed` bytes of `blob`'s content and
-/// padding from `offset` on.
-struct StoredFrame<'a> {
-    blob: &'a BlobFile,
-    offset: u64,
-    row: frame_cache::FrameEntry,
-}
-
-impl StoredFrame<'_> {
-    /// Writes the frame into `frame`, its content read from the blob file (opened into `file`
-    /// on first use) straight into its blocks and its checksum the entry's, so decoding the
-    /// frame checks the blob's bytes against the entry; whether the blob file had every byte.
-    fn rebuild(&self, file: &mut Option<File>, frame: &mut Vec<u8>) -> bool {
-        let file = match file {
-            Some(file) => file,
-            None => match File::open(&self.blob.path) {
-                Ok(opened) => file.insert(opened),
-                Err(_) => return false,
-            },
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return false;
-        }
-        // The last frame ends with the tar padding, which the blob file does not hold.
-        let mut in_file = self.blob.size.saturating_sub(self.offset);
-        frame.clear();
-        let size = self.row.decompressed as usize;
-        frames::stored_frame_with(size, self.row.stored_checksum, frame, &mut |out, len| {
-            let from_file = in_file.min(len as u64);
-            let start = out.len();
-            file.take(from_file).read_to_end(out)?;
-            if (out.len() - start) as u64 != from_file {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            in_file -= from_file;
-            out.resize(start + len, 0);
-            Ok(())
-        })
-        .is_ok()
-    }
+/// The reader of cached frames said something else than the writer expects for `blob`: a bug.
+fn out_of_order(said: &Ahead, blob: &BlobFile) -> BundleError {
+    let said = match said {
+        Ahead::NotCached { digest, .. } | Ahead::Entry { digest } => format!("blob `{digest}`"),
+        Ahead::Frame(..) => "a frame".into(),
+        Ahead::End(_) => "an entry's end".into(),
+    };
+    BundleError::Output(std::io::Error::other(format!(
+        "the frame-cache reader sent {said} where the writer is at blob `{}`",
+        blob.digest
+    )))
 }
 
 /// A delta (a description with a `base`) must say format 2, and a full bundle format 1, since
@@ -284,27 +258,33 @@ struct TarFrames {
     mtime: u64,
     verify: bool,
     frame_cache: Option<FrameCache>,
-    /// Frame buffers of cached entries already copied, for the next entry's frames.
-    spare_frames: Vec<Vec<u8>>,
-    /// Where cached frames decode to while they are checked.
-    content_buffer: Vec<u8>,
+    /// The frame cache's entries, read ahead (with `frame_cache`).
+    cached: Option<CachedFrames>,
 }
 
 impl TarFrames {
-    fn new(
-        frames: FrameEncoder<Output>,
-        mtime: u64,
-        verify: bool,
-        frame_cache: Option<FrameCache>,
-    ) -> Self {
+    fn new(frames: FrameEncoder<Output>, mtime: u64, verify: bool) -> Self {
         Self {
             frames,
             mtime,
             verify,
-            frame_cache,
-            spare_frames: Vec::new(),
-            content_buffer: Vec::new(),
+            frame_cache: None,
+            cached: None,
         }
+    }
+
+    /// Copies the frames of large blobs from `cache` when it has them, and stores them there
+    /// when it does not; `blobs` are every blob this write will write, in order.
+    fn use_frame_cache(
+        &mut self,
+        cache: FrameCache,
+        blobs: &[BlobFile],
+    ) -> Result<(), BundleError> {
+        let level = self.frames.level();
+        self.cached =
+            Some(CachedFrames::start(cache.clone(), level, blobs).map_err(BundleError::Output)?);
+        self.frame_cache = Some(cache);
+        Ok(())
     }
 
     fn start(&mut self, path: &MemberPath, size: u64) -> Result<(), BundleError> {
@@ -340,16 +320,21 @@ impl TarFrames {
         self.start(&MemberPath::blob(&blob.digest), blob.size)?;
         self.frames.end_frame()?;
         let level = self.frames.level();
-        if let Some(cache) = self.frame_cache.clone() {
-            let cached = cache.contains(&blob.digest, level);
-            if let Some(entry) = cache.open(&blob.digest, level, blob.size) {
-                return self.copy_cached(&cache, entry, blob);
-            }
-            // An entry whose size table is damaged is gone now. A caller that does not have
-            // blobs re-hashed may not have read this one in this run, counting on the entry:
-            // it is told, as for a damaged frame, and writes again verifying every blob.
-            if cached && !self.verify {
-                return Err(frame_cache::damaged(&cache, blob.digest, level));
+        if let (Some(cache), Some(cached)) = (self.frame_cache.clone(), &mut self.cached) {
+            match cached.next()? {
+                Ahead::Entry { digest } if digest == blob.digest => {
+                    return self.copy_cached(&cache, blob);
+                }
+                // An entry whose size table is damaged is gone now. A caller that does not
+                // have blobs re-hashed may not have read this one in this run, counting on the
+                // entry: it is told, as for a damaged frame, and writes again verifying every
+                // blob.
+                Ahead::NotCached { digest, damaged } if digest == blob.digest => {
+                    if damaged && !self.verify {
+                        return Err(frame_cache::damaged(&cache, blob.digest, level));
+                    }
+                }
+                other => return Err(out_of_order(&other, blob)),
             }
             if let Ok(entry) = cache.create(&blob.digest, level, blob.size) {
                 self.frames.record(entry);
@@ -364,83 +349,26 @@ impl TarFrames {
         Ok(())
     }
 
-    /// Copies a frame-cache entry's frames. Each compressed one is decoded, to check it is one
-    /// whole frame of the listed size with a matching content checksum, on a verifier thread
-    /// while the writer goes on copying: a rebuild copies most of its bundle from the cache, and
-    /// decoding every frame on the writer thread made the copy wait for it. A stored frame is
-    /// rebuilt from the blob file with the checksum the entry recorded, and checked the same
-    /// way. A bad
-    /// frame still fails the write (whose output is then removed) before this blob counts as
-    /// written. The frame buffers and the verifier's decoding buffer serve every entry of the
-    /// write: allocating them per entry cost a rebuild a tenth of its time in page faults and
-    /// zeroing.
-    fn copy_cached(
-        &mut self,
-        cache: &FrameCache,
-        mut entry: frame_cache::Entry,
-        blob: &BlobFile,
-    ) -> Result<(), BundleError> {
-        let rows = entry.frames.clone();
-        let decoder = zstd::bulk::Decompressor::new().map_err(BundleError::Compress)?;
-        let mut spare = std::mem::take(&mut self.spare_frames);
-        let mut content_buffer = std::mem::take(&mut self.content_buffer);
-        let mut blob_file = None;
-        let mut offset = 0;
-        let intact = std::thread::scope(|scope| -> Result<bool, BundleError> {
-            // One frame waits while one is decoded and one read: at most three frames in memory.
-            let (to_verifier, frames) = mpsc::sync_channel(1);
-            let (recycle, checked) = mpsc::channel();
-            let content_buffer = &mut content_buffer;
-            let verifier = scope.spawn(move || {
-                frame_cache::verify_frames(decoder, &frames, &recycle, content_buffer)
-            });
-            // Whether every frame read was whole, or the error writing one.
-            let mut copied = Ok(true);
-            for row in rows {
-                let mut compressed = checked
-                    .try_recv()
-                    .ok()
-                    .or_else(|| spare.pop())
-                    .unwrap_or_default();
-                let whole_frame = if row.is_stored() {
-                    StoredFrame { blob, offset, row }.rebuild(&mut blob_file, &mut compressed)
-                } else {
-                    entry.read_frame(row.compressed, &mut compressed).is_ok()
-                        && zstd::zstd_safe::find_frame_compressed_size(&compressed)
-                            == Ok(row.compressed as usize)
-                };
-                offset += u64::from(row.decompressed);
-                if !whole_frame {
-                    copied = Ok(false);
-                    break;
+    /// Copies the frames of `blob`'s entry as the reader sends them, checked (see `cached`): a
+    /// bad frame is not written, and fails the write (whose output is then removed) before
+    /// this blob counts as written.
+    fn copy_cached(&mut self, cache: &FrameCache, blob: &BlobFile) -> Result<(), BundleError> {
+        let cached = self.cached.as_mut().expect("entries come from the reader");
+        loop {
+            match cached.next()? {
+                Ahead::Frame(frame, decompressed) => {
+                    cached.recycle(self.frames.copy_frame(frame, decompressed)?);
                 }
-                if let Err(error) = self.frames.copy_frame(&compressed, row.decompressed) {
-                    copied = Err(error);
-                    break;
+                Ahead::End(true) => return Ok(()),
+                Ahead::End(false) => {
+                    return Err(frame_cache::damaged(
+                        cache,
+                        blob.digest,
+                        self.frames.level(),
+                    ));
                 }
-                if to_verifier.send((compressed, row.decompressed)).is_err() {
-                    // The verifier stopped at a bad frame; it says so below.
-                    break;
-                }
+                other => return Err(out_of_order(&other, blob)),
             }
-            drop(to_verifier);
-            let intact = verifier
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            // Every buffer the verifier handed back serves the next entry.
-            spare.extend(checked.try_iter());
-            copied.map(|whole| whole && intact)
-        });
-        self.spare_frames = spare;
-        self.content_buffer = content_buffer;
-        if intact? {
-            Ok(())
-        } else {
-            Err(frame_cache::damaged(
-                cache,
-                blob.digest,
-                self.frames.level(),
-            ))
         }
     }
 

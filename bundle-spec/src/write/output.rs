@@ -155,6 +155,17 @@ impl Write for Output {
 }
 
 impl crate::write::frames::HashedWrite for Output {
+    fn write_owned(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
+        if self.split.is_some() {
+            // Parts and the whole are hashed apart, and a part may end inside `bytes`.
+            for chunk in bytes.chunks(WRITE_CHUNK) {
+                self.write_all(chunk)?;
+            }
+            return Ok(bytes);
+        }
+        self.open_part()?.write_owned(bytes, WRITE_CHUNK)
+    }
+
     fn sha256_so_far(&self) -> io::Result<Sha256Digest> {
         match (&self.split, &self.current) {
             (None, Some(part)) => part.digest_so_far(),

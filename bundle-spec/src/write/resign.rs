@@ -60,9 +60,9 @@ pub fn sign_bundle(path: &Path, key: &SigningKey) -> Result<SignedBundle, Bundle
             .seek(SeekFrom::Start(offset))
             .and_then(|_| source.read_exact(&mut compressed))
             .map_err(BundleError::Read)?;
-        encoder.copy_frame(&compressed, decompressed as u32)?;
+        compressed = encoder.copy_frame(compressed, decompressed as u32)?;
     }
-    let mut tar = TarFrames::new(encoder, mtime, true, None);
+    let mut tar = TarFrames::new(encoder, mtime, true);
     tar.member_bytes(&MemberPath::fixed(SIGNATURE_PATH), &signature)?;
     tar.finish()?.commit()?;
     Ok(SignedBundle {

@@ -169,7 +169,7 @@ pub async fn resolve_image(
     }
     let mut manifests = Vec::new();
     let mut omitted = Vec::new();
-    if top.is_index() {
+    let referrers = if top.is_index() {
         let (chosen, left_out) = choose_platforms(source, &top, options)?;
         omitted = left_out;
         // The platforms' manifests are pulled at once: each is a round trip of its own.
@@ -192,12 +192,19 @@ pub async fn resolve_image(
             }
         });
         manifests = futures_util::future::try_join_all(pulls).await?;
+        find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?
     } else {
-        let platform = check_single_platform(access, cache, source, &fetch, &top, options).await?;
-        manifests.push((platform, top.clone(), top_blob.clone()));
-    }
-    let referrers =
-        find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?;
+        // The config (which says the platform) and the referrers are round trips that need
+        // nothing from each other: they run at once. Both end before either error is told, so
+        // a wrong platform is named first, as when they ran one after the other.
+        let single = [(None, top.clone(), top_blob.clone())];
+        let (platform, referrers) = futures_util::join!(
+            check_single_platform(access, cache, source, &fetch, &top, options),
+            find_referrers(access, cache, source, &fetch, &top, &single, options),
+        );
+        manifests.push((platform?, top.clone(), top_blob.clone()));
+        referrers?
+    };
     let mut seen = BTreeSet::new();
     let blobs = manifests
         .iter()
