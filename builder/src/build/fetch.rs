@@ -432,48 +432,48 @@ pub(super) async fn resolve_images(
     sources: &[ImageSource],
     feed: Option<&LayerFeed>,
 ) -> Result<Vec<ResolvedImage>, BuildError> {
-    let mut resolved: Vec<(usize, ResolvedImage)> =
-        stream::iter(sources.iter().cloned().enumerate())
-            .map(|(n, source)| {
-                let ctx = Arc::clone(ctx);
-                async move {
-                    let locked = match &ctx.locked {
-                        Some(lock) => Some(
-                            lock.images
-                                .iter()
-                                .find(|l| l.reference == source.name())
-                                .ok_or_else(|| ResolveError::NotLocked {
-                                    what: format!("image `{}`", source.name()),
-                                })?,
-                        ),
-                        None => None,
-                    };
-                    let check = match &source.verify {
-                        Some(key) => Some(read_key(&ctx.manifest_dir.join(key)).await?),
-                        None => None,
-                    };
-                    let options = ResolveOptions {
-                        platforms: &ctx.platforms,
-                        allow_missing_platforms: ctx.allow_missing_platforms,
-                        locked_referrers: ctx.locked.as_ref().map(|lock| lock.referrers.as_slice()),
-                        verify: check.as_ref(),
-                    };
-                    let image =
-                        image::resolve_image(&ctx.access, &ctx.cache, &source, locked, options)
-                            .await?;
-                    Ok::<_, BuildError>((n, image))
-                }
-            })
+    let mut resolved: Vec<(usize, Result<ResolvedImage, BuildError>)> =
+        stream::iter(sources.iter().enumerate())
+            .map(|(n, source)| async move { (n, resolve_one(ctx, source).await) })
             .buffer_unordered(ctx.jobs)
-            .inspect_ok(|(_, image)| {
-                if let Some(feed) = feed {
+            .inspect(|(_, result)| {
+                if let (Some(feed), Ok(image)) = (feed, result) {
                     feed.add(image);
                 }
             })
-            .try_collect()
-            .await?;
+            .collect()
+            .await;
+    // Every image is waited for, so the error told is the first in the manifest's order, not
+    // the first to come back.
     resolved.sort_by_key(|(n, _)| *n);
-    Ok(resolved.into_iter().map(|(_, image)| image).collect())
+    resolved.into_iter().map(|(_, result)| result).collect()
+}
+
+/// Resolves one image: against the lock when there is one, checking its signature when the
+/// manifest names a key.
+async fn resolve_one(ctx: &Context, source: &ImageSource) -> Result<ResolvedImage, BuildError> {
+    let locked = match &ctx.locked {
+        Some(lock) => Some(
+            lock.images
+                .iter()
+                .find(|l| l.reference == source.name())
+                .ok_or_else(|| ResolveError::NotLocked {
+                    what: format!("image `{}`", source.name()),
+                })?,
+        ),
+        None => None,
+    };
+    let check = match &source.verify {
+        Some(key) => Some(read_key(&ctx.manifest_dir.join(key)).await?),
+        None => None,
+    };
+    let options = ResolveOptions {
+        platforms: &ctx.platforms,
+        allow_missing_platforms: ctx.allow_missing_platforms,
+        locked_referrers: ctx.locked.as_ref().map(|lock| lock.referrers.as_slice()),
+        verify: check.as_ref(),
+    };
+    Ok(image::resolve_image(&ctx.access, &ctx.cache, source, locked, options).await?)
 }
 
 /// Reads a `verify.key` file: a cosign public key.

@@ -35,7 +35,7 @@ const INCOMPRESSIBLE_PERCENT: usize = 95;
 const SAMPLES: usize = 4;
 const SAMPLE_SIZE: usize = 64 << 10;
 /// zstd job size in multithreaded mode: small enough that both cores work on one frame.
-const JOB_SIZE: usize = 4 << 20;
+const JOB_SIZE: i32 = 4 << 20;
 
 /// Where frames go: a writer that hashes what it was given, so the integrity frame takes the
 /// sha256 of the file so far from the hash the output computes anyway (one pass, not two).
@@ -74,9 +74,6 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     /// worker threads and faulted in their buffers again for every 32 MiB. Every parameter is
     /// set again for each frame, so a frame's bytes never depend on the one before.
     compressor: Option<zstd::bulk::Compressor<'static>>,
-    /// The context for frames of at most one job, compressed on this thread (see
-    /// [`Self::end_frame`]), kept for the same reason.
-    single: Option<zstd::bulk::Compressor<'static>>,
     /// The level-1 context that samples each frame, kept for the same reason.
     probe: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
@@ -94,7 +91,6 @@ impl<W: HashedWrite> FrameEncoder<W> {
             level,
             workers: workers.max(1),
             compressor: None,
-            single: None,
             probe: None,
             recording: None,
         }
@@ -174,12 +170,9 @@ impl<W: HashedWrite> FrameEncoder<W> {
     ///
     /// A frame that compresses goes through zstd's multithreaded mode, always, even with one
     /// worker: its output then depends only on the parameters, never on the worker count, so
-    /// every machine writes the same bytes. A frame of at most one job is the exception: it is
-    /// compressed on this thread, which gives the very bytes one job gives (a test holds it to
-    /// that), since handing it to a worker made the writer wait for that thread to be scheduled,
-    /// up to tens of milliseconds per small member on a loaded machine. One that does not
-    /// compress (gzip layers, tarballs) is stored: written as raw blocks (see
-    /// [`stored_frame`]), which depends on nothing but the content.
+    /// every machine writes the same bytes. One that does not (gzip layers, tarballs) is
+    /// stored: written as raw blocks (see [`stored_frame`]), which depends on nothing but the
+    /// content.
     pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
         if self.filled == 0 {
             return Ok(());
@@ -190,18 +183,13 @@ impl<W: HashedWrite> FrameEncoder<W> {
         let checksum = if stored {
             stored_frame(frame, &mut self.compressed)
         } else {
-            let (context, workers) = if frame.len() <= JOB_SIZE {
-                (&mut self.single, 0)
-            } else {
-                (&mut self.compressor, self.workers)
-            };
-            let compressor = match context {
+            let compressor = match &mut self.compressor {
                 Some(compressor) => compressor,
-                None => context.insert(
+                None => self.compressor.insert(
                     zstd::bulk::Compressor::new(self.level).map_err(BundleError::Compress)?,
                 ),
             };
-            configure(compressor, self.level, workers, frame.len())?;
+            configure(compressor, self.level, self.workers, frame.len())?;
             self.compressed
                 .reserve(zstd::zstd_safe::compress_bound(frame.len()));
             compressor
@@ -424,39 +412,6 @@ mod tests {
         encoder.write_all(content).expect("write");
         encoder.end_frame().expect("frame");
         encoder.out
-    }
-
-    /// A frame of at most one job, compressed on the calling thread, is byte for byte the frame
-    /// zstd's multithreaded mode makes of it: bundles do not depend on which of the two ran.
-    #[test]
-    fn a_frame_of_one_job_is_the_same_single_threaded_and_multithreaded() {
-        let text = compressible();
-        let long: Vec<u8> = text.iter().copied().cycle().take(JOB_SIZE).collect();
-        for level in [1, 3, 6, 9, 19] {
-            for content in [
-                &text[..1],
-                &text[..512],
-                &text[..70_000],
-                &text[..],
-                &long[..],
-            ] {
-                let mut frames = Vec::new();
-                for workers in [0, 1, 2] {
-                    let mut compressor = zstd::bulk::Compressor::new(level).expect("context");
-                    configure(&mut compressor, level, workers, content.len()).expect("configure");
-                    frames.push(compressor.compress(content).expect("compress"));
-                }
-                let size = content.len();
-                assert_eq!(
-                    frames[0], frames[1],
-                    "level {level}, {size} bytes, 1 worker"
-                );
-                assert_eq!(
-                    frames[0], frames[2],
-                    "level {level}, {size} bytes, 2 workers"
-                );
-            }
-        }
     }
 
     #[test]
