@@ -817,8 +817,10 @@ fn stored_frames_are_rebuilt_from_the_blob_file_and_a_damaged_blob_is_refused() 
     // One flipped bit of the blob file, in either frame, or the file cut short or gone: the
     // write fails naming the blob, the entry goes, nothing is written.
     let original = fs::read(&layer.path).unwrap();
-    let cases: [(&str, Damage); 4] = [
+    let cases: [(&str, Damage); 5] = [
         ("first frame", |b| b[10] ^= 1),
+        // Past the first piece the frame goes to the writer in: pieces before it are written.
+        ("first frame, a later piece", |b| b[5 << 20] ^= 1),
         ("last frame", |b| {
             let at = b.len() - 3;
             b[at] ^= 1;

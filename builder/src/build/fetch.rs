@@ -341,8 +341,9 @@ impl LayerFeed {
                 !self.others.contains(&blob.digest) && !planned.blobs.contains_key(&blob.digest)
             })
             .collect();
+        // The bundle holds blobs in digest order: fetched in that order, the writer waits
+        // least for the next one it needs.
         new.sort_by_key(|blob| blob.digest);
-        new.dedup_by_key(|blob| blob.digest);
         for blob in new {
             // A blob the base of a delta has is not fetched: where it would be cached is
             // recorded, and never read.

@@ -7,10 +7,12 @@
 //! and the reads for the hash, and a third of both cores stayed idle; a reader per entry still
 //! left the writer waiting for each entry's first frame. [`CachedFrames`] is one reader for the
 //! whole write: it goes through the large blobs in the writer's order, and while the writer
-//! writes one frame (or compresses a blob that has no entry) it reads and checks the next, up
-//! to two frames ahead. Only frames that passed their check reach the writer, so a damaged frame
-//! is never written; the writer reports it when it reaches that blob. The buffers go round:
-//! reader, writer, the output's hasher, and back.
+//! writes one frame (or compresses a blob that has no entry) it reads and checks the next ones.
+//!
+//! A stored frame goes to the writer in pieces of [`PIECE_SIZE`] as it is read, its check with
+//! the last piece. The writer counts a frame only once its check passed; a damaged one fails the write when the
+//! writer reaches it, and the output file, pieces and all, is removed with the failed write. The
+//! buffers go round: reader, writer, the output's hasher, and back.
 //!
 //! The check is the one decoding a frame makes, without the copy decoding costs where it can be
 //! avoided: a compressed frame is decoded (its size and zstd's content checksum); a stored frame
@@ -29,9 +31,12 @@ use std::thread::JoinHandle;
 use xxhash_rust::xxh64::Xxh64;
 
 use super::frame_cache::{Entry, FrameCache, FrameEntry};
-use super::{BlobFile, CACHED_BLOB_SIZE, MAX_FRAME_SIZE, frames};
+use super::{BlobFile, CACHED_BLOB_SIZE, MAX_FRAME_SIZE, PIECE_SIZE, frames};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
+/// How many messages wait for the writer: with pieces, the reader stays up to about 16 MiB
+/// ahead.
+const AHEAD: usize = 3;
 
 /// What the reader says of the large blobs, in the writer's order: for each, either
 /// [`Ahead::NotCached`], or [`Ahead::Entry`] followed by its frames and [`Ahead::End`].
@@ -42,7 +47,10 @@ pub(super) enum Ahead {
     NotCached { digest: Sha256Digest, damaged: bool },
     /// The blob's entry is used: its frames follow.
     Entry { digest: Sha256Digest },
-    /// The next frame of the entry, checked, and its decompressed size.
+    /// The next bytes of the entry's next frame, not its last: not checked yet.
+    Piece(Vec<u8>),
+    /// The next frame of the entry (or its last bytes, after its pieces), checked, and its
+    /// decompressed size.
     Frame(Vec<u8>, u32),
     /// The entry's frames ended: all of them whole (`true`), or the next one was damaged.
     End(bool),
@@ -66,8 +74,7 @@ impl CachedFrames {
             .filter(|b| b.size >= CACHED_BLOB_SIZE)
             .cloned()
             .collect();
-        // One frame waits here and one is read: the reader stays up to two frames ahead.
-        let (sender, ahead) = mpsc::sync_channel(1);
+        let (sender, ahead) = mpsc::sync_channel(AHEAD);
         let (recycle, recycled) = mpsc::channel();
         let reader = std::thread::Builder::new()
             .name("kk-frame-cache".into())
@@ -162,9 +169,11 @@ impl<'a> Buffers<'a> {
         }
     }
 
-    /// A buffer for the next frame: a recycled one if the writer gave one back.
+    /// A buffer for the next frame or piece: a recycled one if the writer gave one back.
     fn frame(&self) -> Vec<u8> {
-        self.recycled.try_recv().unwrap_or_default()
+        let mut buffer = self.recycled.try_recv().unwrap_or_default();
+        buffer.clear();
+        buffer
     }
 }
 
@@ -184,7 +193,13 @@ fn send_checked(
     for row in rows {
         let mut frame = buffers.frame();
         let intact = if row.is_stored() {
-            StoredFrame { blob, offset, row }.rebuild(&mut blob_file, &mut frame)
+            let mut send_piece = |piece| {
+                ahead
+                    .send(Ahead::Piece(piece))
+                    .is_ok()
+                    .then(|| buffers.frame())
+            };
+            StoredFrame { blob, offset, row }.rebuild(&mut blob_file, &mut frame, &mut send_piece)
         } else {
             entry.read_frame(row.compressed, &mut frame).is_ok()
                 && decodes_to(decoder, &frame, row, &mut buffers.content)
@@ -225,8 +240,15 @@ struct StoredFrame<'a> {
 impl StoredFrame<'_> {
     /// Writes the frame into `frame`, its content read from the blob file (opened into `file`
     /// on first use) straight into its blocks and its checksum the entry's; whether the blob
-    /// file had every byte and their XXH64 is the entry's.
-    fn rebuild(&self, file: &mut Option<File>, frame: &mut Vec<u8>) -> bool {
+    /// file had every byte and their XXH64 is the entry's. Each time `frame` holds a piece's
+    /// worth, it goes to `send_piece`, which gives an empty buffer for the rest (`None` once
+    /// the writer is gone, which ends the frame as not rebuilt).
+    fn rebuild(
+        &self,
+        file: &mut Option<File>,
+        frame: &mut Vec<u8>,
+        send_piece: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>,
+    ) -> bool {
         let file = match file {
             Some(file) => file,
             None => match File::open(&self.blob.path) {
@@ -243,7 +265,12 @@ impl StoredFrame<'_> {
         frame.clear();
         let size = self.row.decompressed as usize;
         let mut read_block = |out: &mut Vec<u8>, len: usize| {
+            if out.len() >= PIECE_SIZE {
+                let rest = send_piece(std::mem::take(out)).ok_or(io::ErrorKind::BrokenPipe)?;
+                *out = rest;
+            }
             let from_file = in_file.min(len as u64);
+            out.reserve(len);
             let start = out.len();
             file.take(from_file).read_to_end(out)?;
             if (out.len() - start) as u64 != from_file {

@@ -16,7 +16,7 @@ use zeekstd::SeekTable;
 use zstd::zstd_safe::CParameter;
 
 use super::frame_cache::EntryWriter;
-use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
+use super::{MAX_FRAME_SIZE, PIECE_SIZE, WRITE_CHUNK};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
 
@@ -46,11 +46,20 @@ pub(crate) trait HashedWrite: Write {
     /// Writes all of `bytes`, taking the buffer itself where the hash can use it without a
     /// copy, and returns a buffer for the caller to reuse (emptied or not: overwrite it).
     fn write_owned(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
-        for chunk in bytes.chunks(WRITE_CHUNK) {
-            self.write_all(chunk)?;
-        }
-        Ok(bytes)
+        write_in_chunks(self, bytes)
     }
+}
+
+/// Writes all of `bytes` to `out` in [`WRITE_CHUNK`] pieces and gives the buffer back: what
+/// [`HashedWrite::write_owned`] does where the buffer cannot be handed on.
+pub(crate) fn write_in_chunks(
+    out: &mut (impl Write + ?Sized),
+    bytes: Vec<u8>,
+) -> io::Result<Vec<u8>> {
+    for chunk in bytes.chunks(WRITE_CHUNK) {
+        out.write_all(chunk)?;
+    }
+    Ok(bytes)
 }
 
 impl HashedWrite for Vec<u8> {
@@ -78,6 +87,8 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     probe: Option<zstd::bulk::Compressor<'static>>,
     /// A frame-cache entry the frames are copied into while they are written, if one is open.
     recording: Option<EntryWriter>,
+    /// How many bytes of a copied frame its pieces wrote so far (see [`Self::copy_piece`]).
+    copied: u32,
 }
 
 impl<W: HashedWrite> FrameEncoder<W> {
@@ -93,6 +104,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
             compressor: None,
             probe: None,
             recording: None,
+            copied: 0,
         }
     }
 
@@ -111,16 +123,25 @@ impl<W: HashedWrite> FrameEncoder<W> {
         self.recording.take()
     }
 
-    /// Writes an already compressed frame of `decompressed` bytes, which the caller checked is
-    /// one whole frame, and returns a buffer to reuse for the next one (the output may keep
-    /// `compressed` to hash it). The current frame must be empty.
+    /// Writes the first bytes of an already compressed frame, ahead of the rest: the frame
+    /// counts only once [`Self::copy_frame`] ends it. Returns a buffer to reuse.
+    pub(crate) fn copy_piece(&mut self, piece: Vec<u8>) -> Result<Vec<u8>, BundleError> {
+        debug_assert!(self.filled == 0, "a copied frame would split a pending one");
+        self.copied += piece.len() as u32;
+        self.out.write_owned(piece).map_err(BundleError::Output)
+    }
+
+    /// Writes an already compressed frame of `decompressed` bytes (or its last bytes, after
+    /// its pieces), which the caller checked is one whole frame, and returns a buffer to reuse
+    /// for the next one (the output may keep `compressed` to hash it). The current frame must
+    /// be empty.
     pub(crate) fn copy_frame(
         &mut self,
         compressed: Vec<u8>,
         decompressed: u32,
     ) -> Result<Vec<u8>, BundleError> {
         debug_assert!(self.filled == 0, "a copied frame would split a pending one");
-        let size = compressed.len() as u32;
+        let size = std::mem::take(&mut self.copied) + compressed.len() as u32;
         let spare = self
             .out
             .write_owned(compressed)
@@ -171,54 +192,104 @@ impl<W: HashedWrite> FrameEncoder<W> {
     /// A frame that compresses goes through zstd's multithreaded mode, always, even with one
     /// worker: its output then depends only on the parameters, never on the worker count, so
     /// every machine writes the same bytes. One that does not (gzip layers, tarballs) is
-    /// stored: written as raw blocks (see [`stored_frame`]), which depends on nothing but the
+    /// stored: written as raw blocks (see [`Self::write_stored`]), which depends on nothing but the
     /// content.
     pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
         if self.filled == 0 {
             return Ok(());
         }
-        let frame = &self.frame[..self.filled];
-        self.compressed.clear();
-        let stored = is_incompressible(frame, &mut self.probe)?;
-        let checksum = if stored {
-            stored_frame(frame, &mut self.compressed)
+        let content = self.filled;
+        let stored = is_incompressible(&self.frame[..content], &mut self.probe)?;
+        let size = if stored {
+            let checksum = xxhash_rust::xxh64::xxh64(&self.frame[..content], 0);
+            self.record_frame(|entry| entry.stored(content, checksum));
+            self.write_stored(checksum)?
         } else {
-            let compressor = match &mut self.compressor {
-                Some(compressor) => compressor,
-                None => self.compressor.insert(
-                    zstd::bulk::Compressor::new(self.level).map_err(BundleError::Compress)?,
-                ),
-            };
-            configure(compressor, self.level, self.workers, frame.len())?;
-            self.compressed
-                .reserve(zstd::zstd_safe::compress_bound(frame.len()));
-            compressor
-                .compress_to_buffer(frame, &mut self.compressed)
-                .map_err(BundleError::Compress)?;
-            0
+            self.compress()?;
+            let compressed = std::mem::take(&mut self.compressed);
+            self.record_frame(|entry| entry.frame(&compressed, content));
+            let size = compressed.len();
+            // The output hashes the frame's own buffer and hands back another for the next one.
+            self.compressed = self
+                .out
+                .write_owned(compressed)
+                .map_err(BundleError::Output)?;
+            size
         };
-        let (size, content) = (self.compressed.len() as u32, frame.len());
-        if let Some(entry) = &mut self.recording {
-            // The cache only saves time: an entry that cannot be written is given up.
-            let recorded = if stored {
-                entry.stored(content, checksum)
-            } else {
-                entry.frame(&self.compressed, content)
-            };
-            if recorded.is_err() {
-                self.recording = None;
-            }
-        }
-        // The output hashes the frame's own buffer and hands back another for the next frame.
-        self.compressed = self
-            .out
-            .write_owned(std::mem::take(&mut self.compressed))
-            .map_err(BundleError::Output)?;
         self.table
-            .log_frame(size, content as u32)
+            .log_frame(size as u32, content as u32)
             .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
         self.filled = 0;
         Ok(())
+    }
+
+    /// Compresses the current frame into `self.compressed`.
+    fn compress(&mut self) -> Result<(), BundleError> {
+        let frame = &self.frame[..self.filled];
+        let compressor = match &mut self.compressor {
+            Some(compressor) => compressor,
+            None => self
+                .compressor
+                .insert(zstd::bulk::Compressor::new(self.level).map_err(BundleError::Compress)?),
+        };
+        configure(compressor, self.level, self.workers, frame.len())?;
+        self.compressed.clear();
+        self.compressed
+            .reserve(zstd::zstd_safe::compress_bound(frame.len()));
+        compressor
+            .compress_to_buffer(frame, &mut self.compressed)
+            .map_err(BundleError::Compress)?;
+        Ok(())
+    }
+
+    /// Lets the frame-cache entry being recorded, if any, record a frame; an entry that cannot
+    /// is given up, since the cache only saves time.
+    fn record_frame(&mut self, frame: impl FnOnce(&mut EntryWriter) -> io::Result<()>) {
+        if let Some(entry) = &mut self.recording
+            && frame(entry).is_err()
+        {
+            self.recording = None;
+        }
+    }
+
+    /// Writes the current frame, whose content's XXH64 is `checksum`, as one zstd frame of raw
+    /// blocks (RFC 8878 §3.1.1): single segment, with its content size and checksum, as every
+    /// frame of a bundle. Returns its size.
+    ///
+    /// Frames of data that does not compress are written this way rather than by zstd's
+    /// compressor: at any level, zstd would search every position of those bytes for matches
+    /// it does not find and then emit nearly the same raw blocks (the search was a fifth of a
+    /// cold build's CPU). The zstd library has no such "store" mode of its own.
+    ///
+    /// The frame goes out in pieces of [`PIECE_SIZE`], so the output's hash starts on the first
+    /// while the next is laid out, instead of waiting for all 32 MiB.
+    fn write_stored(&mut self, checksum: u64) -> Result<usize, BundleError> {
+        let Self {
+            out,
+            frame,
+            filled,
+            compressed,
+            ..
+        } = self;
+        let mut rest = &frame[..*filled];
+        let mut written = 0;
+        let mut piece = std::mem::take(compressed);
+        piece.clear();
+        stored_frame_with(rest.len(), checksum, &mut piece, &mut |piece, len| {
+            if piece.len() >= PIECE_SIZE {
+                written += piece.len();
+                *piece = out.write_owned(std::mem::take(piece))?;
+                piece.clear();
+            }
+            let (block, after) = rest.split_at(len);
+            piece.extend_from_slice(block);
+            rest = after;
+            Ok(())
+        })
+        .map_err(BundleError::Output)?;
+        written += piece.len();
+        *compressed = out.write_owned(piece).map_err(BundleError::Output)?;
+        Ok(written)
     }
 
     /// Appends the integrity frame and the seek table, and returns the output.
@@ -265,31 +336,11 @@ fn configure(
 /// blocks of this size.
 const STORED_BLOCK: usize = 128 << 10;
 
-/// Appends `content` to `out` as one zstd frame of raw blocks (RFC 8878 §3.1.1): single
-/// segment, with its content size and the XXH64 content checksum, as every frame of a bundle.
-/// Returns that checksum (all 64 bits; the frame holds the low 32).
-///
-/// Frames of data that does not compress are written this way rather than by zstd's
-/// compressor: at any level, zstd would search every position of those bytes for matches it
-/// does not find and then emit nearly the same raw blocks (the search was a fifth of a cold
-/// build's CPU). The zstd library has no such "store" mode of its own.
-pub(crate) fn stored_frame(content: &[u8], out: &mut Vec<u8>) -> u64 {
-    let checksum = xxhash_rust::xxh64::xxh64(content, 0);
-    let mut rest = content;
-    stored_frame_with(content.len(), checksum, out, &mut |out, len| {
-        let (block, after) = rest.split_at(len);
-        out.extend_from_slice(block);
-        rest = after;
-        Ok(())
-    })
-    .expect("copying from a slice into a Vec cannot fail");
-    checksum
-}
-
 /// Appends to `out` the stored frame of `size` content bytes whose content `fill` appends, a
 /// block of `len` bytes per call, in order, and whose content checksum is `checksum`: what a
 /// frame-cache entry recorded, for a frame rebuilt from its blob file. The frame is then only
-/// as right as its content, which decoding it checks.
+/// as right as its content, which decoding it checks. `fill` may take what `out` holds so far
+/// away (the frame then goes on in the emptied `out`), to pass a large frame on in pieces.
 pub(crate) fn stored_frame_with(
     size: usize,
     checksum: u64,
@@ -306,7 +357,6 @@ pub(crate) fn stored_frame_with(
         65_792..=0xFFFF_FFFF => (2, (wide as u32).to_le_bytes().to_vec()),
         _ => (3, wide.to_le_bytes().to_vec()),
     };
-    out.reserve(4 + 1 + field.len() + size + size.div_ceil(STORED_BLOCK).max(1) * 3 + 4);
     out.extend_from_slice(&zstd::zstd_safe::MAGICNUMBER.to_le_bytes());
     out.push(code << 6 | SINGLE_SEGMENT | CHECKSUM);
     out.extend_from_slice(&field);
@@ -384,6 +434,20 @@ impl<W: HashedWrite> Write for FrameEncoder<W> {
 mod tests {
     use super::*;
     use crate::test_support::incompressible;
+
+    /// `content` as one stored frame, as the writer writes it, and its XXH64.
+    fn stored_frame(content: &[u8], out: &mut Vec<u8>) -> u64 {
+        let checksum = xxhash_rust::xxh64::xxh64(content, 0);
+        let mut rest = content;
+        stored_frame_with(content.len(), checksum, out, &mut |out, len| {
+            let (block, after) = rest.split_at(len);
+            out.extend_from_slice(block);
+            rest = after;
+            Ok(())
+        })
+        .expect("copying from a slice into a Vec cannot fail");
+        checksum
+    }
 
     /// Words drawn at random: text that compresses, differently at each level (a repeated
     /// phrase would not tell levels apart), larger than the sample so it gets the configured

@@ -158,10 +158,7 @@ impl crate::write::frames::HashedWrite for Output {
     fn write_owned(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
         if self.split.is_some() {
             // Parts and the whole are hashed apart, and a part may end inside `bytes`.
-            for chunk in bytes.chunks(WRITE_CHUNK) {
-                self.write_all(chunk)?;
-            }
-            return Ok(bytes);
+            return crate::write::frames::write_in_chunks(self, bytes);
         }
         self.open_part()?.write_owned(bytes, WRITE_CHUNK)
     }
