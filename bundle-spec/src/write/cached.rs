@@ -169,10 +169,12 @@ impl<'a> Buffers<'a> {
         }
     }
 
-    /// A buffer for the next frame or piece: a recycled one if the writer gave one back.
+    /// A buffer for the next frame or piece: a recycled one if the writer gave one back, and
+    /// room for a piece either way (a fresh one is not grown block by block).
     fn frame(&self) -> Vec<u8> {
         let mut buffer = self.recycled.try_recv().unwrap_or_default();
         buffer.clear();
+        buffer.reserve(PIECE_SIZE + frames::STORED_BLOCK);
         buffer
     }
 }

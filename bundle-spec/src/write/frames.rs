@@ -275,11 +275,15 @@ impl<W: HashedWrite> FrameEncoder<W> {
         let mut written = 0;
         let mut piece = std::mem::take(compressed);
         piece.clear();
+        piece.reserve(PIECE_SIZE + STORED_BLOCK);
         stored_frame_with(rest.len(), checksum, &mut piece, &mut |piece, len| {
             if piece.len() >= PIECE_SIZE {
                 written += piece.len();
                 *piece = out.write_owned(std::mem::take(piece))?;
                 piece.clear();
+                // The hash may have no spent buffer to give back yet: one piece's worth at
+                // once, not grown block by block.
+                piece.reserve(PIECE_SIZE + STORED_BLOCK);
             }
             let (block, after) = rest.split_at(len);
             piece.extend_from_slice(block);
@@ -334,7 +338,7 @@ fn configure(
 
 /// The largest block zstd allows (RFC 8878, `Block_Maximum_Size`): a stored frame is cut into
 /// blocks of this size.
-const STORED_BLOCK: usize = 128 << 10;
+pub(crate) const STORED_BLOCK: usize = 128 << 10;
 
 /// Appends to `out` the stored frame of `size` content bytes whose content `fill` appends, a
 /// block of `len` bytes per call, in order, and whose content checksum is `checksum`: what a
