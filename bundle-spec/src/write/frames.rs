@@ -192,8 +192,8 @@ impl<W: HashedWrite> FrameEncoder<W> {
     /// A frame that compresses goes through zstd's multithreaded mode, always, even with one
     /// worker: its output then depends only on the parameters, never on the worker count, so
     /// every machine writes the same bytes. One that does not (gzip layers, tarballs) is
-    /// stored: written as raw blocks (see [`Self::write_stored`]), which depends on nothing but the
-    /// content.
+    /// stored: written as raw blocks (see [`Self::write_stored`]), which depends on nothing but
+    /// the content.
     pub(crate) fn end_frame(&mut self) -> Result<(), BundleError> {
         if self.filled == 0 {
             return Ok(());
@@ -536,10 +536,15 @@ mod tests {
 
     #[test]
     fn a_frame_that_does_not_compress_is_stored_and_one_that_does_is_not() {
+        // One piece, and several: a stored frame goes out in pieces, whose bytes together are
+        // the frame's.
+        for size in [600_000, 2 * PIECE_SIZE + 5] {
+            let noise = incompressible(size, 4);
+            let mut stored = Vec::new();
+            stored_frame(&noise, &mut stored);
+            assert!(alone(&noise, 6) == stored, "{size} bytes");
+        }
         let noise = incompressible(600_000, 4);
-        let mut stored = Vec::new();
-        stored_frame(&noise, &mut stored);
-        assert_eq!(alone(&noise, 6), stored);
         let text = compressible();
         assert!(alone(&text, 6).len() < text.len() / 2);
         // Half noise, half text: the text half is worth compressing.
