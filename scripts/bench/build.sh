@@ -38,28 +38,37 @@ trap 'bash scripts/lab/upstream.sh down >/dev/null 2>&1 || true' EXIT
 source "$LAB_DIR/env"
 registry=$KK_LAB_REGISTRY http=$KK_LAB_HTTP
 
-# The big images: busybox plus one random (incompressible) layer each; big-1:2 differs from big-1:1
-# entirely, big-1:3 adds a 1 MB layer on top of big-1:1 (a patch release).
+# The big images: busybox plus one incompressible layer each; big-1:2 differs from big-1:1
+# entirely, big-1:3 adds a 1 MB layer on top of big-1:1 (a patch release). The layers' bytes
+# are a fixed key stream (AES-CTR of zeros, one key per file) and their files' times are fixed,
+# so every seeding gives the same digests: the blobs' order in a bundle is their digests' order,
+# and where the changed layer falls in it decides how long a rebuild waits for its download.
 layout=$bench/oci-src
-if [ ! -f "$bench/seeded-$mb" ] || ! curl -sfI "http://$registry/v2/bench/big-1/manifests/3" >/dev/null; then
+noise() {  # noise BYTES KEY-BYTE: BYTES of AES-128-CTR key stream under a key made of KEY-BYTE
+  head -c "$1" /dev/zero | openssl enc -aes-128-ctr -nosalt \
+    -K "$(printf '%02x' "$2" | sed 's/.*/&&&&&&&&&&&&&&&&/')" -iv 00000000000000000000000000000000
+}
+if [ ! -f "$bench/seeded-fixed-$mb" ] || ! curl -sfI "http://$registry/v2/bench/big-1/manifests/3" >/dev/null; then
   rm -rf "$layout" "$bench/files"
   umoci init --layout "$layout"
   umoci new --image "$layout:base"
   for n in 1 2 3 4 5; do
     mkdir -p "$bench/files/$n"
-    head -c $((mb * 1000000)) /dev/urandom > "$bench/files/$n/data.bin"
+    noise $((mb * 1000000)) "$n" > "$bench/files/$n/data.bin"
+    touch -d @0 "$bench/files/$n/data.bin" "$bench/files/$n"
     umoci config --image "$layout:base" --tag "big-$n" --architecture amd64 --os linux
     umoci insert --image "$layout:big-$n" "$bench/files/$n" /data
   done
   mkdir -p "$bench/files/patch"
-  head -c 1000000 /dev/urandom > "$bench/files/patch/patch.bin"
+  noise 1000000 6 > "$bench/files/patch/patch.bin"
+  touch -d @0 "$bench/files/patch/patch.bin" "$bench/files/patch"
   umoci insert --image "$layout:big-1" --tag big-1-patch "$bench/files/patch" /patch
   umoci gc --layout "$layout"
   skopeo copy -q --dest-tls-verify=false "oci:$layout:big-1-patch" "docker://$registry/bench/big-1:3"
   for n in 1 2 3 4; do skopeo copy -q --dest-tls-verify=false "oci:$layout:big-$n" "docker://$registry/bench/big-$n:1"; done
   skopeo copy -q --dest-tls-verify=false "oci:$layout:big-5" "docker://$registry/bench/big-1:2"
   rm -rf "$bench/files"
-  touch "$bench/seeded-$mb"
+  touch "$bench/seeded-fixed-$mb"
 fi
 
 images=(bench/big-1:1 bench/big-2:1 bench/big-3:1 bench/big-4:1 lab/app-a:1.0 lab/app-b:1.0 lab/oci-media:1.0)
