@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::labkit::free_port;
+use crate::labkit::free_ports;
 use crate::support::{KillOnDrop, binary, run, run_ok, workspace_root};
 
 /// The registry's user.
@@ -48,7 +48,7 @@ impl External {
                 .arg(&htpasswd)
                 .args([USER, PASSWORD]),
         );
-        let (registry_port, harbor_port) = (free_port(), free_port());
+        let [registry_port, harbor_port] = free_ports();
         let config = dir.join("registry.yml");
         fs::write(
             &config,

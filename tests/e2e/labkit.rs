@@ -28,7 +28,7 @@ impl Lab {
 
     /// Brings the lab in `dir` up on two free loopback ports and reads its env file.
     pub(crate) fn up(dir: &Path) -> Self {
-        let (registry_port, http_port) = (free_port(), free_port());
+        let [registry_port, http_port] = free_ports();
         let mut cmd = upstream(dir, "up");
         cmd.env("REGISTRY_PORT", registry_port.to_string())
             .env("HTTP_PORT", http_port.to_string());
@@ -168,10 +168,23 @@ impl AccessEntry {
 
 /// A loopback port that was free a moment ago.
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("bind a free loopback port")
+    let [port] = free_ports();
+    port
+}
+
+/// `N` distinct loopback ports that were free a moment ago. Every listener stays bound until all
+/// are picked: one released before the next bind can come back again (it did, in CI), and two
+/// servers told the same port leave one of them failing.
+pub(crate) fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port"))
+        .collect();
+    std::array::from_fn(|i| {
+        listeners[i]
+            .local_addr()
+            .expect("address of a bound listener")
+            .port()
+    })
 }
 
 /// Whether `pid` has ended: no such process, or a zombie waiting for PID 1 to reap it (a zombie
