@@ -146,7 +146,14 @@ impl<W: Write> Write for Hashing<W> {
 /// verifying unpack from plain `zstd -d | tar -x` (see BENCHMARKS.md).
 ///
 /// Bytes are copied into buffers the worker hands back once hashed, so large frames do not
-/// cost fresh pages each time. At most two chunks are in flight.
+/// cost fresh pages each time. At most [`QUEUED_CHUNKS`] chunks wait, and one is hashed.
+/// How many chunks may wait for the hashing thread. With one, a bundle's writer and its hash
+/// went in lock step: the writer blocked while the hash had a chunk queued, and the hash then
+/// waited for the writer's next (`perf` showed the output's hash busy 60-90 % of a rebuild's
+/// write). Four absorb that; a chunk is a 4 MiB piece of a stored frame or one compressed frame
+/// (at most 32 MiB), and a rebuild's peak memory grew by about 14 MB (BENCHMARKS.md).
+const QUEUED_CHUNKS: usize = 4;
+
 #[derive(Debug)]
 pub(crate) struct BackgroundHasher {
     work: std::sync::mpsc::SyncSender<Work>,
@@ -165,7 +172,7 @@ enum Work {
 
 impl BackgroundHasher {
     pub(crate) fn new() -> Self {
-        let (work, queue) = std::sync::mpsc::sync_channel(1);
+        let (work, queue) = std::sync::mpsc::sync_channel(QUEUED_CHUNKS);
         let (give_back, spent) = std::sync::mpsc::channel();
         let (report, digests) = std::sync::mpsc::channel();
         // The worker ends when `work` is dropped with this hasher.

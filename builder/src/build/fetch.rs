@@ -327,15 +327,20 @@ impl LayerFeed {
         }
     }
 
-    /// Plans the layers of `image` not planned yet and starts fetching those neither in the
-    /// base of a delta nor covered by the frame cache.
+    /// Plans the blobs of `image` not planned yet (those of its referrers, when its manifests'
+    /// came early through [`Self::add_blobs`]).
     fn add(&self, image: &ResolvedImage) {
+        self.add_blobs(&image.source, &image.blobs);
+    }
+
+    /// Plans the blobs of `source` not planned yet and starts fetching those neither in the
+    /// base of a delta nor covered by the frame cache.
+    fn add_blobs(&self, source: &ImageSource, blobs: &[BlobRef]) {
         let mut planned = self
             .planned
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut new: Vec<&BlobRef> = image
-            .blobs
+        let mut new: Vec<&BlobRef> = blobs
             .iter()
             .filter(|blob| {
                 !self.others.contains(&blob.digest) && !planned.blobs.contains_key(&blob.digest)
@@ -357,9 +362,10 @@ impl LayerFeed {
                 continue;
             }
             planned.pending.insert(digest);
+            tracing::debug!(image = %source.name(), %digest, size, "fetching a layer");
             self.ctx.progress.expect_bytes(size);
             // The task ends only once this feed is finished or dropped: the job is taken.
-            let _ = self.jobs.send((image.source.clone(), blob.clone()));
+            let _ = self.jobs.send((source.clone(), blob.clone()));
         }
     }
 
@@ -435,7 +441,7 @@ pub(super) async fn resolve_images(
 ) -> Result<Vec<ResolvedImage>, BuildError> {
     let mut resolved: Vec<(usize, Result<ResolvedImage, BuildError>)> =
         stream::iter(sources.iter().enumerate())
-            .map(|(n, source)| async move { (n, resolve_one(ctx, source).await) })
+            .map(|(n, source)| async move { (n, resolve_one(ctx, source, feed).await) })
             .buffer_unordered(ctx.jobs)
             .inspect(|(_, result)| {
                 if let (Some(feed), Ok(image)) = (feed, result) {
@@ -451,8 +457,12 @@ pub(super) async fn resolve_images(
 }
 
 /// Resolves one image: against the lock when there is one, checking its signature when the
-/// manifest names a key.
-async fn resolve_one(ctx: &Context, source: &ImageSource) -> Result<ResolvedImage, BuildError> {
+/// manifest names a key. Its layers go to `feed` as soon as its manifests are known.
+async fn resolve_one(
+    ctx: &Context,
+    source: &ImageSource,
+    feed: Option<&LayerFeed>,
+) -> Result<ResolvedImage, BuildError> {
     let locked = match &ctx.locked {
         Some(lock) => Some(
             lock.images
@@ -474,7 +484,20 @@ async fn resolve_one(ctx: &Context, source: &ImageSource) -> Result<ResolvedImag
         locked_referrers: ctx.locked.as_ref().map(|lock| lock.referrers.as_slice()),
         verify: check.as_ref(),
     };
-    Ok(image::resolve_image(&ctx.access, &ctx.cache, source, locked, options).await?)
+    let manifests_known = |blobs: &[BlobRef]| {
+        if let Some(feed) = feed {
+            feed.add_blobs(source, blobs);
+        }
+    };
+    Ok(image::resolve_image(
+        &ctx.access,
+        &ctx.cache,
+        source,
+        locked,
+        options,
+        &manifests_known,
+    )
+    .await?)
 }
 
 /// Reads a `verify.key` file: a cosign public key.

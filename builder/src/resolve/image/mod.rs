@@ -139,14 +139,25 @@ pub struct KeyCheck {
 }
 
 /// Resolves `source`: the top document (by the locked digest, if any, after checking the tag
-/// still points at it), then the manifests of the wanted platforms.
+/// still points at it), then the manifests of the wanted platforms, then its referrers.
+///
+/// `manifests_known` is told the configs and layers of the manifests kept as soon as they are
+/// known, before the referrers are looked for (several round trips, mostly 404s): a build
+/// starts downloading the layers then. An image whose signature must be checked is told only
+/// with the rest, in the result, so none of its layers is asked for before the check passed.
 pub async fn resolve_image(
     access: &RegistryAccess,
     cache: &Cache,
     source: &ImageSource,
     locked: Option<&LockedImage>,
     options: ResolveOptions<'_>,
+    manifests_known: &dyn Fn(&[BlobRef]),
 ) -> Result<ResolvedImage, ResolveError> {
+    let early = |manifests: &[(Option<Platform>, Document, CachedBlob)]| {
+        if options.verify.is_none() {
+            manifests_known(&blobs_of(manifests.iter().map(|(_, d, _)| d)));
+        }
+    };
     let fetch = access.fetch_reference(&source.reference);
     let (top, top_blob) = pull_document(access, cache, source, &fetch).await?;
     if let Some(pin) = source.reference.digest()
@@ -192,12 +203,16 @@ pub async fn resolve_image(
             }
         });
         manifests = futures_util::future::try_join_all(pulls).await?;
+        early(&manifests);
         find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?
     } else {
         // The config (which says the platform) and the referrers are round trips that need
         // nothing from each other: they run at once. Both end before either error is told, so
         // a wrong platform is named first, as when they ran one after the other.
         let single = [(None, top.clone(), top_blob.clone())];
+        // Told before the platform is checked: the config is one more round trip, and an
+        // image of the wrong platform fails the build anyway, stopping its downloads.
+        early(&single);
         let (platform, referrers) = futures_util::join!(
             check_single_platform(access, cache, source, &fetch, &top, options),
             find_referrers(access, cache, source, &fetch, &top, &single, options),
@@ -205,14 +220,12 @@ pub async fn resolve_image(
         manifests.push((platform?, top.clone(), top_blob.clone()));
         referrers?
     };
-    let mut seen = BTreeSet::new();
-    let blobs = manifests
-        .iter()
-        .map(|(_, document, _)| document)
-        .chain(referrers.iter().map(|referrer| &referrer.document))
-        .flat_map(|document| document.blobs.iter().cloned())
-        .filter(|blob| seen.insert(blob.digest))
-        .collect();
+    let blobs = blobs_of(
+        manifests
+            .iter()
+            .map(|(_, document, _)| document)
+            .chain(referrers.iter().map(|referrer| &referrer.document)),
+    );
     Ok(ResolvedImage {
         source: source.clone(),
         top,
@@ -222,6 +235,15 @@ pub async fn resolve_image(
         omitted_platforms: omitted,
         referrers,
     })
+}
+
+/// The blobs `documents` name, each once, in the order first named.
+fn blobs_of<'a>(documents: impl Iterator<Item = &'a Document>) -> Vec<BlobRef> {
+    let mut seen = BTreeSet::new();
+    documents
+        .flat_map(|document| document.blobs.iter().cloned())
+        .filter(|blob| seen.insert(blob.digest))
+        .collect()
 }
 
 /// The referrers bundled with an image: those the lock names, or those found upstream for the

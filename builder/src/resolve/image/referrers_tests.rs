@@ -130,6 +130,17 @@ async fn resolve(
     verify: Option<&KeyCheck>,
     locked: Option<&[LockedReferrer]>,
 ) -> (tempfile::TempDir, Result<ResolvedImage, ResolveError>) {
+    resolve_telling(server, bundle_referrers, verify, locked, &|_| {}).await
+}
+
+/// [`resolve`], telling `manifests_known` what `resolve_image` tells it.
+async fn resolve_telling(
+    server: &TestServer,
+    bundle_referrers: bool,
+    verify: Option<&KeyCheck>,
+    locked: Option<&[LockedReferrer]>,
+    manifests_known: &dyn Fn(&[BlobRef]),
+) -> (tempfile::TempDir, Result<ResolvedImage, ResolveError>) {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path()).unwrap();
     let mut source = ImageSource::parse(&format!("{}/test/app:1.0", server.host())).unwrap();
@@ -142,7 +153,7 @@ async fn resolve(
         locked_referrers: locked,
         verify,
     };
-    let resolved = resolve_image(&access, &cache, &source, None, options).await;
+    let resolved = resolve_image(&access, &cache, &source, None, options, manifests_known).await;
     (dir, resolved)
 }
 
@@ -238,4 +249,50 @@ async fn verify_fails_naming_the_image_and_key_for_another_key_or_no_signature()
             && message.contains("no cosign signature"),
         "{message}"
     );
+}
+
+/// A build starts an image's downloads when `resolve_image` tells it the manifests' blobs: that
+/// must come before the referrers' round trips, and, for an image whose signature is checked,
+/// not before the check.
+#[tokio::test]
+async fn the_blobs_are_told_before_any_referrer_is_asked_for_unless_a_key_must_pass_first() {
+    let upstream = upstream(Some(&key(7)));
+    let is_referrer_lookup = |path: &str| {
+        path.contains("/referrers/") || path.contains(&format!("sha256-{}", upstream.image.hex()))
+    };
+    for verify in [None, Some(check(&key(7)))] {
+        let server = serve(&upstream).await;
+        let told = std::sync::Mutex::new(Vec::new());
+        let record = |blobs: &[BlobRef]| {
+            let asked = server
+                .requests()
+                .iter()
+                .filter(|request| is_referrer_lookup(&request.path))
+                .count();
+            let digests: Vec<Sha256Digest> = blobs.iter().map(|blob| blob.digest).collect();
+            told.lock().unwrap().push((digests, asked));
+        };
+        let (_dir, resolved) = resolve_telling(&server, true, verify.as_ref(), None, &record).await;
+        let resolved = resolved.unwrap();
+        assert!(
+            server
+                .requests()
+                .iter()
+                .any(|r| is_referrer_lookup(&r.path)),
+            "the referrers were looked for"
+        );
+        let told = told.into_inner().unwrap();
+        if verify.is_some() {
+            assert_eq!(told, [], "told before the signature was checked");
+        } else {
+            let manifest_blobs: Vec<Sha256Digest> = resolved.manifests[0]
+                .1
+                .blobs
+                .iter()
+                .map(|b| b.digest)
+                .collect();
+            assert_eq!(manifest_blobs.len(), 2, "a config and a layer");
+            assert_eq!(told, [(manifest_blobs, 0)]);
+        }
+    }
 }

@@ -191,7 +191,7 @@ async fn resolving_and_fetching_leave_the_cache_files_to_the_blocking_pool() {
     };
     // A `#[tokio::test]` runtime runs every task on this thread.
     let before = cache::file_calls_on_this_thread();
-    let resolved = resolve_image(&access, &cache, &source, None, options)
+    let resolved = resolve_image(&access, &cache, &source, None, options, &|_| {})
         .await
         .unwrap();
     assert_eq!(resolved.blobs.len(), 2);
