@@ -9,7 +9,7 @@
 //! whole write: it goes through the large blobs in the writer's order, and while the writer
 //! writes one frame (or compresses a blob that has no entry) it reads and checks the next ones.
 //!
-//! A stored frame goes to the writer in pieces of [`PIECE_SIZE`] as it is read, its check with
+//! A stored frame goes to the writer in pieces of [`PIECE_SIZE`](super::PIECE_SIZE) as it is read, its check with
 //! the last piece. The writer counts a frame only once its check passed; a damaged one fails the
 //! write when the writer reaches it, and the output file, pieces and all, is removed with the
 //! failed write. The buffers go round: reader, writer, the output's hasher, and back.
@@ -24,14 +24,12 @@
 //! build fetches no blob whose entry it uses, and one it fetches is renamed into place whole.
 
 use std::fs::File;
-use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::io::{self, Seek as _, SeekFrom};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
-use xxhash_rust::xxh64::Xxh64;
-
 use super::frame_cache::{Entry, FrameCache, FrameEntry};
-use super::{BlobFile, CACHED_BLOB_SIZE, MAX_FRAME_SIZE, PIECE_SIZE, frames};
+use super::{BlobFile, CACHED_BLOB_SIZE, MAX_FRAME_SIZE, stored};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
 
@@ -170,12 +168,10 @@ impl<'a> Buffers<'a> {
         }
     }
 
-    /// A buffer for the next frame or piece: a recycled one if the writer gave one back, and
-    /// room for a piece either way (a fresh one is not grown block by block).
+    /// A buffer for the next frame or piece: a recycled one if the writer gave one back.
     fn frame(&self) -> Vec<u8> {
         let mut buffer = self.recycled.try_recv().unwrap_or_default();
         buffer.clear();
-        buffer.reserve(PIECE_SIZE + frames::STORED_BLOCK);
         buffer
     }
 }
@@ -194,23 +190,23 @@ fn send_checked(
     let mut blob_file = None;
     let mut offset = 0;
     for row in rows {
-        let mut frame = buffers.frame();
-        let intact = if row.is_stored() {
-            let mut send_piece = |piece| {
-                ahead
-                    .send(Ahead::Piece(piece))
-                    .is_ok()
-                    .then(|| buffers.frame())
+        let checked = if row.is_stored() {
+            let mut send_piece = |piece| match ahead.send(Ahead::Piece(piece)) {
+                Ok(()) => Ok(buffers.frame()),
+                Err(_) => Err(io::ErrorKind::BrokenPipe.into()),
             };
-            StoredFrame { blob, offset, row }.rebuild(&mut blob_file, &mut frame, &mut send_piece)
+            let stored = StoredFrame { blob, offset, row };
+            stored.rebuild(&mut blob_file, buffers.frame(), &mut send_piece)
         } else {
-            entry.read_frame(row.compressed, &mut frame).is_ok()
-                && decodes_to(decoder, &frame, row, &mut buffers.content)
+            let mut frame = buffers.frame();
+            let intact = entry.read_frame(row.compressed, &mut frame).is_ok()
+                && decodes_to(decoder, &frame, row, &mut buffers.content);
+            intact.then_some(frame)
         };
         offset += u64::from(row.decompressed);
-        if !intact {
+        let Some(frame) = checked else {
             return Some(false);
-        }
+        };
         ahead.send(Ahead::Frame(frame, row.decompressed)).ok()?;
     }
     Some(true)
@@ -241,51 +237,32 @@ struct StoredFrame<'a> {
 }
 
 impl StoredFrame<'_> {
-    /// Writes the frame into `frame`, its content read from the blob file (opened into `file`
-    /// on first use) straight into its blocks and its checksum the entry's; whether the blob
-    /// file had every byte and their XXH64 is the entry's. Each time `frame` holds a piece's
-    /// worth, it goes to `send_piece`, which gives an empty buffer for the rest (`None` once
-    /// the writer is gone, which ends the frame as not rebuilt).
+    /// Builds the frame in `piece` (and those `send_piece` gives back), its content read from
+    /// the blob file (opened into `file` on first use) straight into its blocks, and returns its
+    /// last piece if the blob file had every byte and their XXH64 is the one the entry recorded.
+    /// Each full piece goes to `send_piece`, which gives an empty buffer for the rest (an error
+    /// once the writer is gone, which ends the frame as not rebuilt).
     fn rebuild(
         &self,
         file: &mut Option<File>,
-        frame: &mut Vec<u8>,
-        send_piece: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>,
-    ) -> bool {
+        piece: Vec<u8>,
+        send_piece: &mut dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
+    ) -> Option<Vec<u8>> {
         let file = match file {
             Some(file) => file,
-            None => match File::open(&self.blob.path) {
-                Ok(opened) => file.insert(opened),
-                Err(_) => return false,
-            },
+            None => file.insert(File::open(&self.blob.path).ok()?),
         };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return false;
-        }
+        file.seek(SeekFrom::Start(self.offset)).ok()?;
         // The last frame ends with the tar padding, which the blob file does not hold.
         let mut in_file = self.blob.size.saturating_sub(self.offset);
-        let mut checksum = Xxh64::new(0);
-        frame.clear();
         let size = self.row.decompressed as usize;
-        let mut read_block = |out: &mut Vec<u8>, len: usize| {
-            if out.len() >= PIECE_SIZE {
-                let rest = send_piece(std::mem::take(out)).ok_or(io::ErrorKind::BrokenPipe)?;
-                *out = rest;
-            }
-            let from_file = in_file.min(len as u64);
-            out.reserve(len);
-            let start = out.len();
-            file.take(from_file).read_to_end(out)?;
-            if (out.len() - start) as u64 != from_file {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            in_file -= from_file;
-            out.resize(start + len, 0);
-            checksum.update(&out[start..]);
-            Ok(())
-        };
-        let built =
-            frames::stored_frame_with(size, self.row.stored_checksum, frame, &mut read_block);
-        built.is_ok() && checksum.digest() == self.row.stored_checksum
+        let (last, checksum) = stored::stored_frame_pieces(
+            size,
+            piece,
+            &mut |out, len| stored::read_block(file, &mut in_file, out, len).map(drop),
+            send_piece,
+        )
+        .ok()?;
+        (checksum == self.row.stored_checksum).then_some(last)
     }
 }

@@ -10,13 +10,17 @@
 //! *integrity frame* holds the sha256 of every compressed byte before it: a flipped bit that
 //! zstd would decode to the very same content is still a changed file.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 
 use zeekstd::SeekTable;
 use zstd::zstd_safe::CParameter;
 
 use super::frame_cache::EntryWriter;
-use super::{MAX_FRAME_SIZE, PIECE_SIZE, WRITE_CHUNK};
+use super::stored::{
+    StoredRead, is_incompressible, read_block, read_samples, samples_incompressible,
+    stored_frame_pieces,
+};
+use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
 
@@ -28,12 +32,6 @@ pub(crate) const INTEGRITY_TAG: &[u8; 4] = b"KKFD";
 /// Size of the integrity frame: magic, size field, tag, sha256.
 pub(crate) const INTEGRITY_FRAME_SIZE: usize = 4 + 4 + 4 + 32;
 
-/// Frames whose samples shrink less than this (in percent) at level 1 are stored: they hold
-/// already-compressed data (gzip layers, tarballs), where compressing only costs time.
-const INCOMPRESSIBLE_PERCENT: usize = 95;
-/// How many samples of a frame decide whether it is worth compressing, and their size.
-const SAMPLES: usize = 4;
-const SAMPLE_SIZE: usize = 64 << 10;
 /// zstd job size in multithreaded mode: small enough that both cores work on one frame.
 const JOB_SIZE: i32 = 4 << 20;
 
@@ -106,6 +104,11 @@ impl<W: HashedWrite> FrameEncoder<W> {
             recording: None,
             copied: 0,
         }
+    }
+
+    /// Whether the next byte starts a frame.
+    pub(crate) fn at_frame_start(&self) -> bool {
+        self.filled == 0
     }
 
     /// The configured level for compressible frames.
@@ -198,34 +201,127 @@ impl<W: HashedWrite> FrameEncoder<W> {
         if self.filled == 0 {
             return Ok(());
         }
-        let content = self.filled;
-        let stored = is_incompressible(&self.frame[..content], &mut self.probe)?;
-        let size = if stored {
-            let checksum = xxhash_rust::xxh64::xxh64(&self.frame[..content], 0);
-            self.record_frame(|entry| entry.stored(content, checksum));
-            self.write_stored(checksum)?
-        } else {
-            self.compress()?;
-            let compressed = std::mem::take(&mut self.compressed);
-            self.record_frame(|entry| entry.frame(&compressed, content));
-            let size = compressed.len();
-            // The output hashes the frame's own buffer and hands back another for the next one.
-            self.compressed = self
-                .out
-                .write_owned(compressed)
-                .map_err(BundleError::Output)?;
-            size
-        };
-        self.table
-            .log_frame(size as u32, content as u32)
-            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
-        self.filled = 0;
-        Ok(())
+        let content = std::mem::take(&mut self.filled);
+        if is_incompressible(&self.frame[..content], &mut self.probe)? {
+            // The frame's buffer is lent out while its bytes are laid out, and comes back.
+            let frame = std::mem::take(&mut self.frame);
+            let mut rest = &frame[..content];
+            let written = self.write_stored(content, &mut |out, len| {
+                let (block, after) = rest.split_at(len);
+                out.extend_from_slice(block);
+                rest = after;
+                Ok(())
+            });
+            self.frame = frame;
+            return written.map_err(BundleError::Output);
+        }
+        self.compress(content)?;
+        let compressed = std::mem::take(&mut self.compressed);
+        self.record_frame(|entry| entry.frame(&compressed, content));
+        let size = compressed.len();
+        // The output hashes the frame's own buffer and hands back another for the next one.
+        self.compressed = self
+            .out
+            .write_owned(compressed)
+            .map_err(BundleError::Output)?;
+        self.log_frame(size, content)
     }
 
-    /// Compresses the current frame into `self.compressed`.
-    fn compress(&mut self) -> Result<(), BundleError> {
-        let frame = &self.frame[..self.filled];
+    /// Writes a stored frame of `size` content bytes, which `fill` appends a block at a time
+    /// (see [`stored_frame_pieces`]), and logs it. The current frame must be empty. An error of
+    /// `fill` is returned as it gave it.
+    ///
+    /// Frames of data that does not compress are written this way rather than by zstd's
+    /// compressor: at any level, zstd would search every position of those bytes for matches
+    /// it does not find and then emit nearly the same raw blocks (the search was a fifth of a
+    /// cold build's CPU). The zstd library has no such "store" mode of its own. The frame goes
+    /// out in pieces of [`PIECE_SIZE`](super::PIECE_SIZE), so the output's hash starts on the first while the next
+    /// is laid out.
+    pub(crate) fn write_stored(
+        &mut self,
+        size: usize,
+        fill: &mut dyn FnMut(&mut Vec<u8>, usize) -> io::Result<()>,
+    ) -> io::Result<()> {
+        debug_assert!(self.filled == 0, "a stored frame would split a pending one");
+        let out = &mut self.out;
+        let mut written = 0;
+        let (last, checksum) = stored_frame_pieces(
+            size,
+            std::mem::take(&mut self.compressed),
+            fill,
+            &mut |piece| {
+                written += piece.len();
+                out.write_owned(piece)
+            },
+        )?;
+        written += last.len();
+        self.compressed = self.out.write_owned(last)?;
+        self.record_frame(|entry| entry.stored(size, checksum));
+        self.log_frame(written, size).map_err(io::Error::other)
+    }
+
+    /// Lays out the next frame of `file` as a stored frame read straight from the file into its
+    /// pieces, if its samples say it does not compress: then no frame buffer holds it, and the
+    /// output's hash starts on its first piece instead of after 32 MiB were read and checked.
+    /// The frame is the next [`MAX_FRAME_SIZE`] bytes of the `left` the file still has, then,
+    /// if those are all of them, `tail` zeros (the tar padding). `inspect` sees the file's bytes
+    /// in order. `None` when the frame compresses: nothing was read then, and [`Self::read_from`]
+    /// reads it into the frame, where [`Self::end_frame`] samples the same bytes and compresses
+    /// it. The frame must start here.
+    pub(crate) fn store_from(
+        &mut self,
+        file: &mut (impl Read + Seek),
+        left: u64,
+        tail: usize,
+        inspect: &mut dyn FnMut(&[u8]),
+        read_error: &dyn Fn(io::Error) -> BundleError,
+    ) -> Result<Option<StoredRead>, BundleError> {
+        let in_file = left.min(MAX_FRAME_SIZE as u64);
+        let len = in_file as usize + if in_file == left { tail } else { 0 };
+        let Some(samples) = read_samples(file, in_file, len).map_err(read_error)? else {
+            return Ok(None);
+        };
+        if !samples_incompressible(samples.iter().map(Vec::as_slice), &mut self.probe)? {
+            return Ok(None);
+        }
+        let (mut unread, mut failed) = (in_file, None);
+        let written = self.write_stored(len, &mut |out, block| {
+            let start = out.len();
+            let read = read_block(file, &mut unread, out, block).map_err(|error| {
+                let kind = error.kind();
+                failed = Some(error);
+                io::Error::from(kind)
+            })?;
+            inspect(&out[start..start + read]);
+            Ok(())
+        });
+        match (written, failed) {
+            (Ok(()), _) => Ok(Some(StoredRead {
+                read: in_file,
+                short: false,
+            })),
+            // The file ended early: what was read of it is told, and the caller finds it short.
+            (Err(_), Some(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                Ok(Some(StoredRead {
+                    read: in_file - unread,
+                    short: true,
+                }))
+            }
+            (Err(_), Some(error)) => Err(read_error(error)),
+            (Err(error), None) => Err(BundleError::Output(error)),
+        }
+    }
+
+    /// Logs a frame of `size` bytes holding `content` bytes in the seek table.
+    fn log_frame(&mut self, size: usize, content: usize) -> Result<(), BundleError> {
+        self.table
+            .log_frame(size as u32, content as u32)
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))
+    }
+
+    /// Compresses the first `content` bytes of the frame into `self.compressed`.
+    fn compress(&mut self, content: usize) -> Result<(), BundleError> {
+        let frame = &self.frame[..content];
         let compressor = match &mut self.compressor {
             Some(compressor) => compressor,
             None => self
@@ -250,50 +346,6 @@ impl<W: HashedWrite> FrameEncoder<W> {
         {
             self.recording = None;
         }
-    }
-
-    /// Writes the current frame, whose content's XXH64 is `checksum`, as one zstd frame of raw
-    /// blocks (RFC 8878 §3.1.1): single segment, with its content size and checksum, as every
-    /// frame of a bundle. Returns its size.
-    ///
-    /// Frames of data that does not compress are written this way rather than by zstd's
-    /// compressor: at any level, zstd would search every position of those bytes for matches
-    /// it does not find and then emit nearly the same raw blocks (the search was a fifth of a
-    /// cold build's CPU). The zstd library has no such "store" mode of its own.
-    ///
-    /// The frame goes out in pieces of [`PIECE_SIZE`], so the output's hash starts on the first
-    /// while the next is laid out, instead of waiting for all 32 MiB.
-    fn write_stored(&mut self, checksum: u64) -> Result<usize, BundleError> {
-        let Self {
-            out,
-            frame,
-            filled,
-            compressed,
-            ..
-        } = self;
-        let mut rest = &frame[..*filled];
-        let mut written = 0;
-        let mut piece = std::mem::take(compressed);
-        piece.clear();
-        piece.reserve(PIECE_SIZE + STORED_BLOCK);
-        stored_frame_with(rest.len(), checksum, &mut piece, &mut |piece, len| {
-            if piece.len() >= PIECE_SIZE {
-                written += piece.len();
-                *piece = out.write_owned(std::mem::take(piece))?;
-                piece.clear();
-                // The hash may have no spent buffer to give back yet: one piece's worth at
-                // once, not grown block by block.
-                piece.reserve(PIECE_SIZE + STORED_BLOCK);
-            }
-            let (block, after) = rest.split_at(len);
-            piece.extend_from_slice(block);
-            rest = after;
-            Ok(())
-        })
-        .map_err(BundleError::Output)?;
-        written += piece.len();
-        *compressed = out.write_owned(piece).map_err(BundleError::Output)?;
-        Ok(written)
     }
 
     /// Appends the integrity frame and the seek table, and returns the output.
@@ -336,77 +388,6 @@ fn configure(
     Ok(())
 }
 
-/// The largest block zstd allows (RFC 8878, `Block_Maximum_Size`): a stored frame is cut into
-/// blocks of this size.
-pub(crate) const STORED_BLOCK: usize = 128 << 10;
-
-/// Appends to `out` the stored frame of `size` content bytes whose content `fill` appends, a
-/// block of `len` bytes per call, in order, and whose content checksum is `checksum`: what a
-/// frame-cache entry recorded, for a frame rebuilt from its blob file. The frame is then only
-/// as right as its content, which decoding it checks. `fill` may take what `out` holds so far
-/// away (the frame then goes on in the emptied `out`), to pass a large frame on in pieces.
-pub(crate) fn stored_frame_with(
-    size: usize,
-    checksum: u64,
-    out: &mut Vec<u8>,
-    fill: &mut dyn FnMut(&mut Vec<u8>, usize) -> io::Result<()>,
-) -> io::Result<()> {
-    const SINGLE_SEGMENT: u8 = 1 << 5;
-    const CHECKSUM: u8 = 1 << 2;
-    let wide = size as u64;
-    // Frame_Content_Size's field: 1, 2 (minus 256), 4 or 8 bytes, as zstd itself chooses.
-    let (code, field): (u8, Vec<u8>) = match wide {
-        0..=255 => (0, vec![wide as u8]),
-        256..=65_791 => (1, ((wide - 256) as u16).to_le_bytes().to_vec()),
-        65_792..=0xFFFF_FFFF => (2, (wide as u32).to_le_bytes().to_vec()),
-        _ => (3, wide.to_le_bytes().to_vec()),
-    };
-    out.extend_from_slice(&zstd::zstd_safe::MAGICNUMBER.to_le_bytes());
-    out.push(code << 6 | SINGLE_SEGMENT | CHECKSUM);
-    out.extend_from_slice(&field);
-    if size == 0 {
-        // An empty frame is one empty last block.
-        out.extend_from_slice(&[1, 0, 0]);
-    }
-    let mut done = 0;
-    while done < size {
-        let len = STORED_BLOCK.min(size - done);
-        done += len;
-        // Block_Header: Last_Block (bit 0), Block_Type 0 = raw (bits 1-2), Block_Size.
-        let header = (len as u32) << 3 | u32::from(done == size);
-        out.extend_from_slice(&header.to_le_bytes()[..3]);
-        fill(out, len)?;
-    }
-    out.extend_from_slice(&(checksum as u32).to_le_bytes());
-    Ok(())
-}
-
-/// Whether `frame` holds already-compressed data: each of [`SAMPLES`] samples, spread over the
-/// frame, shrinks less than [`INCOMPRESSIBLE_PERCENT`] at level 1 in `probe` (created on first
-/// use). A frame with a part that compresses is compressed, since storing it would give up all
-/// of that part. Frames too small to sample count as compressible.
-fn is_incompressible(
-    frame: &[u8],
-    probe: &mut Option<zstd::bulk::Compressor<'static>>,
-) -> Result<bool, BundleError> {
-    if frame.len() < 4096 {
-        return Ok(false);
-    }
-    let probe = match probe {
-        Some(probe) => probe,
-        None => probe.insert(zstd::bulk::Compressor::new(1).map_err(BundleError::Compress)?),
-    };
-    for n in 0..SAMPLES {
-        let start = frame.len() / SAMPLES * n;
-        let sample = &frame[start..frame.len().min(start + SAMPLE_SIZE)];
-        let compressed = probe.compress(sample).map_err(BundleError::Compress)?;
-        if compressed.len() * 100 < sample.len() * INCOMPRESSIBLE_PERCENT {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
 /// The skippable frame holding the sha256 of every byte before it.
 pub(crate) fn integrity_frame(digest: &[u8]) -> Vec<u8> {
     let mut frame = Vec::with_capacity(INTEGRITY_FRAME_SIZE);
@@ -438,20 +419,8 @@ impl<W: HashedWrite> Write for FrameEncoder<W> {
 mod tests {
     use super::*;
     use crate::test_support::incompressible;
-
-    /// `content` as one stored frame, as the writer writes it, and its XXH64.
-    fn stored_frame(content: &[u8], out: &mut Vec<u8>) -> u64 {
-        let checksum = xxhash_rust::xxh64::xxh64(content, 0);
-        let mut rest = content;
-        stored_frame_with(content.len(), checksum, out, &mut |out, len| {
-            let (block, after) = rest.split_at(len);
-            out.extend_from_slice(block);
-            rest = after;
-            Ok(())
-        })
-        .expect("copying from a slice into a Vec cannot fail");
-        checksum
-    }
+    use crate::write::PIECE_SIZE;
+    use crate::write::stored::tests::stored_frame;
 
     /// Words drawn at random: text that compresses, differently at each level (a repeated
     /// phrase would not tell levels apart), larger than the sample so it gets the configured
@@ -497,52 +466,13 @@ mod tests {
         }
     }
 
-    /// Sizes around each width of the content size field and each block boundary.
-    #[test]
-    fn a_stored_frame_is_one_whole_zstd_frame_of_its_content() {
-        let noise = incompressible(3 * STORED_BLOCK + 7, 3);
-        for size in [
-            1,
-            255,
-            256,
-            65_791,
-            65_792,
-            STORED_BLOCK - 1,
-            STORED_BLOCK,
-            STORED_BLOCK + 1,
-            3 * STORED_BLOCK + 7,
-        ] {
-            let content = &noise[..size];
-            let mut frame = Vec::new();
-            stored_frame(content, &mut frame);
-            assert_eq!(
-                zstd::zstd_safe::find_frame_compressed_size(&frame),
-                Ok(frame.len()),
-                "{size}"
-            );
-            assert_eq!(
-                zstd::zstd_safe::get_frame_content_size(&frame).ok(),
-                Some(Some(size as u64)),
-                "{size}"
-            );
-            let decoded = zstd::bulk::decompress(&frame, size).expect("decodes");
-            assert_eq!(decoded, content, "{size}");
-            // The content checksum is checked: a changed byte of content is refused.
-            let mut flipped = frame.clone();
-            flipped[frame.len() / 2] ^= 1;
-            assert!(zstd::bulk::decompress(&flipped, size).is_err(), "{size}");
-        }
-    }
-
     #[test]
     fn a_frame_that_does_not_compress_is_stored_and_one_that_does_is_not() {
         // One piece, and several: a stored frame goes out in pieces, whose bytes together are
         // the frame's.
         for size in [600_000, 2 * PIECE_SIZE + 5] {
             let noise = incompressible(size, 4);
-            let mut stored = Vec::new();
-            stored_frame(&noise, &mut stored);
-            assert!(alone(&noise, 6) == stored, "{size} bytes");
+            assert!(alone(&noise, 6) == stored_frame(&noise), "{size} bytes");
         }
         let noise = incompressible(600_000, 4);
         let text = compressible();
@@ -595,6 +525,93 @@ mod tests {
             assert_eq!(read.out, written.out);
             assert_eq!(read.table.num_frames(), 2, "one frame filled, one more");
         }
+    }
+
+    /// A blob's frames laid out straight from its file (stored ones) are the bytes the frame
+    /// buffer gives them: the same frames, cut at the same places, stored or compressed alike,
+    /// the tar padding inside the last one.
+    #[test]
+    fn frames_stored_from_the_file_are_the_bytes_the_frame_buffer_gives() {
+        let tail = 3;
+        let cases = [
+            // Stored, compressed, then a stored last frame, and one too small to sample.
+            [
+                incompressible(MAX_FRAME_SIZE, 5),
+                compressible(),
+                incompressible(PIECE_SIZE + 9, 6),
+            ]
+            .concat(),
+            [incompressible(MAX_FRAME_SIZE, 7), vec![7; 100]].concat(),
+            // A last frame whose third sample would lie in the padding.
+            incompressible(MAX_FRAME_SIZE + 5000, 8),
+        ];
+        for content in cases {
+            let mut buffered = FrameEncoder::new(Vec::new(), 3, 2);
+            buffered.write_all(&content).expect("write");
+            buffered.write_all(&vec![0; tail]).expect("padding");
+            buffered.end_frame().expect("frame");
+
+            let mut file = io::Cursor::new(&content);
+            let mut streamed = FrameEncoder::new(Vec::new(), 3, 2);
+            let (mut seen, mut read, mut stored, mut padded) = (Vec::new(), 0, 0, false);
+            let read_error = |e| BundleError::Compress(e);
+            while read < content.len() as u64 {
+                let left = content.len() as u64 - read;
+                let last_tail = if left <= MAX_FRAME_SIZE as u64 {
+                    tail
+                } else {
+                    0
+                };
+                let mut inspect = |b: &[u8]| seen.extend_from_slice(b);
+                if streamed.at_frame_start()
+                    && let Some(done) = streamed
+                        .store_from(&mut file, left, last_tail, &mut inspect, &read_error)
+                        .expect("store")
+                {
+                    assert!(!done.short);
+                    (read, stored) = (read + done.read, stored + 1);
+                    padded = read == content.len() as u64;
+                    continue;
+                }
+                let limit = usize::try_from(left).expect("fits");
+                read += streamed
+                    .read_from(&mut file, limit, &mut inspect, &read_error)
+                    .expect("read") as u64;
+            }
+            if !padded {
+                streamed.write_all(&vec![0; tail]).expect("padding");
+            }
+            streamed.end_frame().expect("frame");
+            assert_eq!(seen, content, "every byte inspected once, in order");
+            assert!(stored >= 1, "no frame was stored from the file");
+            assert_eq!(streamed.table.num_frames(), buffered.table.num_frames());
+            assert!(streamed.out == buffered.out, "{} bytes", content.len());
+        }
+    }
+
+    /// A file that ends before its frame does is told short, with what it had.
+    #[test]
+    fn a_file_shorter_than_its_frame_is_told_short() {
+        let content = incompressible(PIECE_SIZE * 2, 9);
+        let mut file = io::Cursor::new(&content);
+        let mut encoder = FrameEncoder::new(Vec::new(), 3, 2);
+        let read_error = |e| BundleError::Compress(e);
+        let told = encoder
+            .store_from(
+                &mut file,
+                content.len() as u64 + 1000,
+                0,
+                &mut |_| {},
+                &read_error,
+            )
+            .expect("no error of its own");
+        assert_eq!(
+            told,
+            Some(StoredRead {
+                read: content.len() as u64,
+                short: true
+            })
+        );
     }
 
     /// A reader giving at most `.1` bytes per read.

@@ -10,10 +10,11 @@ mod frame_cache;
 pub(crate) mod frames;
 mod output;
 mod resign;
+mod stored;
 mod sync_ahead;
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use oci_spec::image::ImageIndex;
@@ -227,7 +228,7 @@ fn out_of_order(said: &Ahead, blob: &BlobFile) -> BundleError {
         Ahead::Frame(..) => "a frame".into(),
         Ahead::End(_) => "an entry's end".into(),
     };
-    BundleError::Output(std::io::Error::other(format!(
+    BundleError::Output(io::Error::other(format!(
         "the frame-cache reader sent {said} where the writer is at blob `{}`",
         blob.digest
     )))
@@ -379,7 +380,10 @@ impl TarFrames {
         }
     }
 
-    /// The content of `blob` and its padding, read from its file straight into the frames.
+    /// The content of `blob` and its padding, read from its file straight into the frames. A
+    /// large blob's frames start with its content (see [`Self::member_blob`]); each of them whose
+    /// samples do not compress is laid out as a stored frame straight from the file, in pieces
+    /// (see [`FrameEncoder::store_from`]), the others are read into the frame and compressed.
     fn blob_content(&mut self, blob: &BlobFile) -> Result<(), BundleError> {
         let read_error = |source| BundleError::BlobRead {
             path: blob.path.clone(),
@@ -392,8 +396,27 @@ impl TarFrames {
                 hasher.update(bytes);
             }
         };
-        let mut size = 0;
+        let (mut size, mut padded) = (0, false);
         while size < blob.size {
+            if blob.size >= CACHED_BLOB_SIZE && self.frames.at_frame_start() {
+                let left = blob.size - size;
+                let tail = if left <= MAX_FRAME_SIZE as u64 {
+                    padding(blob.size) as usize
+                } else {
+                    0
+                };
+                let stored =
+                    self.frames
+                        .store_from(&mut file, left, tail, &mut inspect, &read_error)?;
+                if let Some(stored) = stored {
+                    size += stored.read;
+                    padded = size == blob.size;
+                    if stored.short {
+                        break;
+                    }
+                    continue;
+                }
+            }
             let limit = usize::try_from(blob.size - size).unwrap_or(usize::MAX);
             let n = self
                 .frames
@@ -417,7 +440,7 @@ impl TarFrames {
                 actual_size: size,
             });
         }
-        self.pad(blob.size)
+        if padded { Ok(()) } else { self.pad(blob.size) }
     }
 
     fn finish(mut self) -> Result<Output, BundleError> {
