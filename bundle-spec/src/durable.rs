@@ -25,7 +25,7 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<(
     persist(written_temp(path, bytes, mode, prefix)?, path)
 }
 
-/// Like [`write`], but never replaces a file: if `path` exists the rename itself fails with
+/// Like [`write()`], but never replaces a file: if `path` exists the rename itself fails with
 /// [`io::ErrorKind::AlreadyExists`], so two writers racing for one name cannot both win.
 pub fn write_new(path: &Path, bytes: &[u8], mode: u32, prefix: &str) -> io::Result<()> {
     let temp = written_temp(path, bytes, mode, prefix)?;

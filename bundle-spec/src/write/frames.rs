@@ -1,10 +1,12 @@
 //! Compression into independent zstd frames, logged in a seek table.
 //!
-//! Each frame is compressed whole from a buffer of at most [`MAX_FRAME_SIZE`] bytes, with its
-//! content size and an XXH64 content checksum in the frame header, and a window at least as
-//! large as the frame so the frame is "single segment". Those three properties are part of the
-//! format: the reader refuses frames without them, which leaves no byte in a frame header that
-//! could change without changing what the frame decodes to.
+//! Each frame holds at most [`MAX_FRAME_SIZE`] bytes, with its content size and an XXH64
+//! content checksum in the frame header, and a window at least as large as the frame so the
+//! frame is "single segment". Those three properties are part of the format: the reader refuses
+//! frames without them, which leaves no byte in a frame header that could change without
+//! changing what the frame decodes to. A frame that compresses is compressed whole from a
+//! buffer; one that does not is stored (see [`super::stored`]), laid out from the buffer or, for
+//! a large blob, straight from its file.
 //!
 //! zstd's entropy-coded blocks still have bits a decoder may ignore, so a last, skippable
 //! *integrity frame* holds the sha256 of every compressed byte before it: a flipped bit that
@@ -213,7 +215,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
                 Ok(())
             });
             self.frame = frame;
-            return written.map_err(BundleError::Output);
+            return self.log_frame(written.map_err(BundleError::Output)?, content);
         }
         self.compress(content)?;
         let compressed = std::mem::take(&mut self.compressed);
@@ -228,20 +230,21 @@ impl<W: HashedWrite> FrameEncoder<W> {
     }
 
     /// Writes a stored frame of `size` content bytes, which `fill` appends a block at a time
-    /// (see [`stored_frame_pieces`]), and logs it. The current frame must be empty. An error of
+    /// (see [`stored_frame_pieces`]), and records it in the frame-cache entry, if one is open;
+    /// returns its size, for the caller to log. The current frame must be empty. An error of
     /// `fill` is returned as it gave it.
     ///
     /// Frames of data that does not compress are written this way rather than by zstd's
     /// compressor: at any level, zstd would search every position of those bytes for matches
     /// it does not find and then emit nearly the same raw blocks (the search was a fifth of a
     /// cold build's CPU). The zstd library has no such "store" mode of its own. The frame goes
-    /// out in pieces of [`PIECE_SIZE`](super::PIECE_SIZE), so the output's hash starts on the first while the next
-    /// is laid out.
-    pub(crate) fn write_stored(
+    /// out in pieces of [`PIECE_SIZE`](super::PIECE_SIZE), so the output's hash starts on the
+    /// first while the next is laid out.
+    fn write_stored(
         &mut self,
         size: usize,
         fill: &mut dyn FnMut(&mut Vec<u8>, usize) -> io::Result<()>,
-    ) -> io::Result<()> {
+    ) -> io::Result<usize> {
         debug_assert!(self.filled == 0, "a stored frame would split a pending one");
         let out = &mut self.out;
         let mut written = 0;
@@ -257,7 +260,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
         written += last.len();
         self.compressed = self.out.write_owned(last)?;
         self.record_frame(|entry| entry.stored(size, checksum));
-        self.log_frame(written, size).map_err(io::Error::other)
+        Ok(written)
     }
 
     /// Lays out the next frame of `file` as a stored frame read straight from the file into its
@@ -296,10 +299,13 @@ impl<W: HashedWrite> FrameEncoder<W> {
             Ok(())
         });
         match (written, failed) {
-            (Ok(()), _) => Ok(Some(StoredRead {
-                read: in_file,
-                short: false,
-            })),
+            (Ok(written), _) => {
+                self.log_frame(written, len)?;
+                Ok(Some(StoredRead {
+                    read: in_file,
+                    short: false,
+                }))
+            }
             // The file ended early: what was read of it is told, and the caller finds it short.
             (Err(_), Some(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
                 Ok(Some(StoredRead {
