@@ -9,8 +9,8 @@
 //! whole write: it goes through the large blobs in the writer's order, and while the writer
 //! writes one frame (or compresses a blob that has no entry) it reads and checks the next ones.
 //!
-//! A stored frame goes to the writer in pieces of [`PIECE_SIZE`](super::PIECE_SIZE) as it is read, its check with
-//! the last piece. The writer counts a frame only once its check passed; a damaged one fails the
+//! A stored frame goes to the writer in pieces of [`PIECE_SIZE`](super::PIECE_SIZE) as it is
+//! read, its check with the last piece. The writer counts a frame only once its check passed; a damaged one fails the
 //! write when the writer reaches it, and the output file, pieces and all, is removed with the
 //! failed write. The buffers go round: reader, writer, the output's hasher, and back.
 //!

@@ -110,8 +110,9 @@ pub(crate) fn read_block(
     Ok(read)
 }
 
-/// What [`FrameEncoder::store_from`](super::frames::FrameEncoder::store_from) read of its file: how many bytes, and whether the file
-/// ended before the frame did (the frame is then incomplete, and the write must fail).
+/// What [`FrameEncoder::store_from`](super::frames::FrameEncoder::store_from) read of its file:
+/// how many bytes, and whether the file ended before the frame did (the frame is then
+/// incomplete, and the write must fail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StoredRead {
     pub(crate) read: u64,
