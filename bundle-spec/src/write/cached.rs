@@ -10,9 +10,10 @@
 //! writes one frame (or compresses a blob that has no entry) it reads and checks the next ones.
 //!
 //! A stored frame goes to the writer in pieces of [`PIECE_SIZE`](super::PIECE_SIZE) as it is
-//! read, its check with the last piece. The writer counts a frame only once its check passed; a damaged one fails the
-//! write when the writer reaches it, and the output file, pieces and all, is removed with the
-//! failed write. The buffers go round: reader, writer, the output's hasher, and back.
+//! read, its check with the last piece. The writer counts a frame only once its check passed;
+//! a damaged one fails the write when the writer reaches it, and the output file, pieces and
+//! all, is removed with the failed write. The buffers go round: reader, writer, the output's
+//! hasher, and back.
 //!
 //! The check is the one decoding a frame makes, without the copy decoding costs where it can be
 //! avoided: a compressed frame is decoded (its size and zstd's content checksum); a stored frame
