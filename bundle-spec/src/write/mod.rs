@@ -399,12 +399,7 @@ impl TarFrames {
         let (mut size, mut padded) = (0, false);
         while size < blob.size {
             if blob.size >= CACHED_BLOB_SIZE && self.frames.at_frame_start() {
-                let left = blob.size - size;
-                let tail = if left <= MAX_FRAME_SIZE as u64 {
-                    padding(blob.size) as usize
-                } else {
-                    0
-                };
+                let (left, tail) = (blob.size - size, padding(blob.size) as usize);
                 let stored =
                     self.frames
                         .store_from(&mut file, left, tail, &mut inspect, &read_error)?;
