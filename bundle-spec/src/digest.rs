@@ -141,12 +141,6 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// A sha256 fed from one thread and computed on another, so that a reader can decode and write
-/// while the previous bytes are hashed: on two cores this is most of what separates a
-/// verifying unpack from plain `zstd -d | tar -x` (see BENCHMARKS.md).
-///
-/// Bytes are copied into buffers the worker hands back once hashed, so large frames do not
-/// cost fresh pages each time. At most [`QUEUED_CHUNKS`] chunks wait, and one is hashed.
 /// How many chunks may wait for the hashing thread. With one, a bundle's writer and its hash
 /// went in lock step: the writer blocked while the hash had a chunk queued, and the hash then
 /// waited for the writer's next (`perf` showed the output's hash busy 60-90 % of a rebuild's
@@ -154,6 +148,12 @@ impl<W: Write> Write for Hashing<W> {
 /// (at most 32 MiB), and a rebuild's peak memory grew by about 14 MB (BENCHMARKS.md).
 const QUEUED_CHUNKS: usize = 4;
 
+/// A sha256 fed from one thread and computed on another, so that a reader can decode and write
+/// while the previous bytes are hashed: on two cores this is most of what separates a
+/// verifying unpack from plain `zstd -d | tar -x` (see BENCHMARKS.md).
+///
+/// Bytes are copied into buffers the worker hands back once hashed, so large frames do not
+/// cost fresh pages each time. At most [`QUEUED_CHUNKS`] chunks wait, and one is hashed.
 #[derive(Debug)]
 pub(crate) struct BackgroundHasher {
     work: std::sync::mpsc::SyncSender<Work>,
