@@ -118,16 +118,30 @@ impl Cache {
                 path,
             })),
             Rehash::Removed { actual } => {
-                tracing::warn!(
-                    path = %path.display(),
-                    expected = %digest,
-                    %actual,
-                    "removed corrupt cache entry `{}`: its content has digest `{actual}`",
-                    path.display()
-                );
+                warn_removed(&path, digest, &actual);
                 Ok(None)
             }
         }
+    }
+
+    /// The bytes of the small blob `digest` (a manifest, an index), read once and checked
+    /// against the digest; `None` when it is not cached, or was damaged and is removed now, as
+    /// [`get`](Self::get) does.
+    pub fn read_small(&self, digest: &Sha256Digest) -> Result<Option<Vec<u8>>, CacheError> {
+        file_call();
+        let path = self.blob_path(digest);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(CacheError::File { path, source }),
+        };
+        let actual = Sha256Digest::of(&bytes);
+        if actual == *digest {
+            return Ok(Some(bytes));
+        }
+        remove_if_present(&path)?;
+        warn_removed(&path, digest, &actual);
+        Ok(None)
     }
 
     /// Starts (or resumes, if a partial download for `key` exists) writing a blob; `what` names
@@ -520,6 +534,17 @@ pub(crate) fn digest_of(hasher: Sha256) -> Sha256Digest {
     // digits always parse.
     Sha256Digest::from_hex(&hex::encode(bytes))
         .unwrap_or_else(|| unreachable!("hex of 32 bytes is a sha256 digest"))
+}
+
+/// Tells that the entry at `path`, expected to have `digest`, was removed for its content.
+fn warn_removed(path: &Path, digest: &Sha256Digest, actual: &Sha256Digest) {
+    tracing::warn!(
+        path = %path.display(),
+        expected = %digest,
+        %actual,
+        "removed corrupt cache entry `{}`: its content has digest `{actual}`",
+        path.display()
+    );
 }
 
 fn remove_if_present(path: &Path) -> Result<(), CacheError> {

@@ -143,7 +143,8 @@ pub struct KeyCheck {
 ///
 /// `manifests_known` is told the configs and layers of the manifests kept as soon as they are
 /// known, before the referrers are looked for (several round trips, mostly 404s): a build
-/// starts downloading the layers then. An image whose signature must be checked is told only
+/// starts downloading the layers then. A single manifest's config is not told: the platform
+/// check fetches it. An image whose signature must be checked is told only
 /// with the rest, in the result, so none of its layers is asked for before the check passed.
 pub async fn resolve_image(
     access: &RegistryAccess,
@@ -153,9 +154,9 @@ pub async fn resolve_image(
     options: ResolveOptions<'_>,
     manifests_known: &dyn Fn(&[BlobRef]),
 ) -> Result<ResolvedImage, ResolveError> {
-    let early = |manifests: &[(Option<Platform>, Document, CachedBlob)]| {
+    let early = |blobs: &[BlobRef]| {
         if options.verify.is_none() {
-            manifests_known(&blobs_of(manifests.iter().map(|(_, d, _)| d)));
+            manifests_known(blobs);
         }
     };
     let fetch = access.fetch_reference(&source.reference);
@@ -203,7 +204,7 @@ pub async fn resolve_image(
             }
         });
         manifests = futures_util::future::try_join_all(pulls).await?;
-        early(&manifests);
+        early(&blobs_of(manifests.iter().map(|(_, document, _)| document)));
         find_referrers(access, cache, source, &fetch, &top, &manifests, options).await?
     } else {
         // The config (which says the platform) and the referrers are round trips that need
@@ -211,8 +212,17 @@ pub async fn resolve_image(
         // a wrong platform is named first, as when they ran one after the other.
         let single = [(None, top.clone(), top_blob.clone())];
         // Told before the platform is checked: the config is one more round trip, and an
-        // image of the wrong platform fails the build anyway, stopping its downloads.
-        early(&single);
+        // image of the wrong platform fails the build anyway, stopping its downloads. The
+        // config itself is not told: the check fetches it, and told, it was downloaded twice
+        // at once (it is planned with the rest once the image is resolved, then a cache hit).
+        let config = top.config.as_ref().map(|config| config.digest);
+        let layers = blobs_of(std::iter::once(&top));
+        early(
+            &layers
+                .into_iter()
+                .filter(|blob| Some(blob.digest) != config)
+                .collect::<Vec<_>>(),
+        );
         let (platform, referrers) = futures_util::join!(
             check_single_platform(access, cache, source, &fetch, &top, options),
             find_referrers(access, cache, source, &fetch, &top, &single, options),
@@ -366,17 +376,40 @@ async fn check_single_platform(
     Ok(Some(platform))
 }
 
-/// Pulls a manifest or index exactly as served and stores it in the cache.
+/// Pulls a manifest or index exactly as served (see [`document_bytes`]) and stores it in the
+/// cache.
 async fn pull_document(
     access: &RegistryAccess,
     cache: &Cache,
     source: &ImageSource,
     fetch: &Reference,
 ) -> Result<(Document, CachedBlob), ResolveError> {
-    let bytes = pull_bytes(access, fetch)
+    let bytes = document_bytes(access, cache, fetch)
         .await?
         .map_err(|e| registry_error(source, &fetch.whole(), e))?;
     store_document(cache, source, bytes).await
+}
+
+/// The bytes of the manifest or index `fetch` names: from the cache when `fetch` names it by
+/// digest and the cache holds it (checked against that digest), else as the registry serves
+/// them (see [`pull_bytes`]). What a digest names is the same wherever it is read from, and a
+/// rebuild spares the registry a round trip for each platform manifest and locked referrer.
+async fn document_bytes(
+    access: &RegistryAccess,
+    cache: &Cache,
+    fetch: &Reference,
+) -> Result<Result<bytes::Bytes, OciDistributionError>, ResolveError> {
+    if let Some(digest) = fetch.digest().and_then(|digest| digest.parse().ok()) {
+        let lookup = cache.clone();
+        let cached = blocking("reading a cached manifest", move || {
+            lookup.read_small(&digest)
+        })
+        .await??;
+        if let Some(bytes) = cached {
+            return Ok(Ok(bytes.into()));
+        }
+    }
+    pull_bytes(access, fetch).await
 }
 
 /// The bytes of the manifest or index `fetch` names, as served; the registry's error apart

@@ -18,7 +18,10 @@ use futures_util::future::try_join_all;
 use oci_client::Reference;
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 
-use super::{Document, ImageSource, RegistryAccess, pull_bytes, registry_error, store_document};
+use super::{
+    Document, ImageSource, RegistryAccess, document_bytes, pull_bytes, registry_error,
+    store_document,
+};
 use crate::cache::{Cache, CachedBlob};
 use crate::resolve::ResolveError;
 
@@ -232,7 +235,7 @@ async fn fetch_referrer(
     tag: Option<String>,
     digest: Sha256Digest,
 ) -> Result<Referrer, ResolveError> {
-    let bytes = pull_bytes(access, at)
+    let bytes = document_bytes(access, cache, at)
         .await?
         .map_err(|error| registry_error(source, &at.whole(), error))?;
     let referrer = referrer(cache, source, subject, tag, bytes).await?;

@@ -63,6 +63,16 @@ async fn fetch_layer(
         .expect("the fetch finished without waiting for the rest of the body")
 }
 
+/// Options resolving for `platforms`, with nothing locked and no key to check.
+fn options(platforms: &[Platform]) -> ResolveOptions<'_> {
+    ResolveOptions {
+        platforms,
+        allow_missing_platforms: false,
+        locked_referrers: None,
+        verify: None,
+    }
+}
+
 fn blob_requests(server: &TestServer, digest: &Sha256Digest) -> Vec<Request> {
     server
         .requests()
@@ -183,12 +193,7 @@ async fn resolving_and_fetching_leave_the_cache_files_to_the_blocking_pool() {
     let (_dir, cache) = cache();
     let (access, source) = image(&server);
     let platforms = ["linux/amd64".parse::<Platform>().unwrap()];
-    let options = ResolveOptions {
-        platforms: &platforms,
-        allow_missing_platforms: false,
-        locked_referrers: None,
-        verify: None,
-    };
+    let options = options(&platforms);
     // A `#[tokio::test]` runtime runs every task on this thread.
     let before = cache::file_calls_on_this_thread();
     let resolved = resolve_image(&access, &cache, &source, None, options, &|_| {})
@@ -212,4 +217,66 @@ async fn resolving_and_fetching_leave_the_cache_files_to_the_blocking_pool() {
     for digest in [resolved.top.digest, config_digest, blob.digest] {
         assert!(cache.get(&digest).unwrap().is_some(), "{digest} not cached");
     }
+}
+
+/// A manifest named by digest is read from the cache when it is there: a rebuild asks the
+/// registry for an index's tag, not again for its platform manifests. A damaged copy is fetched
+/// anew.
+#[tokio::test]
+async fn a_platform_manifest_in_the_cache_is_not_asked_for_again_unless_damaged() {
+    let config = br#"{"os":"linux","architecture":"amd64"}"#;
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{}","size":{}}},"layers":[]}}"#,
+        Sha256Digest::of(config),
+        config.len(),
+    );
+    let manifest_digest = Sha256Digest::of(manifest.as_bytes());
+    let index = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{manifest_digest}","size":{},"platform":{{"os":"linux","architecture":"amd64"}}}}]}}"#,
+        manifest.len(),
+    );
+    let by_digest = format!("/v2/test/app/manifests/{manifest_digest}");
+    let platform_path = by_digest.clone();
+    let server = TestServer::start(move |request, _| match request.path.as_str() {
+        "/v2/" => Reply::ok(""),
+        "/v2/test/app/manifests/1.0" => Reply::ok(index.clone()),
+        p if p == platform_path => Reply::ok(manifest.clone()),
+        _ => Reply::status(404),
+    })
+    .await;
+    let (_dir, cache) = cache();
+    let (access, mut source) = image(&server);
+    source.bundle_referrers = false;
+    let platforms = ["linux/amd64".parse::<Platform>().unwrap()];
+    let options = options(&platforms);
+    let asked = || {
+        let requests = server.requests();
+        let count = |path: &str| requests.iter().filter(|r| r.path == path).count();
+        (count("/v2/test/app/manifests/1.0"), count(&by_digest))
+    };
+    for (run, expected) in [(1, (1, 1)), (2, (2, 1))] {
+        let resolved = resolve_image(&access, &cache, &source, None, options, &|_| {})
+            .await
+            .unwrap();
+        assert_eq!(resolved.manifests[0].1.digest, manifest_digest, "run {run}");
+        assert_eq!(
+            asked(),
+            expected,
+            "run {run}: (tag, platform manifest) requests"
+        );
+    }
+    std::fs::write(cache.blob_path(&manifest_digest), b"{}").unwrap();
+    let resolved = resolve_image(&access, &cache, &source, None, options, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(resolved.manifests[0].1.digest, manifest_digest);
+    assert_eq!(asked(), (3, 2), "the damaged copy is fetched anew");
+    assert_eq!(
+        cache
+            .read_small(&manifest_digest)
+            .unwrap()
+            .map(|b| Sha256Digest::of(&b)),
+        Some(manifest_digest),
+        "and stored again"
+    );
 }
