@@ -27,7 +27,7 @@
 //!   systems, `harbor`, `docker-compose`, `docker-registry`, `calicoctl` and any field KubeKey's
 //!   schema lacks → warnings.
 //!
-//! The KubeKey document is read as a tree of located nodes ([`node`]) rather than strict
+//! The KubeKey document is read as a tree of located nodes (module `node`) rather than strict
 //! types, because a field kk does not know must be a warning with its line, not an error.
 
 mod auths;

@@ -1,8 +1,8 @@
 //! OS packages: one set of `spec.osPackages` for one architecture, from a signed Debian-format
 //! repository to verified `.deb`s in the cache.
 //!
-//! The chain of trust is Debian's own: the keyring verifies `InRelease` ([`signed`]), whose
-//! signed Release text gives the sha256 of each `Packages` index ([`release`]), whose entries
+//! The chain of trust is Debian's own: the keyring verifies `InRelease` (module `signed`), whose
+//! signed Release text gives the sha256 of each `Packages` index (module `release`), whose entries
 //! give the sha256 of each `.deb`. Every download goes through the cache with the digest the
 //! previous link gave, so nothing unverified is ever kept.
 //!
