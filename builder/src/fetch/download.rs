@@ -11,7 +11,7 @@ use reqwest::header::{CONTENT_RANGE, HeaderMap, RANGE};
 
 use super::FetchError;
 use super::retry::Failure;
-use super::{HttpFetcher, Target, blocking};
+use super::{HttpFetcher, Target, blocking, receive};
 use crate::cache::{Cache, CacheError, CachedBlob, Download};
 use bundle_spec::Sha256Digest;
 
@@ -82,12 +82,12 @@ impl HttpFetcher {
             target.url.to_string(),
             target.shown.to_string(),
         );
-        let mut download = blocking("resuming a partial download", move || {
+        let download = blocking("resuming a partial download", move || {
             starter.begin(&key, &what, expected)
         })
         .await??;
         *resumed = download.offset() > 0;
-        self.transfer(target, &mut download, progress).await?;
+        let download = self.transfer(target, download, progress).await?;
         Ok(blocking("storing a download", move || download.finish()).await??)
     }
 
@@ -95,27 +95,31 @@ impl HttpFetcher {
     async fn transfer(
         &self,
         target: &Target,
-        download: &mut Download,
+        mut download: Download,
         progress: Progress<'_>,
-    ) -> Result<(), FetchError> {
+    ) -> Result<Download, FetchError> {
         let mut retry = self.retry();
         loop {
             retry.attempt();
-            let result = self.transfer_attempt(target, download, progress).await;
+            let (after, result) = self.transfer_attempt(target, download, progress).await?;
+            download = after;
             retry.reached(download.offset());
             match result {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(download),
                 Err(failure) => retry.after(failure, &target.shown).await?,
             }
         }
     }
 
+    /// One request for what the download lacks: the download again, with what arrived, and
+    /// how the attempt ended. An error of the cache (the download is gone then) ends the
+    /// download.
     async fn transfer_attempt(
         &self,
         target: &Target,
-        download: &mut Download,
+        mut download: Download,
         progress: Progress<'_>,
-    ) -> Result<(), Failure> {
+    ) -> Result<(Download, Result<(), Failure>), FetchError> {
         let offset = download.offset();
         let mut request = self
             .inner
@@ -125,23 +129,28 @@ impl HttpFetcher {
         if offset > 0 {
             request = request.header(RANGE, format!("bytes={offset}-"));
         }
-        let mut response = request.send().await?;
-        let total = match accept(response.status(), response.headers(), download)? {
-            Accepted::Complete => return Ok(()),
-            Accepted::Body { total } => total,
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => return Ok((download, Err(error.into()))),
+        };
+        let total = match accept(response.status(), response.headers(), &mut download) {
+            Ok(Accepted::Complete) => return Ok((download, Ok(()))),
+            Ok(Accepted::Body { total }) => total,
+            Err(failure) => return Ok((download, Err(failure))),
         };
         progress(download.offset(), total);
-        while let Some(chunk) = response.chunk().await? {
-            download.write(&chunk)?;
-            progress(download.offset(), total);
-        }
-        match total {
-            Some(total) if download.offset() < total => Err(Failure::Protocol(format!(
+        let tell = |received: u64| progress(received, total);
+        let received = receive(response.bytes_stream(), download, &tell).await??;
+        let download = received.download;
+        let result = match (received.failure, total) {
+            (Some(error), _) => Err(error.into()),
+            (None, Some(total)) if download.offset() < total => Err(Failure::Protocol(format!(
                 "the body ended after {} of {total} bytes",
                 download.offset()
             ))),
-            _ => Ok(()),
-        }
+            (None, _) => Ok(()),
+        };
+        Ok((download, result))
     }
 }
 

@@ -11,7 +11,9 @@
 //! - **resumption**: a download writes into the cache's partial file and, after a cut or an
 //!   interrupted run, continues with `Range: bytes=N-` (`download`);
 //! - **verification**: every download is hashed while it is written and checked against the
-//!   expected digest before it enters the cache, and a cache hit costs no request at all.
+//!   expected digest before it enters the cache, and a cache hit costs no request at all;
+//! - **receiving** (`receive`, for image blobs too): the writing and hashing run on a blocking
+//!   thread while the next bytes arrive, never on an async worker.
 //!
 //! Parallelism is the caller's business (a semaphore around these calls); a fetcher is cheap to
 //! clone and share between tasks.
@@ -19,6 +21,7 @@
 mod client;
 mod download;
 mod error;
+mod receive;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod test_server;
@@ -35,6 +38,7 @@ use url::Url;
 use crate::cache::Cache;
 use client::Clients;
 pub use error::{FetchError, FetchUrl};
+pub(crate) use receive::receive;
 use retry::{Failure, Retry, Timing};
 
 /// The size limit of [`HttpFetcher::text`].

@@ -24,24 +24,36 @@ fn count(dir: &std::path::Path) -> usize {
     fs::read_dir(dir).unwrap().count()
 }
 
-#[tokio::test]
-async fn a_cut_body_is_resumed_with_range() {
-    let server = TestServer::start(|request, number| {
+/// A server of [`BODY`] that cuts its first answer after `bytes` and answers in full after.
+async fn cut_once_after(bytes: usize) -> TestServer {
+    TestServer::start(move |request, number| {
         let reply = Reply::file(BODY, request);
         if number == 0 {
-            reply.cut_after(10)
+            reply.cut_after(bytes)
         } else {
             reply
         }
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_cut_body_is_resumed_with_range_off_the_async_thread() {
+    let server = cut_once_after(10).await;
     let (_dir, cache) = cache();
     let digest = Sha256Digest::of(BODY);
+    // A `#[tokio::test]` runtime runs every task on this thread.
+    let before = crate::cache::file_calls_on_this_thread();
     let blob = retrying(3)
         .download(&server.url("/f"), Some(digest), &cache, &no_progress)
         .await
         .unwrap();
     assert_eq!(fs::read(&blob.path).unwrap(), BODY);
+    assert_eq!(
+        crate::cache::file_calls_on_this_thread(),
+        before,
+        "blocking cache file operations ran on the async thread"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].header("range"), None);
@@ -50,15 +62,7 @@ async fn a_cut_body_is_resumed_with_range() {
 
 #[tokio::test]
 async fn an_interrupted_run_is_resumed_by_the_next() {
-    let server = TestServer::start(|request, number| {
-        let reply = Reply::file(BODY, request);
-        if number == 0 {
-            reply.cut_after(7)
-        } else {
-            reply
-        }
-    })
-    .await;
+    let server = cut_once_after(7).await;
     let (_dir, cache) = cache();
     let url = server.url("/f");
     let error = retrying(0)

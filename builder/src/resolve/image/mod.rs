@@ -22,7 +22,6 @@ use std::path::PathBuf;
 use bundle_spec::Sha256Digest;
 use bundle_spec::lock::{LockedImage, LockedReferrer};
 use bundle_spec::platform::Platform;
-use futures_util::StreamExt as _;
 use oci_client::Reference;
 use oci_client::client::BlobResponse;
 use oci_client::errors::OciDistributionError;
@@ -32,8 +31,8 @@ pub use document::{BlobRef, Document, DocumentError};
 pub use referrers::{COSIGN_SUFFIXES, Referrer, digest_tag};
 pub use verify::verify_signed;
 
-use crate::cache::{Cache, CacheError, CachedBlob, Download};
-use crate::fetch::blocking;
+use crate::cache::{Cache, CacheError, CachedBlob};
+use crate::fetch::{blocking, receive};
 use crate::resolve::ResolveError;
 
 /// The media types a build accepts for manifests and indexes.
@@ -459,9 +458,6 @@ async fn store_document(
     Ok((document, blob))
 }
 
-/// How many chunks of a blob that already arrived are written to the cache at once.
-const CHUNKS_PER_WRITE: usize = 16;
-
 /// Fetches one config or layer into the cache, resuming a partial download, verified by digest
 /// and by the size its descriptor gives: a registry sending more is cut off as soon as it does,
 /// one sending less fails; either error names the blob. The cache's file work runs off the async
@@ -519,27 +515,13 @@ pub async fn fetch_blob(
             }
             BlobResponse::Partial(stream) => stream.stream,
         };
-        let mut batches = stream.ready_chunks(CHUNKS_PER_WRITE);
-        while let Some(batch) = batches.next().await {
-            let mut chunks = Vec::with_capacity(batch.len());
-            let mut failure = None;
-            for item in batch {
-                match item {
-                    Ok(chunk) => chunks.push(chunk),
-                    Err(error) => {
-                        failure = Some(error);
-                        break;
-                    }
-                }
-            }
-            download = write_chunks(download, chunks).await?;
-            progress(download.offset(), Some(size));
-            if let Some(error) = failure {
-                // oci-client checks the digest once a whole blob arrived; a short one is left
-                // to `finish`, which names the sizes.
-                if download.offset() < size && is_digest_check(&error) {
-                    break;
-                }
+        let tell = |received: u64| progress(received.min(size), Some(size));
+        let received = receive(stream, download, &tell).await??;
+        download = received.download;
+        if let Some(error) = received.failure {
+            // oci-client checks the digest once a whole blob arrived; a short one is left to
+            // `finish`, which names the sizes.
+            if !(download.offset() < size && is_digest_check(&error)) {
                 return Err(ResolveError::Transfer {
                     what: format!("{} blob {}", source.name(), blob.digest),
                     source: error,
@@ -548,24 +530,6 @@ pub async fn fetch_blob(
         }
     }
     Ok(blocking("storing a blob", move || download.finish()).await??)
-}
-
-/// Appends `chunks` to `download` on the blocking pool; the download moves there and back, so a
-/// cancelled fetch leaves it whole.
-async fn write_chunks(
-    mut download: Download,
-    chunks: Vec<bytes::Bytes>,
-) -> Result<Download, ResolveError> {
-    if chunks.is_empty() {
-        return Ok(download);
-    }
-    Ok(blocking("writing a download", move || {
-        for chunk in &chunks {
-            download.write(chunk)?;
-        }
-        Ok::<_, CacheError>(download)
-    })
-    .await??)
 }
 
 /// Whether a stream error is oci-client's digest check at the end of a blob.
