@@ -160,6 +160,7 @@ async fn build_once(
         options,
         progress,
         spec,
+        &sources,
         &platforms,
         locked.clone(),
         base.clone(),
@@ -231,6 +232,7 @@ fn context(
     options: &BuildOptions,
     progress: &Progress,
     spec: &Spec,
+    sources: &Sources,
     platforms: &[Platform],
     locked: Option<Lock>,
     base: Option<Base>,
@@ -240,8 +242,18 @@ fn context(
         file_mirrors: spec.file_mirrors.clone(),
         ..FetchOptions::default()
     };
+    let access = RegistryAccess::new(&spec.registries)?;
+    // The registry clients are set up on the blocking pool while this thread sets up the file
+    // client: both parse the system's root certificates.
+    access.prepare(
+        sources
+            .images
+            .iter()
+            .chain(&sources.oci_charts)
+            .map(|source| &source.reference),
+    );
     Ok(Arc::new(Context {
-        access: RegistryAccess::new(&spec.registries)?,
+        access,
         fetcher: HttpFetcher::new(fetch_options)?,
         cache: Cache::open(&options.cache_dir)?,
         platforms: platforms.to_vec(),

@@ -5,7 +5,7 @@
 //! reference (`docker.io/library/busybox` is fetched as `<mirror>/library/busybox`), the way
 //! containerd's `hosts.toml` mirrors work, and the mirror's own entry decides how to talk to it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -88,13 +88,33 @@ impl RegistryAccess {
         }
     }
 
-    /// The client for the registry `reference` lives on. The first request for a host sets
-    /// its client up off the async workers, since that reads the host's CA file and the
-    /// system's roots; requests for the same host meanwhile wait for that one client instead of
-    /// each building their own (a build resolving seven images of one registry built seven,
-    /// each parsing every system root certificate twice, on the path to its first request).
+    /// The client for the registry `reference` lives on. The first request for a host (or
+    /// [`prepare`](Self::prepare), ahead of it) sets its client up off the async workers, since
+    /// that reads the host's CA file and the system's roots; requests for the same host
+    /// meanwhile wait for that one client instead of each building their own (a build resolving
+    /// seven images of one registry built seven, each parsing every system root certificate
+    /// twice, on the path to its first request).
     pub async fn client(&self, reference: &Reference) -> Result<Client, ResolveError> {
-        let host = reference.registry().to_owned();
+        self.host_client(reference.registry().to_owned()).await
+    }
+
+    /// Starts setting up, on the blocking pool, the clients of the registries `sources` are
+    /// fetched from. Each set-up parses the system's root certificates twice (oci-client's
+    /// doing), some milliseconds on one core before a build's first request; begun here, it
+    /// runs beside the rest of the build's start. A set-up that fails is left to the first
+    /// request for that host, which makes it again and reports the error.
+    pub fn prepare<'a>(&self, sources: impl IntoIterator<Item = &'a Reference>) {
+        let hosts: BTreeSet<String> = sources
+            .into_iter()
+            .map(|source| self.fetch_reference(source).registry().to_owned())
+            .collect();
+        for host in hosts {
+            let access = self.clone();
+            tokio::spawn(async move { access.host_client(host).await.map(drop) });
+        }
+    }
+
+    async fn host_client(&self, host: String) -> Result<Client, ResolveError> {
         let cell = Arc::clone(self.clients()?.entry(host.clone()).or_default());
         let client = cell
             .get_or_try_init(|| async {
@@ -283,6 +303,44 @@ mod tests {
             access.client_config("quay.io").unwrap().protocol,
             ClientProtocol::Https
         ));
+    }
+
+    /// `prepare` sets up the client of the host an image is fetched from (its mirror's), and
+    /// a set-up that failed is made again by the first request, which reports the error.
+    #[tokio::test]
+    async fn prepared_clients_are_the_mirrors_and_a_failed_one_is_reported_by_the_first_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing-ca.pem");
+        let settings = settings(&format!(
+            r#"{{docker.io: {{mirror: "127.0.0.1:5000"}}, "127.0.0.1:5000": {{plainHTTP: true}}, "bad.example": {{caFile: "{}"}}}}"#,
+            missing.display()
+        ));
+        let access = RegistryAccess {
+            settings,
+            docker_auths: BTreeMap::new(),
+            clients: Arc::default(),
+        };
+        let mirrored: Reference = "docker.io/library/busybox:1.36".parse().unwrap();
+        let bad: Reference = "bad.example/a:1".parse().unwrap();
+        access.prepare([&mirrored, &bad]);
+        let waiting = std::time::Instant::now();
+        while !access
+            .clients()
+            .unwrap()
+            .get("127.0.0.1:5000")
+            .is_some_and(|cell| cell.initialized())
+        {
+            assert!(
+                waiting.elapsed() < std::time::Duration::from_secs(60),
+                "the mirror's client was not set up"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert!(!access.clients().unwrap().contains_key("docker.io"));
+        let Err(error) = access.client(&bad).await else {
+            panic!("a client for `bad.example` without its CA file");
+        };
+        assert!(error.to_string().contains("missing-ca.pem"), "{error}");
     }
 
     #[test]
