@@ -25,8 +25,9 @@ pub(crate) struct Received<E> {
 }
 
 /// Writes `body` into `download` until the body ends or breaks off, calling `progress` with
-/// how far the file has come (the download's offset and what arrived since). The cache's error (a body longer than the size the
-/// download expects) ends the receiving at once, without waiting for the rest of the body.
+/// how far the file has come (the download's offset and what arrived since). The cache's error
+/// (a body longer than the size the download expects) ends the receiving at once, without
+/// waiting for the rest of the body.
 ///
 /// Dropped midway, the writer finds its channel closed and drops the download, which keeps a
 /// resumable partial file.
