@@ -10,7 +10,7 @@ mod registry;
 pub use registry::registry_request;
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bundle_spec::Bundle;
 use bundle_spec::lock::Lock;
@@ -31,17 +31,28 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("registry_request", registry_request),
 ];
 
-/// A scratch file of this process for inputs that the reader takes from a path.
-fn scratch(name: &str, data: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kk-fuzz-{}", std::process::id()));
-    let _ = fs::create_dir_all(&dir);
-    let path = dir.join(name);
-    fs::write(&path, data).expect("the scratch directory is writable");
-    path
+/// One input as a file named `name`, for readers that take a path, in a directory of its own
+/// that is removed when this is dropped: a fuzzer runs millions of inputs and the regression
+/// test runs on every `scripts/test.sh`, and neither may leave them behind in the temp dir.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str, data: &[u8]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("kk-fuzz-")
+            .tempdir()
+            .expect("the temp dir is writable");
+        let path = dir.path().join(name);
+        fs::write(&path, data).expect("the scratch directory is writable");
+        Self { _dir: dir, path }
+    }
 }
 
 /// Opens `path` as a bundle and does everything a reader does with it.
-fn read_bundle(path: &std::path::Path) {
+fn read_bundle(path: &Path) {
     let Ok(mut bundle) = Bundle::open(path) else {
         return;
     };
@@ -53,19 +64,19 @@ fn read_bundle(path: &std::path::Path) {
 
 /// Raw bytes as a bundle file: seek table, frames, tar, everything lies.
 pub fn bundle_raw(data: &[u8]) {
-    read_bundle(&scratch("raw.tar.zst", data));
+    read_bundle(&Scratch::new("raw.tar.zst", data).path);
 }
 
 /// Bytes as the tar stream inside valid frames, seek table and integrity frame, so mutations
 /// reach the tar headers, the checksum list, the description and the blobs.
 pub fn bundle_frames(data: &[u8]) {
     let framed = bundle_spec::test_support::frame_tar(data);
-    read_bundle(&scratch("framed.tar.zst", &framed));
+    read_bundle(&Scratch::new("framed.tar.zst", &framed).path);
 }
 
 /// Bytes as a `.split.json` parts index.
 pub fn parts_index(data: &[u8]) {
-    let _ = PartsIndex::read(&scratch("b.tar.zst.split.json", data));
+    let _ = PartsIndex::read(&Scratch::new("b.tar.zst.split.json", data).path);
 }
 
 /// Bytes as a bundle manifest and as a lock file.
@@ -90,4 +101,18 @@ pub fn inventory(data: &[u8]) {
     };
     let _ = kk_install::inventory::Inventory::from_str_named(text, "inventory.yaml");
     let _ = kk_install::inventory::Config::from_str_named(text, "config.yaml");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scratch_input_leaves_nothing_behind() {
+        let scratch = Scratch::new("raw.tar.zst", b"input");
+        let dir = scratch.path.parent().expect("a directory").to_owned();
+        assert_eq!(fs::read(&scratch.path).expect("written"), b"input");
+        drop(scratch);
+        assert!(!dir.exists(), "`{}` is left behind", dir.display());
+    }
 }
