@@ -155,6 +155,28 @@ pub enum BundleError {
         /// The integrity frame's offset.
         offset: u64,
     },
+    /// The integrity frame's tag names no kind this reader knows.
+    #[error(
+        "the integrity frame at byte {offset} has the tag `{tag}`, which is neither `KKFD` nor `KKFL`: the file was damaged, or written by a newer kk-bundle"
+    )]
+    IntegrityTag {
+        /// The integrity frame's offset.
+        offset: u64,
+        /// The four bytes, printable.
+        tag: String,
+    },
+    /// The integrity frame is not of the kind the bundle's format version requires.
+    #[error(
+        "the bundle says format version `{version}`, whose integrity frame is tagged `{expected}`, but it has one tagged `{found}`; the file was changed after it was written"
+    )]
+    IntegrityKindMismatch {
+        /// The bundle's version.
+        version: FormatVersion,
+        /// The tag that version requires.
+        expected: String,
+        /// The tag found.
+        found: String,
+    },
     /// The checksum list is not in its one valid spelling.
     #[error("checksum list `kk-bundle/SHA256SUMS` is malformed{}: {reason}", if *line > 0 { format!(" at line {line}") } else { String::new() })]
     ChecksumList {
@@ -279,7 +301,7 @@ pub enum BundleError {
     UnsupportedVersion {
         /// The bundle's version.
         found: FormatVersion,
-        /// The major versions this reader reads, for the message (`1.x and 2.x`).
+        /// The major versions this reader reads, for the message (`1.x to 4.x`).
         supported: &'static str,
     },
     /// A delta bundle's `base` (or its absence) does not fit the format version or the

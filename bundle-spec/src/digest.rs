@@ -24,6 +24,11 @@ impl Sha256Digest {
         Ok((hashing.finish().1, size))
     }
 
+    /// The digest whose 32 bytes are `bytes`.
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
     /// The digest a finished hasher computed.
     pub(crate) fn from_hasher(hasher: Sha256) -> Self {
         Self(hasher.finalize().into())
@@ -166,8 +171,6 @@ enum Work {
     Bytes(Vec<u8>),
     /// Report the digest of everything since the last `Finish`, and start over.
     Finish,
-    /// Report the digest of everything since the last `Finish`, and go on.
-    Snapshot,
 }
 
 impl BackgroundHasher {
@@ -188,10 +191,6 @@ impl BackgroundHasher {
                     Work::Finish => {
                         let digest = Sha256Digest::from_hasher(std::mem::take(&mut hasher));
                         let _ = report.send((digest, std::mem::take(&mut count)));
-                    }
-                    Work::Snapshot => {
-                        let digest = Sha256Digest::from_hasher(hasher.clone());
-                        let _ = report.send((digest, count));
                     }
                 }
             }
@@ -223,19 +222,30 @@ impl BackgroundHasher {
     /// The digest and length of everything queued since the last call; `None` if the worker
     /// is gone (the caller must then treat the content as unverified).
     pub(crate) fn finish(&self) -> Option<(Sha256Digest, u64)> {
-        self.work.send(Work::Finish).ok()?;
+        self.end_part()?;
+        self.next_digest()
+    }
+
+    /// Like [`finish`](Self::finish), but without waiting: the digest of everything queued
+    /// since the last part ended is reported later, in order, to [`Self::next_digest`] or
+    /// [`Self::try_digest`]. `None` if the worker is gone.
+    pub(crate) fn end_part(&self) -> Option<()> {
+        self.work.send(Work::Finish).ok()
+    }
+
+    /// The digest and length of the oldest part not yet told, once it is hashed.
+    pub(crate) fn next_digest(&self) -> Option<(Sha256Digest, u64)> {
         self.digests.recv().ok()
     }
 
-    /// Like [`finish`](Self::finish), but the hash goes on.
-    pub(crate) fn snapshot(&self) -> Option<(Sha256Digest, u64)> {
-        self.work.send(Work::Snapshot).ok()?;
-        self.digests.recv().ok()
+    /// The digest and length of the oldest part not yet told, if it is hashed already.
+    pub(crate) fn try_digest(&self) -> Option<(Sha256Digest, u64)> {
+        self.digests.try_recv().ok()
     }
 }
 
 /// A writer whose bytes are also hashed on a [`BackgroundHasher`]'s thread: the writing thread
-/// only copies them, so hashing a bundle's output overlaps compressing and writing it.
+/// only copies them, so hashing the parts of a split bundle overlaps writing them.
 pub(crate) struct BackgroundHashing<W> {
     inner: W,
     hasher: BackgroundHasher,
@@ -251,28 +261,9 @@ impl<W: Write> BackgroundHashing<W> {
         }
     }
 
-    /// Writes all of `bytes` to the inner writer, in calls of at most `chunk` bytes, and hands
-    /// them to the hasher without copying them; returns a spent buffer to reuse (see
-    /// [`BackgroundHasher::update_owned`]).
-    pub(crate) fn write_owned(&mut self, bytes: Vec<u8>, chunk: usize) -> io::Result<Vec<u8>> {
-        for part in bytes.chunks(chunk) {
-            self.inner.write_all(part)?;
-        }
-        self.count += bytes.len() as u64;
-        Ok(self.hasher.update_owned(bytes))
-    }
-
     /// How many bytes passed so far.
     pub(crate) fn count(&self) -> u64 {
         self.count
-    }
-
-    /// The sha256 of the bytes so far (the hash goes on).
-    pub(crate) fn digest_so_far(&self) -> io::Result<Sha256Digest> {
-        self.hasher
-            .snapshot()
-            .map(|(digest, _)| digest)
-            .ok_or_else(|| io::Error::other("the hashing thread stopped"))
     }
 
     /// The writer, the digest of everything written and its length.

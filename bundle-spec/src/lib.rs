@@ -52,6 +52,7 @@ pub mod durable;
 pub mod error;
 pub mod format_version;
 pub mod inspect;
+mod integrity;
 pub mod layout;
 pub mod lock;
 pub mod manifest;

@@ -175,7 +175,16 @@ fn split_parts_concatenate_to_the_single_file() {
     )
     .unwrap();
     assert_eq!(parts.identity, one.identity);
-    assert_eq!(parts.output.sha256, one.output.sha256);
+    let whole = Sha256Digest::of(&fs::read(&single).unwrap());
+    assert_eq!(
+        parts.output.sha256,
+        Some(whole),
+        "the parts index's hash of the whole"
+    );
+    assert_eq!(
+        one.output.sha256, None,
+        "a single file is not hashed as a whole"
+    );
     let files = &parts.output.paths;
     assert!(files[0].ends_with("split.tar.zst.split.json"));
     assert!(files[1].ends_with("split.tar.zst.part001"));
@@ -893,8 +902,9 @@ type Damage = fn(&mut Vec<u8>);
 
 /// The bytes after a frame-cache entry's table: frame count, blob size, checksum, magic.
 const ENTRY_TAIL: usize = 4 + 8 + 8 + 8;
-/// The size of a row of that table: compressed and decompressed size, stored frame's checksum.
-const ENTRY_ROW: usize = 4 + 4 + 8;
+/// The size of a row of that table: compressed and decompressed size, stored frame's checksum,
+/// the frame's sha256.
+const ENTRY_ROW: usize = 4 + 4 + 8 + 32;
 
 /// The number of frames a frame-cache entry lists (the `u32` that starts its tail).
 fn frame_count(entry: &[u8]) -> usize {
@@ -933,4 +943,129 @@ fn a_changed_byte_in_a_bundle_of_format_1_2_is_refused() {
         refused.is_err(),
         "a flipped byte at {middle} was not noticed"
     );
+}
+
+/// The integrity frame's magic, little-endian (SPEC §2.2).
+const INTEGRITY_MAGIC: [u8; 4] = [0x5b, 0x2a, 0x4d, 0x18];
+
+/// Where the integrity frame of `bundle` starts and each data frame's sha256, found by walking
+/// the frames from the start as SPEC §2 lays them out, not through the reader.
+fn frames_and_integrity(bundle: &[u8]) -> (usize, Vec<Sha256Digest>) {
+    let (mut at, mut digests) = (0, Vec::new());
+    while bundle[at..at + 4] != INTEGRITY_MAGIC {
+        let size = zstd::zstd_safe::find_frame_compressed_size(&bundle[at..]).unwrap();
+        digests.push(Sha256Digest::of(&bundle[at..at + size]));
+        at += size;
+    }
+    (at, digests)
+}
+
+/// The sha256 of the frame list (SPEC §2.2, tag `KKFL`).
+fn list_digest(digests: &[Sha256Digest]) -> Sha256Digest {
+    let list: Vec<u8> = digests.iter().flat_map(|d| *d.as_bytes()).collect();
+    Sha256Digest::of(&list)
+}
+
+/// `bundle` with its integrity frame replaced by one tagged `tag` over `digest`.
+fn with_integrity(bundle: &[u8], tag: [u8; 4], digest: &Sha256Digest) -> Vec<u8> {
+    let (at, _) = frames_and_integrity(bundle);
+    let mut bytes = bundle.to_vec();
+    bytes[at + 8..at + 12].copy_from_slice(&tag);
+    bytes[at + 12..at + 44].copy_from_slice(digest.as_bytes());
+    bytes
+}
+
+#[test]
+fn a_bundle_is_written_as_format_3_with_the_list_of_its_frames_sha256s() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("b.tar.zst");
+    write_bundle(&fx.contents, &path, &options()).unwrap();
+    let bytes = fs::read(&path).unwrap();
+    let (at, digests) = frames_and_integrity(&bytes);
+    assert!(digests.len() > 5, "one frame per member at least");
+    assert_eq!(&bytes[at + 4..at + 12], b"\x24\0\0\0KKFL");
+    assert_eq!(&bytes[at + 12..at + 44], list_digest(&digests).as_bytes());
+    let bundle = Bundle::open(&path).unwrap();
+    assert_eq!(bundle.description().format_version, FORMAT_VERSION);
+    assert_eq!(FORMAT_VERSION.to_string(), "3.0");
+    assert_eq!(DELTA_FORMAT_VERSION.to_string(), "4.0");
+}
+
+/// An integrity frame that is right for its tag but not for the bundle's version is refused,
+/// both ways: a 1.2 bundle with a valid frame list, a 3.0 bundle with a valid whole-file hash.
+/// A tag of neither kind is refused by name.
+#[test]
+fn an_integrity_frame_of_another_kind_than_the_version_says_is_refused() {
+    let fx = Fixture::new();
+    let current = fx.dir.path().join("b.tar.zst");
+    write_bundle(&fx.contents, &current, &options()).unwrap();
+    let current = fs::read(current).unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let old = fs::read(data.join("format-1.2.tar.zst")).unwrap();
+    let whole = |bytes: &[u8]| Sha256Digest::of(&bytes[..frames_and_integrity(bytes).0]);
+    let list = |bytes: &[u8]| list_digest(&frames_and_integrity(bytes).1);
+    let cases = [
+        (
+            "1.2 with a frame list",
+            with_integrity(&old, *b"KKFL", &list(&old)),
+            "1.2",
+            "KKFD",
+        ),
+        (
+            "3.0 hashed whole",
+            with_integrity(&current, *b"KKFD", &whole(&current)),
+            "3.0",
+            "KKFL",
+        ),
+    ];
+    for (what, bytes, version, expected) in cases {
+        let err = verify_bytes(&bytes, &fx.dir.path().join("x.tar.zst")).unwrap_err();
+        assert!(
+            matches!(&err, BundleError::IntegrityKindMismatch { version: v, expected: e, .. }
+                if v.to_string() == version && e == expected),
+            "{what}: {err}"
+        );
+    }
+    let unknown = with_integrity(&current, *b"KKFX", &list(&current));
+    let err = verify_bytes(&unknown, &fx.dir.path().join("y.tar.zst")).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::IntegrityTag { tag, .. } if tag == "KKFX"),
+        "{err}"
+    );
+    // The same frames with the right frame for their version verify: only the kind was wrong.
+    verify_bytes(
+        &with_integrity(&old, *b"KKFD", &whole(&old)),
+        &fx.dir.path().join("z"),
+    )
+    .unwrap();
+}
+
+/// A flipped byte in any data frame of a 3.0 bundle changes that frame's sha256 and so the
+/// list's: every frame is covered, the last and the cached ones alike.
+#[test]
+fn a_changed_byte_in_any_frame_of_a_format_3_bundle_is_refused() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("b.tar.zst");
+    let cached = WriteOptions {
+        frame_cache: Some(FrameCache::new(fx.dir.path().join("frames"))),
+        ..options()
+    };
+    write_bundle(&fx.contents, &fx.dir.path().join("cold.tar.zst"), &cached).unwrap();
+    write_bundle(&fx.contents, &path, &cached).unwrap();
+    let bytes = fs::read(&path).unwrap();
+    assert_eq!(bytes, fs::read(fx.dir.path().join("cold.tar.zst")).unwrap());
+    let (_, digests) = frames_and_integrity(&bytes);
+    let mut start = 0;
+    for (index, _) in digests.iter().enumerate() {
+        let size = zstd::zstd_safe::find_frame_compressed_size(&bytes[start..]).unwrap();
+        // The frame's last byte: inside the zstd checksum or the last block's data.
+        let mut damaged = bytes.clone();
+        damaged[start + size - 1] ^= 0x10;
+        let checked = fx.dir.path().join(format!("d{index}.tar.zst"));
+        assert!(
+            verify_bytes(&damaged, &checked).is_err(),
+            "a flipped byte in frame {index} went unnoticed"
+        );
+        start += size;
+    }
 }

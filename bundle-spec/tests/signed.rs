@@ -236,3 +236,26 @@ fn misplaced_signature_member_is_refused() {
     bundle.verify().unwrap();
     assert_eq!(bundle.signature().unwrap(), Some(json));
 }
+
+/// Signing a bundle of an earlier format keeps its format, and so the integrity frame that
+/// format requires: a 1.2 bundle stays a 1.2 bundle that every reader of 1.2 still reads.
+#[test]
+fn a_bundle_of_format_1_2_signed_later_stays_one() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.tar.zst");
+    fs::copy(data.join("format-1.2.tar.zst"), &path).unwrap();
+    let result = sign_bundle(&path, &key(1)).unwrap();
+    assert!(result.embedded);
+    let mut bundle = Bundle::open(&path).unwrap();
+    assert_eq!(bundle.description().format_version.to_string(), "1.2");
+    bundle.verify().unwrap();
+    assert_eq!(bundle.signature().unwrap(), Some(result.signature));
+    let bytes = fs::read(&path).unwrap();
+    let tags = bytes.windows(4).filter(|w| w == b"KKFD" || w == b"KKFL");
+    assert_eq!(
+        tags.collect::<Vec<_>>(),
+        [b"KKFD"],
+        "one integrity frame, of 1.2's kind"
+    );
+}

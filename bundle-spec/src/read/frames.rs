@@ -7,9 +7,11 @@ use zeekstd::SeekTable;
 
 use super::MemberHeader;
 use crate::bundle_error::{BundleError, FrameProblem};
-use crate::digest::{BackgroundHasher, Sha256Digest};
+use crate::digest::Sha256Digest;
+use crate::format_version::IntegrityKind;
+use crate::integrity::{INTEGRITY_FRAME_SIZE, IntegrityHash, integrity_frame, tag_of};
 use crate::member::{BLOCK, MAX_MEMBERS, padding};
-use crate::write::{INTEGRITY_FRAME_SIZE, MAX_FRAME_SIZE, integrity_frame};
+use crate::write::MAX_FRAME_SIZE;
 
 /// The zstd frame magic number, little-endian on disk.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -75,6 +77,9 @@ pub(crate) struct FrameTable {
     pub(crate) frames: Vec<Frame>,
     /// Where the integrity frame starts, i.e. the size of all data frames.
     pub(crate) integrity_offset: u64,
+    /// The kind of integrity frame its tag names (checked against the format version once the
+    /// description is read).
+    pub(crate) integrity_kind: IntegrityKind,
     /// Where the seek table starts in the bundle, i.e. the size of all frames.
     pub(crate) table_offset: u64,
     /// The seek table's bytes as a writer would produce them for these frames.
@@ -142,6 +147,7 @@ impl FrameTable {
                 integrity_offset + INTEGRITY_FRAME_SIZE as u64
             )));
         }
+        let integrity_kind = read_integrity_kind(source, integrity_offset)?;
         let mut tail = vec![0; table_bytes.len()];
         source
             .seek(SeekFrom::Start(table_offset))
@@ -155,12 +161,14 @@ impl FrameTable {
         Ok(Self {
             frames,
             integrity_offset,
+            integrity_kind,
             table_offset,
             table_bytes,
         })
     }
 
-    /// Reads the integrity frame and checks it against the sha256 of the data frames.
+    /// Reads the integrity frame and checks it against `digest`, the hash of its kind over the
+    /// data frames.
     pub(crate) fn check_integrity<S: Read + Seek>(
         &self,
         source: &mut S,
@@ -173,7 +181,7 @@ impl FrameTable {
         source
             .read_exact(&mut frame)
             .map_err(|e| crate::bundle_error::from_io(e, BundleError::Read))?;
-        if frame[..] != integrity_frame(digest.as_bytes())[..] {
+        if frame[..] != integrity_frame(self.integrity_kind, &digest)[..] {
             return Err(BundleError::Integrity {
                 offset: self.integrity_offset,
             });
@@ -207,6 +215,25 @@ impl FrameTable {
     pub(crate) fn frame_starting_at(&self, offset: u64) -> Option<usize> {
         self.frames.binary_search_by_key(&offset, |f| f.offset).ok()
     }
+}
+
+/// The kind of the integrity frame at `offset`, from its tag.
+fn read_integrity_kind<S: Read + Seek>(
+    source: &mut S,
+    offset: u64,
+) -> Result<IntegrityKind, BundleError> {
+    let mut frame = [0u8; INTEGRITY_FRAME_SIZE];
+    source
+        .seek(SeekFrom::Start(offset))
+        .map_err(BundleError::Read)?;
+    source
+        .read_exact(&mut frame)
+        .map_err(|e| crate::bundle_error::from_io(e, BundleError::Read))?;
+    let tag = tag_of(&frame).unwrap_or_default();
+    IntegrityKind::from_tag(tag).ok_or_else(|| BundleError::IntegrityTag {
+        offset,
+        tag: tag.escape_ascii().to_string(),
+    })
 }
 
 fn serialize(table: &SeekTable) -> Vec<u8> {
@@ -276,8 +303,8 @@ pub(crate) struct FrameReader<'a, S> {
     content: Vec<u8>,
     position: usize,
     decompressor: zstd::bulk::Decompressor<'static>,
-    /// The sha256 of the compressed frames read so far, when reading started at frame 0.
-    file_hash: Option<BackgroundHasher>,
+    /// The integrity frame's hash of the frames read so far, when reading started at frame 0.
+    file_hash: Option<IntegrityHash>,
 }
 
 impl<'a, S: Read + Seek> FrameReader<'a, S> {
@@ -295,7 +322,7 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
             content: Vec::new(),
             position: 0,
             decompressor: zstd::bulk::Decompressor::new().map_err(BundleError::Read)?,
-            file_hash: (first == 0).then(BackgroundHasher::new),
+            file_hash: (first == 0).then(|| IntegrityHash::new(table.integrity_kind)),
         })
     }
 
@@ -324,10 +351,11 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
         self.position == self.content.len() && self.next == self.table.frames.len()
     }
 
-    /// The sha256 of all data frames, once they were all read from the first (asked once).
+    /// The integrity frame's hash of all data frames, once they were all read from the first
+    /// (asked once).
     pub(crate) fn file_digest(&mut self) -> Option<Sha256Digest> {
         let done = self.next == self.table.frames.len();
-        Some(self.file_hash.take().filter(|_| done)?.finish()?.0)
+        self.file_hash.take().filter(|_| done)?.finish().ok()
     }
 
     /// The first tar block of the frame that failed to load, decoded as far as it goes: when a
@@ -386,9 +414,10 @@ impl<'a, S: Read + Seek> FrameReader<'a, S> {
         }
         // Hashed once decoded (a frame that fails refuses the bundle anyway, and its bytes stay
         // here for `salvage_first_block`); handed over whole rather than copied.
-        if let Some(hash) = &self.file_hash {
+        if let Some(hash) = &mut self.file_hash {
             let spare = hash.update_owned(std::mem::take(&mut self.compressed));
             self.compressed = spare;
+            hash.end_frame().map_err(BundleError::Read)?;
         }
         self.next += 1;
         self.position = 0;

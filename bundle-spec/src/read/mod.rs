@@ -22,10 +22,9 @@ pub use walk::MemberVisitor;
 
 use crate::bundle_error::{BundleError, FrameProblem, from_io};
 use crate::checksums::ChecksumList;
-use crate::description::{
-    DELTA_FORMAT_VERSION, DeltaBase, Description, FORMAT_VERSION, FormatVersion,
-};
+use crate::description::{DELTA_FORMAT_VERSION, DeltaBase, Description, FormatVersion};
 use crate::digest::Sha256Digest;
+use crate::format_version::{IntegrityKind, SUPPORTED_MAJORS};
 use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header,
 };
@@ -109,6 +108,7 @@ impl Bundle {
         let mtime = walker.mtime().unwrap_or_default();
         drop(walker);
         let description = parse_description(&collect.bytes, mtime)?;
+        check_integrity_kind(&description, &table)?;
         check_base(&description, &checksums)?;
         Ok(Self {
             path: path.to_owned(),
@@ -160,12 +160,9 @@ impl Bundle {
     /// information this reader does not show (it is verified all the same).
     pub fn is_newer_minor(&self) -> bool {
         let version = self.description.format_version;
-        let known = if version.major == DELTA_FORMAT_VERSION.major {
-            DELTA_FORMAT_VERSION
-        } else {
-            FORMAT_VERSION
-        };
-        version.minor > known.minor
+        version
+            .newest_known()
+            .is_some_and(|known| version.minor > known.minor)
     }
 
     /// For a delta bundle, the bundle it builds on and the blobs it takes from it.
@@ -429,25 +426,27 @@ fn parse_description(bytes: &[u8], mtime: u64) -> Result<Description, BundleErro
         format_version: FormatVersion,
     }
     let version: VersionOnly = serde_json::from_slice(bytes).map_err(BundleError::Description)?;
-    let major = version.format_version.major;
-    if major != FORMAT_VERSION.major && major != DELTA_FORMAT_VERSION.major {
+    let found = version.format_version;
+    if !found.is_known_major() {
         return Err(BundleError::UnsupportedVersion {
-            found: version.format_version,
-            supported: "1.x and 2.x",
+            found,
+            supported: SUPPORTED_MAJORS,
         });
     }
     let description: Description =
         serde_json::from_slice(bytes).map_err(BundleError::Description)?;
-    let delta = major == DELTA_FORMAT_VERSION.major;
+    let delta = found.is_delta();
     if delta != description.base.is_some() {
         let reason = if delta {
-            "format 2 is a delta bundle, and its description must name the bundle it builds on"
+            format!(
+                "format {found} is a delta bundle, and its description must name the bundle it builds on"
+            )
         } else {
-            "only a delta bundle (format 2) builds on another; a reader of format 1 would take this one for a full bundle"
+            format!(
+                "only a delta bundle (format {DELTA_FORMAT_VERSION}, or 2.x) builds on another; a reader of format {found} would take this one for a full bundle"
+            )
         };
-        return Err(BundleError::DeltaBase {
-            reason: reason.into(),
-        });
+        return Err(BundleError::DeltaBase { reason });
     }
     if u64::try_from(description.created.as_second()).ok() != Some(mtime) {
         return Err(BundleError::CreatedMismatch {
@@ -456,6 +455,23 @@ fn parse_description(bytes: &[u8], mtime: u64) -> Result<Description, BundleErro
         });
     }
     Ok(description)
+}
+
+/// Refuses an integrity frame of another kind than the format version requires (SPEC.md §2.2):
+/// the frame alone would let a bundle be checked against the weaker of the two, or a 3.0
+/// bundle be passed off as a 1.2 one to a reader of both.
+fn check_integrity_kind(description: &Description, table: &FrameTable) -> Result<(), BundleError> {
+    let version = description.format_version;
+    let expected = version.integrity_kind();
+    if table.integrity_kind == expected {
+        return Ok(());
+    }
+    let tag = |kind: IntegrityKind| String::from_utf8_lossy(kind.tag()).into_owned();
+    Err(BundleError::IntegrityKindMismatch {
+        version,
+        expected: tag(expected),
+        found: tag(table.integrity_kind),
+    })
 }
 
 /// Checks that a delta's base blobs are sorted, each listed once, and none of them also a member:

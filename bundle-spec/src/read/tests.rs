@@ -10,6 +10,7 @@ use tempfile::TempDir;
 use super::Bundle;
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
+use crate::format_version::IntegrityKind;
 use crate::member::{MemberPath, canonical_header, padding};
 use crate::test_support::{RawMember as Raw, blob_path, checksum_list as list_of, craft_bundle};
 use crate::write::frames::FrameEncoder;
@@ -234,7 +235,7 @@ fn refuses_an_oversized_header_before_reading_it() {
         huge.header.set_size(limit + 1);
         huge.header.set_cksum();
         // The stream ends after the header: the reader must refuse on the size field alone.
-        let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+        let mut encoder = FrameEncoder::new(Vec::new(), 3, 1, IntegrityKind::FrameList);
         if path != "kk-bundle/SHA256SUMS" {
             encoder.write_all(first.header.as_bytes()).expect("header");
             encoder.write_all(&first.data).expect("data");
@@ -258,11 +259,11 @@ fn refuses_an_unknown_major_version() {
     let mut members = valid_members();
     members[0] = member(
         "kk-bundle/bundle.json",
-        br#"{"formatVersion":"3.0","anything":"else"}"#,
+        br#"{"formatVersion":"5.0","anything":"else"}"#,
     );
     let err = verify(&craft(&list_of(&members), &members)).unwrap_err();
     assert!(
-        matches!(&err, BundleError::UnsupportedVersion { found, .. } if found.major == 3),
+        matches!(&err, BundleError::UnsupportedVersion { found, .. } if found.major == 5),
         "{err}"
     );
 }
@@ -352,7 +353,8 @@ fn refuses_a_non_canonical_header() {
 fn refuses_a_member_that_does_not_start_a_frame() {
     let members = valid_members();
     let list = list_of(&members);
-    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+    // The members say format 1.0.
+    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1, IntegrityKind::WholeFile);
     for raw in std::iter::once(&member("kk-bundle/SHA256SUMS", &list)).chain(&members) {
         // No frame boundary before oci-layout.
         if !raw.header.path_bytes().starts_with(b"oci-layout") {
@@ -431,7 +433,7 @@ fn names_from_the_file_are_shown_escaped() {
 #[test]
 fn refuses_something_that_is_not_a_bundle() {
     let members = valid_members();
-    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1);
+    let mut encoder = FrameEncoder::new(Vec::new(), 3, 1, IntegrityKind::FrameList);
     for raw in &members {
         encoder.end_frame().expect("frame");
         encoder.write_all(raw.header.as_bytes()).expect("header");

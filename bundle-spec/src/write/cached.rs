@@ -49,9 +49,9 @@ pub(super) enum Ahead {
     Entry { digest: Sha256Digest },
     /// The next bytes of the entry's next frame, not its last: not checked yet.
     Piece(Vec<u8>),
-    /// The next frame of the entry (or its last bytes, after its pieces), checked, and its
-    /// decompressed size.
-    Frame(Vec<u8>, u32),
+    /// The next frame of the entry (or its last bytes, after its pieces), checked, its
+    /// decompressed size and the sha256 of the whole frame the entry recorded.
+    Frame(Vec<u8>, u32, Sha256Digest),
     /// The entry's frames ended: all of them whole (`true`), or the next one was damaged.
     End(bool),
 }
@@ -208,7 +208,9 @@ fn send_checked(
         let Some(frame) = checked else {
             return Some(false);
         };
-        ahead.send(Ahead::Frame(frame, row.decompressed)).ok()?;
+        ahead
+            .send(Ahead::Frame(frame, row.decompressed, row.sha256))
+            .ok()?;
     }
     Some(true)
 }

@@ -9,13 +9,22 @@
 //!
 //! An entry is a file `zstd-<level>/<hex>`: the compressed frames as they go into the bundle,
 //! then a table of one [`FrameEntry`] per frame (compressed size and decompressed size as
-//! little-endian `u32`, a checksum as `u64`), the frame count as `u32`, the blob's size as `u64`,
+//! little-endian `u32`, a checksum as `u64`, the sha256 of the frame as it goes into the bundle),
+//! the frame count as `u32`, the blob's size as `u64`,
 //! the first eight bytes of the sha256 of all of that (the table on), and the magic
 //! [`ENTRY_MAGIC`]. The blob's exact size is there because the frames hold its content and
 //! padding, which do not tell a blob's last bytes from zeros: with it, a build can take a cached
 //! blob's size from its entry alone and leave the blob unread (see [`FrameCache::blob_size`]).
 //! The checksum covers what the sums of the table cannot: a changed blob size within the same
 //! padded length.
+//!
+//! Each frame's sha256 is what the bundle's integrity frame lists for it (SPEC.md §2.2), so a
+//! write that copies the frame does not hash it again. It is taken from the bundle's own
+//! integrity hash when the entry is recorded (no second pass) and trusted when the entry is
+//! used: the frame's bytes are checked by decoding, as below, which catches every change to
+//! what the frame holds. A change to bits a decoder ignores would get past that check and
+//! give a bundle whose integrity frame does not match it; a reader refuses that bundle, so the
+//! damage is found, though only when the bundle is verified.
 //!
 //! A *stored* frame (data that does not compress, see `frames::stored_frame`) is not in the
 //! entry: it is the blob's own bytes in raw blocks, so the blob cache already holds it, and
@@ -49,11 +58,12 @@ pub const CACHED_BLOB_SIZE: u64 = 1 << 20;
 /// The last eight bytes of an entry. Entries of earlier formats are not recognised, so they are
 /// removed when used and compressed again: `KKFRAME1` had no blob size, `KKFRAME2` and
 /// `KKFRAME3` hold the frames that do not compress as zstd's compressor wrote them, where the
-/// writer now stores them (other bytes, and not in the entry).
-const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME4";
+/// writer now stores them (other bytes, and not in the entry), and `KKFRAME4` had no frame
+/// sha256s.
+const ENTRY_MAGIC: &[u8; 8] = b"KKFRAME5";
 
 /// The size of one row of an entry's table.
-const ROW: usize = 4 + 4 + 8;
+const ROW: usize = 4 + 4 + 8 + 32;
 
 /// The bytes after an entry's table: frame count, blob size, checksum, magic.
 const TAIL: usize = 4 + 8 + 8 + 8;
@@ -143,6 +153,9 @@ pub(crate) struct FrameEntry {
     /// A stored frame's content checksum (XXH64); 0 for a compressed frame, whose checksum is
     /// in the frame.
     pub(crate) stored_checksum: u64,
+    /// The sha256 of the frame as it goes into the bundle (of the stored frame as laid out, for
+    /// a stored one).
+    pub(crate) sha256: Sha256Digest,
 }
 
 impl FrameEntry {
@@ -196,7 +209,8 @@ impl Entry {
             .map(|row| FrameEntry {
                 compressed: u32::from_le_bytes([row[0], row[1], row[2], row[3]]),
                 decompressed: u32::from_le_bytes([row[4], row[5], row[6], row[7]]),
-                stored_checksum: u64::from_le_bytes(row[8..].try_into().unwrap_or_default()),
+                stored_checksum: u64::from_le_bytes(row[8..16].try_into().unwrap_or_default()),
+                sha256: Sha256Digest::from_bytes(row[16..].try_into().unwrap_or_default()),
             })
             .collect();
         let compressed: u64 = frames.iter().map(|f| u64::from(f.compressed)).sum();
@@ -247,6 +261,7 @@ impl EntryWriter {
             compressed: u32::try_from(compressed.len()).map_err(io::Error::other)?,
             decompressed: u32::try_from(decompressed).map_err(io::Error::other)?,
             stored_checksum: 0,
+            sha256: UNKNOWN,
         });
         Ok(())
     }
@@ -258,18 +273,23 @@ impl EntryWriter {
             compressed: 0,
             decompressed: u32::try_from(decompressed).map_err(io::Error::other)?,
             stored_checksum: checksum,
+            sha256: UNKNOWN,
         });
         Ok(())
     }
 
-    /// Appends the table, the blob's size and their checksum, and renames the entry into
-    /// place.
-    pub(crate) fn finish(mut self) -> io::Result<()> {
+    /// Appends the table, with `sha256s`, the sha256 of each frame in order, the blob's size
+    /// and their checksum, and renames the entry into place.
+    pub(crate) fn finish(mut self, sha256s: &[Sha256Digest]) -> io::Result<()> {
+        if sha256s.len() != self.frames.len() {
+            return Err(io::Error::other("a sha256 for each frame"));
+        }
         let mut table = Vec::with_capacity(self.frames.len() * ROW);
-        for frame in &self.frames {
+        for (frame, sha256) in self.frames.iter().zip(sha256s) {
             table.extend_from_slice(&frame.compressed.to_le_bytes());
             table.extend_from_slice(&frame.decompressed.to_le_bytes());
             table.extend_from_slice(&frame.stored_checksum.to_le_bytes());
+            table.extend_from_slice(sha256.as_bytes());
         }
         let count = u32::try_from(self.frames.len()).map_err(io::Error::other)?;
         let mut counts = [0u8; 12];
@@ -287,6 +307,9 @@ impl EntryWriter {
         Ok(())
     }
 }
+
+/// The sha256 a row holds until the entry is finished with the frames' sha256s.
+const UNKNOWN: Sha256Digest = Sha256Digest::from_bytes([0; 32]);
 
 /// The checksum of an entry's table and of `counts`, its frame count and blob size.
 fn table_check(table: &[u8], counts: &[u8]) -> [u8; 8] {
@@ -318,15 +341,26 @@ mod tests {
         writer.frame(b"abc", 200).expect("frame");
         writer.stored(100, 7).expect("stored");
         writer.frame(b"de", 212).expect("frame");
-        writer.finish().expect("finish");
+        assert!(writer.finish(&[sha(0)]).is_err(), "a sha256 for each frame");
+        let mut writer = cache.create(digest, 3, size).expect("create");
+        writer.frame(b"abc", 200).expect("frame");
+        writer.stored(100, 7).expect("stored");
+        writer.frame(b"de", 212).expect("frame");
+        writer.finish(&[sha(0), sha(1), sha(2)]).expect("finish");
+    }
+
+    /// The made-up sha256 of frame `n`.
+    fn sha(n: u8) -> Sha256Digest {
+        Sha256Digest::of(&[n])
     }
 
     /// A compressed frame's row.
-    fn compressed(compressed: u32, decompressed: u32) -> FrameEntry {
+    fn compressed(compressed: u32, decompressed: u32, sha256: Sha256Digest) -> FrameEntry {
         FrameEntry {
             compressed,
             decompressed,
             stored_checksum: 0,
+            sha256,
         }
     }
 
@@ -343,10 +377,15 @@ mod tests {
             compressed: 0,
             decompressed: 100,
             stored_checksum: 7,
+            sha256: sha(1),
         };
         assert_eq!(
             entry.frames,
-            [compressed(3, 200), stored, compressed(2, 212)]
+            [
+                compressed(3, 200, sha(0)),
+                stored,
+                compressed(2, 212, sha(2))
+            ]
         );
         assert!(stored.is_stored() && !entry.frames[0].is_stored());
         // A buffer reused from a longer frame holds exactly the frame read into it.
@@ -356,7 +395,7 @@ mod tests {
         entry.read_frame(2, &mut buf).expect("read");
         assert_eq!(buf, b"de");
         // Past the frames, the size table is not a frame: a short read is an error.
-        assert!(entry.read_frame(100, &mut buf).is_err());
+        assert!(entry.read_frame(1000, &mut buf).is_err());
         // The frames of a 500-byte blob are those of a 501-byte one padded, but the entry
         // records 500: it is not used for another size, and removed.
         assert!(cache.open(&digest, 3, 501).is_none());
@@ -390,7 +429,7 @@ mod tests {
         let cache = FrameCache::new(dir.path());
         let digest = Sha256Digest::of(b"blob");
         let path = dir.path().join("zstd-3").join(digest.hex());
-        let cases: [(&str, Damage); 5] = [
+        let cases: [(&str, Damage); 7] = [
             ("cut short", |bytes| bytes.truncate(bytes.len() - 1)),
             ("a frame lost", |bytes| {
                 bytes.remove(0);
@@ -407,6 +446,14 @@ mod tests {
             ("the second format", |bytes| {
                 let at = bytes.len() - 1;
                 bytes[at] = b'2';
+            }),
+            ("the fourth format", |bytes| {
+                let at = bytes.len() - 1;
+                bytes[at] = b'4';
+            }),
+            ("a frame's sha256", |bytes| {
+                let at = bytes.len() - 28 - 1;
+                bytes[at] ^= 1;
             }),
         ];
         for (what, damage) in cases {

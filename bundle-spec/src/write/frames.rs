@@ -9,10 +9,14 @@
 //! a large blob, straight from its file.
 //!
 //! zstd's entropy-coded blocks still have bits a decoder may ignore, so a last, skippable
-//! *integrity frame* holds the sha256 of every compressed byte before it: a flipped bit that
-//! zstd would decode to the very same content is still a changed file.
+//! *integrity frame* holds a sha256 over every compressed byte before it (see
+//! [`crate::integrity`]): a flipped bit that zstd would decode to the very same content is
+//! still a changed file. The encoder feeds that hash as it writes each frame; a frame copied
+//! from the frame cache brings its recorded sha256 instead, where the kind allows it.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Seek, Write};
+use std::ops::Range;
 
 use zeekstd::SeekTable;
 use zstd::zstd_safe::CParameter;
@@ -25,33 +29,13 @@ use super::stored::{
 use super::{MAX_FRAME_SIZE, WRITE_CHUNK};
 use crate::bundle_error::BundleError;
 use crate::digest::Sha256Digest;
-
-/// Magic number of the integrity frame, a zstd skippable frame (range `0x184D2A5?`) other than
-/// the seek table's `0x184D2A5E`.
-pub(crate) const INTEGRITY_MAGIC: u32 = 0x184D_2A5B;
-/// The integrity frame's payload starts with these four bytes.
-pub(crate) const INTEGRITY_TAG: &[u8; 4] = b"KKFD";
-/// Size of the integrity frame: magic, size field, tag, sha256.
-pub(crate) const INTEGRITY_FRAME_SIZE: usize = 4 + 4 + 4 + 32;
+use crate::format_version::IntegrityKind;
+use crate::integrity::{INTEGRITY_FRAME_SIZE, IntegrityHash, integrity_frame};
 
 /// zstd job size in multithreaded mode: small enough that both cores work on one frame.
 const JOB_SIZE: i32 = 4 << 20;
 
-/// Where frames go: a writer that hashes what it was given, so the integrity frame takes the
-/// sha256 of the file so far from the hash the output computes anyway (one pass, not two).
-pub(crate) trait HashedWrite: Write {
-    /// The sha256 of every byte written so far.
-    fn sha256_so_far(&self) -> io::Result<Sha256Digest>;
-
-    /// Writes all of `bytes`, taking the buffer itself where the hash can use it without a
-    /// copy, and returns a buffer for the caller to reuse (emptied or not: overwrite it).
-    fn write_owned(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
-        write_in_chunks(self, bytes)
-    }
-}
-
-/// Writes all of `bytes` to `out` in [`WRITE_CHUNK`] pieces and gives the buffer back: what
-/// [`HashedWrite::write_owned`] does where the buffer cannot be handed on.
+/// Writes all of `bytes` to `out` in [`WRITE_CHUNK`] pieces and gives the buffer back.
 pub(crate) fn write_in_chunks(
     out: &mut (impl Write + ?Sized),
     bytes: Vec<u8>,
@@ -62,15 +46,11 @@ pub(crate) fn write_in_chunks(
     Ok(bytes)
 }
 
-impl HashedWrite for Vec<u8> {
-    fn sha256_so_far(&self) -> io::Result<Sha256Digest> {
-        Ok(Sha256Digest::of(self))
-    }
-}
-
 /// Buffers bytes into frames and writes each frame compressed to `out`.
-pub(crate) struct FrameEncoder<W: HashedWrite> {
+pub(crate) struct FrameEncoder<W: Write> {
     out: W,
+    /// The integrity frame's hash, fed every frame as it is written.
+    integrity: IntegrityHash,
     /// [`MAX_FRAME_SIZE`] long from the first byte on; the frame is its first `filled` bytes.
     /// Being full length, it can be read into straight from a file (see [`Self::read_from`]).
     frame: Vec<u8>,
@@ -85,16 +65,24 @@ pub(crate) struct FrameEncoder<W: HashedWrite> {
     compressor: Option<zstd::bulk::Compressor<'static>>,
     /// The level-1 context that samples each frame, kept for the same reason.
     probe: Option<zstd::bulk::Compressor<'static>>,
-    /// A frame-cache entry the frames are copied into while they are written, if one is open.
-    recording: Option<EntryWriter>,
+    /// A frame-cache entry the frames are copied into while they are written, if one is open,
+    /// and the number of its first frame.
+    recording: Option<(EntryWriter, usize)>,
+    /// Recorded entries waiting for the sha256s of their frames (numbered by `Range`), which
+    /// the integrity hash reports once it is done with them: then they are put in place.
+    sealing: VecDeque<(EntryWriter, Range<usize>)>,
     /// How many bytes of a copied frame its pieces wrote so far (see [`Self::copy_piece`]).
     copied: u32,
+    /// Whether those pieces went by unhashed, counting on the frame's recorded sha256.
+    copied_unhashed: bool,
 }
 
-impl<W: HashedWrite> FrameEncoder<W> {
-    pub(crate) fn new(out: W, level: i32, workers: u32) -> Self {
+impl<W: Write> FrameEncoder<W> {
+    /// An encoder writing to `out`, ending with an integrity frame of `kind`.
+    pub(crate) fn new(out: W, level: i32, workers: u32, kind: IntegrityKind) -> Self {
         Self {
             out,
+            integrity: IntegrityHash::new(kind),
             frame: Vec::new(),
             filled: 0,
             compressed: Vec::new(),
@@ -104,8 +92,22 @@ impl<W: HashedWrite> FrameEncoder<W> {
             compressor: None,
             probe: None,
             recording: None,
+            sealing: VecDeque::new(),
             copied: 0,
+            copied_unhashed: false,
         }
+    }
+
+    /// The kind of integrity frame the encoder ends with.
+    pub(crate) fn integrity_kind(&self) -> IntegrityKind {
+        self.integrity.kind()
+    }
+
+    /// Writes all of `bytes` and hands them to the integrity hash, which takes the buffer;
+    /// returns a spent buffer to reuse (overwrite it).
+    fn write_hashed(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
+        let bytes = write_in_chunks(&mut self.out, bytes)?;
+        Ok(self.integrity.update_owned(bytes))
     }
 
     /// Whether the next byte starts a frame.
@@ -118,39 +120,85 @@ impl<W: HashedWrite> FrameEncoder<W> {
         self.level
     }
 
-    /// Copies every frame ended from now on into `entry`, until [`Self::stop_recording`].
+    /// Copies every frame ended from now on into `entry`, until [`Self::seal_recording`]. Only
+    /// an encoder whose integrity frame lists the frames' sha256s records: an entry keeps
+    /// each frame's sha256 for the writes that copy it.
     pub(crate) fn record(&mut self, entry: EntryWriter) {
-        self.recording = Some(entry);
+        if self.integrity.kind() == IntegrityKind::FrameList {
+            self.recording = Some((entry, self.integrity.frame_count()));
+        }
     }
 
-    /// The entry being recorded, if recording did not fail on the way.
-    pub(crate) fn stop_recording(&mut self) -> Option<EntryWriter> {
-        self.recording.take()
+    /// Ends the entry being recorded, if recording did not fail on the way: it is put in
+    /// place once the sha256s of its frames are known, without waiting for them here.
+    pub(crate) fn seal_recording(&mut self) {
+        if let Some((entry, first)) = self.recording.take() {
+            let frames = first..self.integrity.frame_count();
+            self.sealing.push_back((entry, frames));
+            self.seal_ready(false);
+        }
+    }
+
+    /// Puts in place the waiting entries whose frames' sha256s are known (all of them, waiting
+    /// for the hash, with `wait`). An entry that cannot be written is given up: the cache only
+    /// saves time.
+    fn seal_ready(&mut self, wait: bool) {
+        while let Some((_, frames)) = self.sealing.front() {
+            match self.integrity.frame_digests(frames.clone(), wait) {
+                Ok(Some(digests)) => {
+                    if let Some((entry, _)) = self.sealing.pop_front() {
+                        let _ = entry.finish(&digests);
+                    }
+                }
+                Ok(None) => return,
+                Err(_) => return self.sealing.clear(),
+            }
+        }
     }
 
     /// Writes the first bytes of an already compressed frame, ahead of the rest: the frame
-    /// counts only once [`Self::copy_frame`] ends it. Returns a buffer to reuse.
+    /// counts only once [`Self::copy_frame`] ends it. They are hashed only if the integrity
+    /// frame needs every byte; otherwise the frame's recorded sha256 must come with its end.
+    /// Returns a buffer to reuse.
     pub(crate) fn copy_piece(&mut self, piece: Vec<u8>) -> Result<Vec<u8>, BundleError> {
         debug_assert!(self.filled == 0, "a copied frame would split a pending one");
         self.copied += piece.len() as u32;
-        self.out.write_owned(piece).map_err(BundleError::Output)
+        if self.integrity.kind() == IntegrityKind::WholeFile {
+            return self.write_hashed(piece).map_err(BundleError::Output);
+        }
+        self.copied_unhashed = true;
+        write_in_chunks(&mut self.out, piece).map_err(BundleError::Output)
     }
 
     /// Writes an already compressed frame of `decompressed` bytes (or its last bytes, after
     /// its pieces), which the caller checked is one whole frame, and returns a buffer to reuse
-    /// for the next one (the output may keep `compressed` to hash it). The current frame must
-    /// be empty.
+    /// for the next one. `sha256` is the whole frame's, if the caller has it recorded: the
+    /// integrity frame then takes it instead of hashing the bytes, where its kind allows. The
+    /// current frame must be empty.
     pub(crate) fn copy_frame(
         &mut self,
         compressed: Vec<u8>,
         decompressed: u32,
+        sha256: Option<Sha256Digest>,
     ) -> Result<Vec<u8>, BundleError> {
         debug_assert!(self.filled == 0, "a copied frame would split a pending one");
         let size = std::mem::take(&mut self.copied) + compressed.len() as u32;
-        let spare = self
-            .out
-            .write_owned(compressed)
-            .map_err(BundleError::Output)?;
+        let unhashed = std::mem::take(&mut self.copied_unhashed);
+        let spare = match sha256 {
+            Some(sha256) if self.integrity.known_frame(sha256) => {
+                write_in_chunks(&mut self.out, compressed).map_err(BundleError::Output)?
+            }
+            _ if unhashed => {
+                return Err(BundleError::Output(io::Error::other(
+                    "a copied frame's first pieces went unhashed, and its sha256 is not known",
+                )));
+            }
+            _ => {
+                let spare = self.write_hashed(compressed).map_err(BundleError::Output)?;
+                self.integrity.end_frame().map_err(BundleError::Output)?;
+                spare
+            }
+        };
         self.table
             .log_frame(size, decompressed)
             .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
@@ -221,11 +269,8 @@ impl<W: HashedWrite> FrameEncoder<W> {
         let compressed = std::mem::take(&mut self.compressed);
         self.record_frame(|entry| entry.frame(&compressed, content));
         let size = compressed.len();
-        // The output hashes the frame's own buffer and hands back another for the next one.
-        self.compressed = self
-            .out
-            .write_owned(compressed)
-            .map_err(BundleError::Output)?;
+        // The hash takes the frame's own buffer and hands back another for the next one.
+        self.compressed = self.write_hashed(compressed).map_err(BundleError::Output)?;
         self.log_frame(size, content)
     }
 
@@ -246,7 +291,6 @@ impl<W: HashedWrite> FrameEncoder<W> {
         fill: &mut dyn FnMut(&mut Vec<u8>, usize) -> io::Result<()>,
     ) -> io::Result<usize> {
         debug_assert!(self.filled == 0, "a stored frame would split a pending one");
-        let out = &mut self.out;
         let mut written = 0;
         let (last, checksum) = stored_frame_pieces(
             size,
@@ -254,11 +298,12 @@ impl<W: HashedWrite> FrameEncoder<W> {
             fill,
             &mut |piece| {
                 written += piece.len();
-                out.write_owned(piece)
+                let piece = write_in_chunks(&mut self.out, piece)?;
+                Ok(self.integrity.update_owned(piece))
             },
         )?;
         written += last.len();
-        self.compressed = self.out.write_owned(last)?;
+        self.compressed = self.write_hashed(last)?;
         self.record_frame(|entry| entry.stored(size, checksum));
         Ok(written)
     }
@@ -318,11 +363,15 @@ impl<W: HashedWrite> FrameEncoder<W> {
         }
     }
 
-    /// Logs a frame of `size` bytes holding `content` bytes in the seek table.
+    /// Ends a frame of `size` bytes holding `content` bytes, all of them hashed: in the
+    /// integrity hash and in the seek table.
     fn log_frame(&mut self, size: usize, content: usize) -> Result<(), BundleError> {
+        self.integrity.end_frame().map_err(BundleError::Output)?;
         self.table
             .log_frame(size as u32, content as u32)
-            .map_err(|e| BundleError::Compress(io::Error::other(e)))
+            .map_err(|e| BundleError::Compress(io::Error::other(e)))?;
+        self.seal_ready(false);
+        Ok(())
     }
 
     /// Compresses the first `content` bytes of the frame into `self.compressed`.
@@ -347,7 +396,7 @@ impl<W: HashedWrite> FrameEncoder<W> {
     /// Lets the frame-cache entry being recorded, if any, record a frame; an entry that cannot
     /// is given up, since the cache only saves time.
     fn record_frame(&mut self, frame: impl FnOnce(&mut EntryWriter) -> io::Result<()>) {
-        if let Some(entry) = &mut self.recording
+        if let Some((entry, _)) = &mut self.recording
             && frame(entry).is_err()
         {
             self.recording = None;
@@ -357,8 +406,10 @@ impl<W: HashedWrite> FrameEncoder<W> {
     /// Appends the integrity frame and the seek table, and returns the output.
     pub(crate) fn finish(mut self) -> Result<W, BundleError> {
         self.end_frame()?;
-        let digest = self.out.sha256_so_far().map_err(BundleError::Output)?;
-        let frame = integrity_frame(digest.as_bytes());
+        self.seal_ready(true);
+        let kind = self.integrity.kind();
+        let digest = self.integrity.finish().map_err(BundleError::Output)?;
+        let frame = integrity_frame(kind, &digest);
         self.out.write_all(&frame).map_err(BundleError::Output)?;
         self.table
             .log_frame(INTEGRITY_FRAME_SIZE as u32, 0)
@@ -394,17 +445,7 @@ fn configure(
     Ok(())
 }
 
-/// The skippable frame holding the sha256 of every byte before it.
-pub(crate) fn integrity_frame(digest: &[u8]) -> Vec<u8> {
-    let mut frame = Vec::with_capacity(INTEGRITY_FRAME_SIZE);
-    frame.extend_from_slice(&INTEGRITY_MAGIC.to_le_bytes());
-    frame.extend_from_slice(&((INTEGRITY_FRAME_SIZE - 8) as u32).to_le_bytes());
-    frame.extend_from_slice(INTEGRITY_TAG);
-    frame.extend_from_slice(digest);
-    frame
-}
-
-impl<W: HashedWrite> Write for FrameEncoder<W> {
+impl<W: Write> Write for FrameEncoder<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let room = self.room();
         let n = buf.len().min(room.len());
@@ -451,7 +492,7 @@ mod tests {
 
     /// The compressed frame `content` becomes in an encoder of its own.
     fn alone(content: &[u8], level: i32) -> Vec<u8> {
-        let mut encoder = FrameEncoder::new(Vec::new(), level, 2);
+        let mut encoder = FrameEncoder::new(Vec::new(), level, 2, IntegrityKind::FrameList);
         encoder.write_all(content).expect("write");
         encoder.end_frame().expect("frame");
         encoder.out
@@ -461,7 +502,7 @@ mod tests {
     fn a_frame_is_the_same_whatever_frames_the_encoder_compressed_before() {
         for level in [3, 9] {
             let (text, noise) = (compressible(), incompressible(600_000, 0));
-            let mut encoder = FrameEncoder::new(Vec::new(), level, 2);
+            let mut encoder = FrameEncoder::new(Vec::new(), level, 2, IntegrityKind::FrameList);
             let mut expected = Vec::new();
             for content in [&noise, &text, &noise[..5000], &text, &noise] {
                 encoder.write_all(content).expect("write");
@@ -492,7 +533,7 @@ mod tests {
     fn frames_are_the_same_bytes_whatever_the_worker_count() {
         let (text, noise) = (compressible(), incompressible(600_000, 1));
         let frames = |workers: u32| {
-            let mut encoder = FrameEncoder::new(Vec::new(), 9, workers);
+            let mut encoder = FrameEncoder::new(Vec::new(), 9, workers, IntegrityKind::FrameList);
             for content in [&noise, &text] {
                 encoder.write_all(content).expect("write");
                 encoder.end_frame().expect("frame");
@@ -507,13 +548,13 @@ mod tests {
     #[test]
     fn reading_into_the_frame_gives_the_bytes_writing_does() {
         let content = [compressible(), incompressible(MAX_FRAME_SIZE, 2)].concat();
-        let mut written = FrameEncoder::new(Vec::new(), 3, 2);
+        let mut written = FrameEncoder::new(Vec::new(), 3, 2, IntegrityKind::FrameList);
         written.write_all(&content).expect("write");
         written.end_frame().expect("frame");
         // Whole chunks, and short reads that leave less than a chunk before the frame's end
         // (which sliced past the frame's end and panicked).
         for most in [usize::MAX, 700_001] {
-            let mut read = FrameEncoder::new(Vec::new(), 3, 2);
+            let mut read = FrameEncoder::new(Vec::new(), 3, 2, IntegrityKind::FrameList);
             let (mut reader, mut seen) = (Trickle(&content[..], most), Vec::new());
             let read_error = |e| BundleError::Compress(e);
             while read
@@ -552,13 +593,13 @@ mod tests {
             incompressible(MAX_FRAME_SIZE + 5000, 8),
         ];
         for content in cases {
-            let mut buffered = FrameEncoder::new(Vec::new(), 3, 2);
+            let mut buffered = FrameEncoder::new(Vec::new(), 3, 2, IntegrityKind::FrameList);
             buffered.write_all(&content).expect("write");
             buffered.write_all(&vec![0; tail]).expect("padding");
             buffered.end_frame().expect("frame");
 
             let mut file = io::Cursor::new(&content);
-            let mut streamed = FrameEncoder::new(Vec::new(), 3, 2);
+            let mut streamed = FrameEncoder::new(Vec::new(), 3, 2, IntegrityKind::FrameList);
             let (mut seen, mut read, mut stored, mut padded) = (Vec::new(), 0, 0, false);
             let read_error = |e| BundleError::Compress(e);
             while read < content.len() as u64 {
@@ -600,7 +641,7 @@ mod tests {
     fn a_file_shorter_than_its_frame_is_told_short() {
         let content = incompressible(PIECE_SIZE * 2, 9);
         let mut file = io::Cursor::new(&content);
-        let mut encoder = FrameEncoder::new(Vec::new(), 3, 2);
+        let mut encoder = FrameEncoder::new(Vec::new(), 3, 2, IntegrityKind::FrameList);
         let read_error = |e| BundleError::Compress(e);
         let told = encoder
             .store_from(

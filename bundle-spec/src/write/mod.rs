@@ -22,7 +22,6 @@ use p256::ecdsa::SigningKey;
 use sha2::{Digest as _, Sha256};
 
 pub use frame_cache::{CACHED_BLOB_SIZE, FrameCache};
-pub(crate) use frames::{INTEGRITY_FRAME_SIZE, integrity_frame};
 pub use output::{MAX_PART_SIZE, OutputFiles};
 pub use resign::{SignedBundle, sign_bundle};
 
@@ -30,6 +29,7 @@ use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
+use crate::format_version::IntegrityKind;
 use crate::layout::index_bytes;
 use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding,
@@ -188,8 +188,9 @@ pub fn write_bundle_as_ready(
     }
 
     let output = Output::new(target, options.split_size)?;
+    let kind = contents.description.format_version.integrity_kind();
     let mut tar = TarFrames::new(
-        FrameEncoder::new(output, options.level, options.workers),
+        FrameEncoder::new(output, options.level, options.workers, kind),
         mtime,
         options.verify_blobs,
     );
@@ -234,16 +235,19 @@ fn out_of_order(said: &Ahead, blob: &BlobFile) -> BundleError {
     )))
 }
 
-/// A delta (a description with a `base`) must say format 2, and a full bundle format 1, since
-/// that is what makes a reader of format 1 refuse a delta; no blob is both carried and taken
-/// from the base.
+/// A delta (a description with a `base`) must say a delta's format (4, or 2 before it), and a
+/// full bundle a full one (3, or 1), since that is what makes a reader of full bundles refuse a
+/// delta; no blob is both carried and taken from the base.
 fn check_delta(description: &Description, blobs: &[BlobFile]) -> Result<(), BundleError> {
-    let delta = description.format_version.major == DELTA_FORMAT_VERSION.major;
+    let delta = description.format_version.is_delta();
     let reason = match &description.base {
         Some(_) if !delta => Some(format!(
             "a delta bundle must be written as format {DELTA_FORMAT_VERSION}"
         )),
-        None if delta => Some("a bundle of format 2 must name the bundle it builds on".into()),
+        None if delta => Some(format!(
+            "a bundle of format {} is a delta, and must name the bundle it builds on",
+            description.format_version
+        )),
         Some(base) => base
             .blobs
             .iter()
@@ -281,12 +285,18 @@ impl TarFrames {
     }
 
     /// Copies the frames of large blobs from `cache` when it has them, and stores them there
-    /// when it does not; `blobs` are every blob this write will write, in order.
+    /// when it does not; `blobs` are every blob this write will write, in order. A bundle of a
+    /// format whose integrity frame hashes every byte in order (1 or 2, which only re-signing
+    /// an old bundle writes) does not use the cache: its entries keep the frames' sha256s for
+    /// the frame list, which such a bundle cannot use.
     fn use_frame_cache(
         &mut self,
         cache: FrameCache,
         blobs: &[BlobFile],
     ) -> Result<(), BundleError> {
+        if self.frames.integrity_kind() != IntegrityKind::FrameList {
+            return Ok(());
+        }
         let level = self.frames.level();
         self.cached =
             Some(CachedFrames::start(cache.clone(), level, blobs).map_err(BundleError::Output)?);
@@ -349,10 +359,7 @@ impl TarFrames {
         }
         self.blob_content(blob)?;
         self.frames.end_frame()?;
-        if let Some(entry) = self.frames.stop_recording() {
-            // Only a speed-up: a cache that cannot be written is not the bundle's problem.
-            let _ = entry.finish();
-        }
+        self.frames.seal_recording();
         Ok(())
     }
 
@@ -364,8 +371,9 @@ impl TarFrames {
         loop {
             match cached.next()? {
                 Ahead::Piece(piece) => cached.recycle(self.frames.copy_piece(piece)?),
-                Ahead::Frame(frame, decompressed) => {
-                    cached.recycle(self.frames.copy_frame(frame, decompressed)?);
+                Ahead::Frame(frame, decompressed, sha256) => {
+                    let spare = self.frames.copy_frame(frame, decompressed, Some(sha256))?;
+                    cached.recycle(spare);
                 }
                 Ahead::End(true) => return Ok(()),
                 Ahead::End(false) => {

@@ -21,11 +21,22 @@ const MAX_PARTS: usize = 999;
 
 type PartFile = BackgroundHashing<BufWriter<SyncAhead>>;
 
-/// The bundle file(s) being written. Each part is hashed, and split bundles also hash the
-/// whole; a single file is its own one part, so its hash is the whole's.
+/// The bundle file(s) being written. A single file is not hashed here: its integrity frame
+/// covers it. Split bundles hash each part and the whole, for the parts index.
 pub(crate) struct Output {
     target: PathBuf,
-    split: Option<u64>,
+    sink: Sink,
+}
+
+enum Sink {
+    Single(BufWriter<SyncAhead>),
+    Split(Parts),
+}
+
+/// The parts of a split bundle: the one being written, those finished with their hashes and
+/// sizes, and the hash of all of them.
+struct Parts {
+    limit: u64,
     current: Option<PartFile>,
     finished: Vec<(NamedTempFile, Sha256Digest, u64)>,
     whole: BackgroundHashing<io::Sink>,
@@ -38,48 +49,105 @@ pub struct OutputFiles {
     pub paths: Vec<PathBuf>,
     /// The size of the whole bundle (all parts together).
     pub size: u64,
-    /// The sha256 of the whole bundle (all parts concatenated).
-    pub sha256: Sha256Digest,
+    /// For a split bundle, the sha256 of all parts concatenated, which its parts index
+    /// records. A single file is not hashed as a whole: its integrity frame covers it.
+    pub sha256: Option<Sha256Digest>,
 }
 
 impl Output {
     pub(crate) fn new(target: &Path, split: Option<u64>) -> Result<Self, BundleError> {
-        if let Some(size) = split
-            && !(1..=MAX_PART_SIZE).contains(&size)
-        {
-            return Err(BundleError::PartSizeInvalid {
-                size,
-                max: MAX_PART_SIZE,
-            });
-        }
+        let sink = match split {
+            Some(size) if !(1..=MAX_PART_SIZE).contains(&size) => {
+                return Err(BundleError::PartSizeInvalid {
+                    size,
+                    max: MAX_PART_SIZE,
+                });
+            }
+            Some(limit) => Sink::Split(Parts {
+                limit,
+                current: None,
+                finished: Vec::new(),
+                whole: BackgroundHashing::new(io::sink()),
+            }),
+            None => Sink::Single(temp_file(target).map_err(|source| BundleError::Write {
+                path: target.to_owned(),
+                source,
+            })?),
+        };
         Ok(Self {
             target: target.to_owned(),
-            split,
-            current: None,
-            finished: Vec::new(),
-            whole: BackgroundHashing::new(io::sink()),
+            sink,
         })
     }
 
-    fn open_part(&mut self) -> io::Result<&mut PartFile> {
+    /// Renames everything into place, the parts index last.
+    pub(crate) fn commit(self) -> Result<OutputFiles, BundleError> {
+        let io_error = |path: &Path| {
+            let path = path.to_owned();
+            move |source| BundleError::Write { path, source }
+        };
+        let mut parts = match self.sink {
+            Sink::Single(file) => {
+                let (temp, _syncs) = file
+                    .into_inner()
+                    .map_err(io::IntoInnerError::into_error)
+                    .and_then(SyncAhead::finish)
+                    .map_err(io_error(&self.target))?;
+                let size = temp
+                    .as_file()
+                    .metadata()
+                    .map_err(io_error(&self.target))?
+                    .len();
+                durable::persist(temp, &self.target).map_err(io_error(&self.target))?;
+                return Ok(OutputFiles {
+                    paths: vec![self.target],
+                    size,
+                    sha256: None,
+                });
+            }
+            Sink::Split(parts) => parts,
+        };
+        parts.close_part().map_err(io_error(&self.target))?;
+        let (_, sha256, size) = parts.whole.finish().map_err(io_error(&self.target))?;
+        let mut paths = vec![parts_index_path(&self.target)];
+        let mut index = PartsIndex::new(&self.target, size, sha256);
+        for (number, (temp, digest, part_size)) in parts.finished.into_iter().enumerate() {
+            let path = part_path(&self.target, number + 1);
+            durable::persist(temp, &path).map_err(io_error(&path))?;
+            index.parts.push(PartEntry::new(&path, part_size, digest));
+            paths.push(path);
+        }
+        index.write(&paths[0])?;
+        Ok(OutputFiles {
+            paths,
+            size,
+            sha256: Some(sha256),
+        })
+    }
+}
+
+/// A temporary file beside `target`, to be renamed over it when complete.
+fn temp_file(target: &Path) -> io::Result<BufWriter<SyncAhead>> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix(".kk-bundle-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    Ok(BufWriter::with_capacity(1 << 20, SyncAhead::new(temp)?))
+}
+
+impl Parts {
+    fn open_part(&mut self, target: &Path) -> io::Result<&mut PartFile> {
         if self.current.is_none() {
             if self.finished.len() == MAX_PARTS {
                 return Err(io::Error::other(format!(
                     "more than {MAX_PARTS} parts; choose a larger split size"
                 )));
             }
-            let dir = match self.target.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            let temp = tempfile::Builder::new()
-                .prefix(".kk-bundle-")
-                .suffix(".tmp")
-                .tempfile_in(dir)?;
-            self.current = Some(BackgroundHashing::new(BufWriter::with_capacity(
-                1 << 20,
-                SyncAhead::new(temp)?,
-            )));
+            self.current = Some(BackgroundHashing::new(temp_file(target)?));
         }
         Ok(self.current.as_mut().expect("opened above"))
     }
@@ -96,78 +164,34 @@ impl Output {
         Ok(())
     }
 
-    /// Renames everything into place, the parts index last.
-    pub(crate) fn commit(mut self) -> Result<OutputFiles, BundleError> {
-        let io_error = |path: &Path| {
-            let path = path.to_owned();
-            move |source| BundleError::Write { path, source }
-        };
-        self.close_part().map_err(io_error(&self.target))?;
-        if self.split.is_none() {
-            let (temp, sha256, size) = self.finished.pop().expect("a bundle has at least one file");
-            durable::persist(temp, &self.target).map_err(io_error(&self.target))?;
-            return Ok(OutputFiles {
-                paths: vec![self.target],
-                size,
-                sha256,
-            });
+    /// Writes to the current part as much of `buf` as fits in it.
+    fn write(&mut self, target: &Path, buf: &[u8]) -> io::Result<usize> {
+        let limit = self.limit;
+        let part = self.open_part(target)?;
+        let room = usize::try_from(limit - part.count()).unwrap_or(usize::MAX);
+        let written = part.write(&buf[..buf.len().min(room)])?;
+        let full = part.count() == limit;
+        self.whole.write_all(&buf[..written])?;
+        if full {
+            self.close_part()?;
         }
-        let (_, sha256, size) = self.whole.finish().map_err(io_error(&self.target))?;
-        let mut paths = vec![parts_index_path(&self.target)];
-        let mut index = PartsIndex::new(&self.target, size, sha256);
-        for (number, (temp, digest, part_size)) in self.finished.into_iter().enumerate() {
-            let path = part_path(&self.target, number + 1);
-            durable::persist(temp, &path).map_err(io_error(&path))?;
-            index.parts.push(PartEntry::new(&path, part_size, digest));
-            paths.push(path);
-        }
-        index.write(&paths[0])?;
-        Ok(OutputFiles {
-            paths,
-            size,
-            sha256,
-        })
+        Ok(written)
     }
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let buf = &buf[..buf.len().min(WRITE_CHUNK)];
-        let split = self.split;
-        let part = self.open_part()?;
-        let room = split.map_or(usize::MAX, |limit| {
-            usize::try_from(limit - part.count()).unwrap_or(usize::MAX)
-        });
-        let written = part.write(&buf[..buf.len().min(room)])?;
-        let full = split.is_some_and(|limit| part.count() == limit);
-        if split.is_some() {
-            self.whole.write_all(&buf[..written])?;
+        match &mut self.sink {
+            Sink::Single(file) => file.write(buf),
+            Sink::Split(parts) => parts.write(&self.target, buf),
         }
-        if full {
-            self.close_part()?;
-        }
-        Ok(written)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.current.as_mut().map_or(Ok(()), Write::flush)
-    }
-}
-
-impl crate::write::frames::HashedWrite for Output {
-    fn write_owned(&mut self, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
-        if self.split.is_some() {
-            // Parts and the whole are hashed apart, and a part may end inside `bytes`.
-            return crate::write::frames::write_in_chunks(self, bytes);
-        }
-        self.open_part()?.write_owned(bytes, WRITE_CHUNK)
-    }
-
-    fn sha256_so_far(&self) -> io::Result<Sha256Digest> {
-        match (&self.split, &self.current) {
-            (None, Some(part)) => part.digest_so_far(),
-            (None, None) => Ok(Sha256Digest::of(b"")),
-            (Some(_), _) => self.whole.digest_so_far(),
+        match &mut self.sink {
+            Sink::Single(file) => file.flush(),
+            Sink::Split(parts) => parts.current.as_mut().map_or(Ok(()), Write::flush),
         }
     }
 }

@@ -3,8 +3,9 @@
 //! seek table, into a temporary file renamed over the bundle.
 //!
 //! Every member keeps its frame, so the signed bundle is byte for byte what `build --sign`
-//! writes at the default level. The integrity frame hashes every byte before it, so the whole
-//! bundle is read once anyway: it is verified on that pass before anything is signed.
+//! writes at the default level, and its integrity frame is of the kind its format version
+//! names: a bundle of format 1.2 stays one. The copied frames are hashed again for the new
+//! integrity frame; the whole bundle is read once to verify it before anything is signed.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -46,13 +47,14 @@ pub fn sign_bundle(path: &Path, key: &SigningKey) -> Result<SignedBundle, Bundle
     }
     let frames = bundle.unsigned_frames()?;
     let mtime = bundle.mtime();
+    let kind = bundle.description().format_version.integrity_kind();
     drop(bundle);
     let mut source = File::open(path).map_err(|source| BundleError::Open {
         path: path.to_owned(),
         source,
     })?;
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let mut encoder = FrameEncoder::new(Output::new(path, None)?, DEFAULT_LEVEL, workers);
+    let mut encoder = FrameEncoder::new(Output::new(path, None)?, DEFAULT_LEVEL, workers, kind);
     let mut compressed = Vec::new();
     for (offset, size, decompressed) in frames {
         compressed.resize(size as usize, 0);
@@ -60,7 +62,7 @@ pub fn sign_bundle(path: &Path, key: &SigningKey) -> Result<SignedBundle, Bundle
             .seek(SeekFrom::Start(offset))
             .and_then(|_| source.read_exact(&mut compressed))
             .map_err(BundleError::Read)?;
-        compressed = encoder.copy_frame(compressed, decompressed as u32)?;
+        compressed = encoder.copy_frame(compressed, decompressed as u32, None)?;
     }
     let mut tar = TarFrames::new(encoder, mtime, true);
     tar.member_bytes(&MemberPath::fixed(SIGNATURE_PATH), &signature)?;
