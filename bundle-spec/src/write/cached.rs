@@ -2,18 +2,17 @@
 //! own.
 //!
 //! A rebuild copies most of its bundle from the frame cache. Each frame costs a read (from the
-//! entry, or for a stored frame from the blob file), a check, a write and its share of the
-//! output's sha256. Done one after the other on the writer thread, the hash waited for the reads
-//! and the reads for the hash, and a third of both cores stayed idle; a reader per entry still
-//! left the writer waiting for each entry's first frame. [`CachedFrames`] is one reader for the
+//! entry, or for a stored frame from the blob file), a check and a write; its sha256, which the
+//! integrity frame lists, comes with it from the entry (see `frame_cache`). Done one after the
+//! other on the writer thread, the writes waited for the reads, and a third of both cores stayed
+//! idle; a reader per entry still left the writer waiting for each entry's first frame. [`CachedFrames`] is one reader for the
 //! whole write: it goes through the large blobs in the writer's order, and while the writer
 //! writes one frame (or compresses a blob that has no entry) it reads and checks the next ones.
 //!
 //! A stored frame goes to the writer in pieces of [`PIECE_SIZE`](super::PIECE_SIZE) as it is
 //! read, its check with the last piece. The writer counts a frame only once its check passed;
 //! a damaged one fails the write when the writer reaches it, and the output file, pieces and
-//! all, is removed with the failed write. The buffers go round: reader, writer, the output's
-//! hasher, and back.
+//! all, is removed with the failed write. The buffers go round: reader, writer, and back.
 //!
 //! The check is the one decoding a frame makes, without the copy decoding costs where it can be
 //! avoided: a compressed frame is decoded (its size and zstd's content checksum); a stored frame
