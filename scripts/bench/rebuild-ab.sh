@@ -7,9 +7,11 @@
 #   bash scripts/bench/rebuild-ab.sh ROUNDS NAME=PATH-TO-KK-BUNDLE [NAME=PATH ...]
 #
 # Needs what scripts/bench/build.sh leaves in target/bench/build (run it once first); brings the
-# upstream lab up and down itself. Each rebuild starts from a fresh hard-linked copy of the warm
-# cache and runs twice, untimed and then timed, so the bundle it replaces is the one that binary
-# writes, as in the bench's back-to-back runs. The floor is the bench's: the bundle's bytes
+# upstream lab up and down itself. Each binary first gets a warm cache of its own, a hard-linked
+# copy of the bench's in which it builds the bench's manifest once: frame-cache entries of another
+# entry format than the binary's would be compressed again in every timed run. Each rebuild starts
+# from a fresh hard-linked copy of that cache and runs twice, untimed and then timed, so the bundle
+# it replaces is the one that binary writes, as in the bench's back-to-back runs. The floor is the bench's: the bundle's bytes
 # written once with fdatasync over the previous copy. Prints each binary's median, min and max,
 # and its median's ratio to the floor's.
 set -euo pipefail
@@ -24,18 +26,23 @@ bench=$root/target/bench/build
 
 export LAB_DIR=$root/target/lab/bench
 bash scripts/lab/upstream.sh up >/dev/null
-trap 'rm -rf "$bench/cache-run" "$bench/ab.lock.yaml" "$bench/ab.tar.zst" "$bench/floor.out"; bash scripts/lab/upstream.sh down >/dev/null 2>&1 || true' EXIT
+trap 'rm -rf "$bench/cache-run" "$bench"/ab-* "$bench/ab.lock.yaml" "$bench/ab.tar.zst" "$bench/floor.out"; bash scripts/lab/upstream.sh down >/dev/null 2>&1 || true' EXIT
 
 declare -A binary times
 for arg in "$@"; do
-  binary[${arg%%=*}]=${arg#*=}
+  name=${arg%%=*}
+  binary[$name]=${arg#*=}
+  cp -al "$bench/cache-c" "$bench/ab-cache-$name"
+  "${binary[$name]}" build "$bench/bench.yaml" -o "$bench/ab-warm.tar.zst" --cache "$bench/ab-cache-$name" \
+    --lock "$bench/ab-warm.lock.yaml" >/dev/null 2>&1 || { echo "${binary[$name]} failed" >&2; exit 1; }
+  rm -f "$bench/ab-warm.tar.zst" "$bench/ab-warm.lock.yaml"
 done
 
-rebuild() {  # rebuild KK-BUNDLE: prints the seconds of the timed run
-  local kk=$1 run start end
+rebuild() {  # rebuild NAME: prints the seconds of the timed run
+  local kk=${binary[$1]} run start end
   for run in untimed timed; do
     rm -rf "$bench/cache-run" "$bench/ab.lock.yaml"
-    cp -al "$bench/cache-c" "$bench/cache-run"
+    cp -al "$bench/ab-cache-$1" "$bench/cache-run"
     sync
     start=$(date +%s.%N)
     "$kk" build "$bench/changed.yaml" -o "$bench/ab.tar.zst" --cache "$bench/cache-run" \
@@ -62,7 +69,7 @@ for _ in $(seq "$rounds"); do
     if [ "$name" = floor ]; then
       times[floor]+=" $(floor)"
     else
-      times[$name]+=" $(rebuild "${binary[$name]}")"
+      times[$name]+=" $(rebuild "$name")"
     fi
   done
 done
