@@ -731,6 +731,35 @@ fn frames_from_the_frame_cache_give_the_same_bytes_and_a_damaged_entry_is_refuse
     assert!(!fourth.exists() && !entry.exists());
     write_bundle(&fx.contents, &fourth, &cached).unwrap();
     assert_eq!(fs::read(&fourth).unwrap(), bytes);
+
+    // An entry whose recorded sha256 of a compressed frame is not that of its bytes, its table
+    // otherwise whole (as bits a decoder ignores would leave it): the write fails rather than
+    // give the bundle an integrity frame that does not match it.
+    let mut damaged = fs::read(&entry).unwrap();
+    let sha256_of_first = damaged.len() - ENTRY_TAIL - ENTRY_ROW * frame_count(&damaged) + 16;
+    damaged[sha256_of_first] ^= 1;
+    reseal_table(&mut damaged);
+    fs::write(&entry, damaged).unwrap();
+    assert_eq!(
+        FrameCache::new(&cache_dir).blob_size(&layer.digest, 3),
+        Some(layer.size)
+    );
+    let fifth = fx.dir.path().join("5.tar.zst");
+    let err = write_bundle(&fx.contents, &fifth, &cached).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::FrameCacheDamaged { digest, .. } if *digest == layer.digest),
+        "{err}"
+    );
+    assert!(!fifth.exists() && !entry.exists());
+}
+
+/// Writes the checksum of a frame-cache entry's table again, after a test changed the table: the
+/// first eight bytes of the sha256 of the table, the frame count and the blob size.
+fn reseal_table(entry: &mut [u8]) {
+    let table_start = entry.len() - ENTRY_TAIL - ENTRY_ROW * frame_count(entry);
+    let counts_end = entry.len() - ENTRY_TAIL + 12;
+    let check = Sha256Digest::of(&entry[table_start..counts_end]);
+    entry[counts_end..counts_end + 8].copy_from_slice(&check.as_bytes()[..8]);
 }
 
 /// Large blobs written to files in `dir`: two that do not compress (stored frames) and one that

@@ -3,7 +3,7 @@
 //!
 //! A rebuild copies most of its bundle from the frame cache. Each frame costs a read (from the
 //! entry, or for a stored frame from the blob file), a check and a write; its sha256, which the
-//! integrity frame lists, comes with it from the entry (see `frame_cache`). Done one after the
+//! integrity frame lists, comes with it from the entry, checked below (see `frame_cache`). Done one after the
 //! other on the writer thread, the writes waited for the reads, and a third of both cores stayed
 //! idle; a reader per entry still left the writer waiting for each entry's first frame. [`CachedFrames`] is one reader for the
 //! whole write: it goes through the large blobs in the writer's order, and while the writer
@@ -18,6 +18,14 @@
 //! avoided: a compressed frame is decoded (its size and zstd's content checksum); a stored frame
 //! is built from the blob file with the XXH64 the entry recorded, and that XXH64 is computed over
 //! the blob's bytes as they are read, which is what decoding the frame would compare.
+//!
+//! The sha256 the entry recorded for a frame must also be that of the bytes the writer copies,
+//! or the bundle's integrity frame would not match them. A stored frame's bytes depend on
+//! nothing but its content, which its XXH64 vouches for, so its sha256 is taken as recorded. A
+//! compressed frame's entropy-coded blocks have bits a decoder ignores, so its bytes are hashed
+//! here, on this thread, beside the decoding: a frame whose sha256 differs is a damaged entry,
+//! like one that does not decode. Compressed frames are the few (most of a bundle is layers,
+//! stored), so a rebuild still hashes little more than what it compresses.
 //!
 //! The reader opens a blob's file only if its entry has stored frames. A caller must therefore
 //! have a blob file complete from the start of the write when its entry has stored frames; a
@@ -200,7 +208,8 @@ fn send_checked(
         } else {
             let mut frame = buffers.frame();
             let intact = entry.read_frame(row.compressed, &mut frame).is_ok()
-                && decodes_to(decoder, &frame, row, &mut buffers.content);
+                && decodes_to(decoder, &frame, row, &mut buffers.content)
+                && Sha256Digest::of(&frame) == row.sha256;
             intact.then_some(frame)
         };
         offset += u64::from(row.decompressed);

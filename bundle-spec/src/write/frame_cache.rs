@@ -19,12 +19,10 @@
 //! padded length.
 //!
 //! Each frame's sha256 is what the bundle's integrity frame lists for it (SPEC.md §2.2), so a
-//! write that copies the frame does not hash it again. It is taken from the bundle's own
-//! integrity hash when the entry is recorded (no second pass) and trusted when the entry is
-//! used: the frame's bytes are checked by decoding, as below, which catches every change to
-//! what the frame holds. A change to bits a decoder ignores would get past that check and
-//! give a bundle whose integrity frame does not match it; a reader refuses that bundle, so the
-//! damage is found, though only when the bundle is verified.
+//! write that copies a stored frame does not hash it again: its bytes follow from its content,
+//! which is checked. It is taken from the bundle's own integrity hash when the entry is recorded
+//! (no second pass). A compressed frame is hashed again when it is copied (see `cached`), since
+//! its bytes may change where a decoder does not look.
 //!
 //! A *stored* frame (data that does not compress, see `frames::stored_frame`) is not in the
 //! entry: it is the blob's own bytes in raw blocks, so the blob cache already holds it, and
