@@ -11,9 +11,9 @@
 # copy of the bench's in which it builds the bench's manifest once: frame-cache entries of another
 # entry format than the binary's would be compressed again in every timed run. Each rebuild starts
 # from a fresh hard-linked copy of that cache and runs twice, untimed and then timed, so the bundle
-# it replaces is the one that binary writes, as in the bench's back-to-back runs. The floor is the bench's: the bundle's bytes
-# written once with fdatasync over the previous copy. Prints each binary's median, min and max,
-# and its median's ratio to the floor's.
+# it replaces is the one that binary writes, as in the bench's back-to-back runs. The floor is
+# the bench's: the bundle's bytes written once with fdatasync over the previous copy. Prints each
+# binary's median, min and max, and its median's ratio to the floor's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root=$PWD

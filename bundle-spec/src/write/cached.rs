@@ -3,11 +3,12 @@
 //!
 //! A rebuild copies most of its bundle from the frame cache. Each frame costs a read (from the
 //! entry, or for a stored frame from the blob file), a check and a write; its sha256, which the
-//! integrity frame lists, comes with it from the entry, checked below (see `frame_cache`). Done one after the
-//! other on the writer thread, the writes waited for the reads, and a third of both cores stayed
-//! idle; a reader per entry still left the writer waiting for each entry's first frame. [`CachedFrames`] is one reader for the
-//! whole write: it goes through the large blobs in the writer's order, and while the writer
-//! writes one frame (or compresses a blob that has no entry) it reads and checks the next ones.
+//! integrity frame lists, comes with it from the entry, checked below (see `frame_cache`). Done
+//! one after the other on the writer thread, the writes waited for the reads, and a third of
+//! both cores stayed idle; a reader per entry still left the writer waiting for each entry's
+//! first frame. [`CachedFrames`] is one reader for the whole write: it goes through the large
+//! blobs in the writer's order, and while the writer writes one frame (or compresses a blob that
+//! has no entry) it reads and checks the next ones.
 //!
 //! A stored frame goes to the writer in pieces of [`PIECE_SIZE`](super::PIECE_SIZE) as it is
 //! read, its check with the last piece. The writer counts a frame only once its check passed;
