@@ -304,6 +304,19 @@ pub enum BundleError {
         /// The major versions this reader reads, for the message (`1.x to 4.x`).
         supported: &'static str,
     },
+    /// The description to write states a format version whose major this writer does not know:
+    /// every reader of the formats it knows would refuse the bundle.
+    #[error(
+        "cannot write format version `{found}`: this writer writes formats {supported}; hint: a new bundle says `{}` (`{}` for a delta)",
+        crate::format_version::FORMAT_VERSION,
+        crate::format_version::DELTA_FORMAT_VERSION
+    )]
+    UnknownWriteVersion {
+        /// The version the description states.
+        found: FormatVersion,
+        /// The major versions this writer knows, for the message.
+        supported: &'static str,
+    },
     /// A delta bundle's `base` (or its absence) does not fit the format version or the
     /// checksum list.
     #[error("the description's `base` is invalid: {reason}")]

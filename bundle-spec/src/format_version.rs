@@ -34,7 +34,7 @@ const KNOWN: [FormatVersion; 4] = [
     DELTA_FORMAT_VERSION,
 ];
 
-/// The major versions this crate reads, as a reader's message names them.
+/// The major versions this crate reads and writes, as its messages name them.
 pub const SUPPORTED_MAJORS: &str = "1.x to 4.x";
 
 /// What a bundle's integrity frame (SPEC.md §2.2) holds the sha256 of; its four-byte tag says

@@ -340,6 +340,19 @@ fn a_description_a_reader_would_refuse_is_not_written() {
         "{err}"
     );
     assert_eq!(fs::read_dir(target.parent().unwrap()).unwrap().count(), 0);
+    // A major version no reader knows.
+    let mut fx = Fixture::new();
+    fx.contents.description.format_version = "5.0".parse().unwrap();
+    let err = write_bundle(&fx.contents, &target, &options()).unwrap_err();
+    assert!(
+        matches!(&err, BundleError::UnknownWriteVersion { found, .. } if found.major == 5),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("hint: a new bundle says `3.0` (`4.0` for a delta)")
+    );
+    assert_eq!(fs::read_dir(target.parent().unwrap()).unwrap().count(), 0);
 }
 
 proptest! {

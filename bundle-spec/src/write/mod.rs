@@ -29,7 +29,7 @@ use crate::bundle_error::{BundleError, from_io};
 use crate::checksums::ChecksumList;
 use crate::description::{DELTA_FORMAT_VERSION, Description};
 use crate::digest::Sha256Digest;
-use crate::format_version::IntegrityKind;
+use crate::format_version::{IntegrityKind, SUPPORTED_MAJORS};
 use crate::layout::index_bytes;
 use crate::member::{
     BLOCK, CHECKSUMS_PATH, DESCRIPTION_PATH, MemberPath, SIGNATURE_PATH, canonical_header, padding,
@@ -149,6 +149,13 @@ pub fn write_bundle_as_ready(
     options: &WriteOptions,
     ready: &mut dyn FnMut(&BlobFile) -> Result<(), BundleError>,
 ) -> Result<WrittenBundle, BundleError> {
+    let version = contents.description.format_version;
+    if !version.is_known_major() {
+        return Err(BundleError::UnknownWriteVersion {
+            found: version,
+            supported: SUPPORTED_MAJORS,
+        });
+    }
     let mtime = u64::try_from(contents.description.created.as_second())
         .map_err(|_| BundleError::CreatedBeforeEpoch(contents.description.created))?;
     let description = contents.description.to_bytes().map_err(BundleError::Json)?;
